@@ -1,0 +1,28 @@
+# Set-up and everyday commands. Every target creates the virtual environment .venv when needed.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test test-slow bench clean
+
+$(STAMP): setup.py
+	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/btgym-aac demo --out out/demo
+
+test: $(STAMP)
+	$(BIN)/python -m pytest -q -m "not slow"
+
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
+
+bench: $(STAMP)
+	$(BIN)/python benchmarks/env_throughput.py --out benchmarks/results
+
+clean:
+	rm -rf out build *.egg-info

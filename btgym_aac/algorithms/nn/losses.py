@@ -1,0 +1,206 @@
+"""Loss builders for actor-critic training and the UNREAL auxiliary tasks.
+
+Every builder opens `tf.name_scope(name + '/<kind>')` and returns `(scalar loss tensor, list of summary ops)`.
+TF rejects a leading underscore in a root name scope, so when a builder is called outside any name scope the
+leading underscores of `name` are dropped (the default `_aac_` becomes `aac_/aac`); inside a scope the name is
+kept as given.
+Notation: `CE(a, l) = -sum_k a_k log softmax(l)_k`.
+
+Padding mask (fix of the reference's padding leak): `aac_loss_def`, `ppo_loss_def` and `value_fn_loss_def`
+take an optional float `mask` [B] of 0/1 row weights. When given, every batch mean of these losses (policy
+loss, value loss, entropy, and the reported mean value / ratio / KL) becomes a mean over the rows with mask 1:
+`sum(mask * x) / max(sum(mask), 1)`, so zero-padded rows contribute nothing (an all-zero mask gives 0).
+"""
+from btgym_aac.algorithms.math_utils import cat_entropy, kl_divergence
+from btgym_aac.compat import tf
+
+
+def _loss_scope(name, kind):
+    """Opens the name scope `<name>/<kind>`, valid also at the graph root (see the module docstring)."""
+    if not tf.get_default_graph().get_name_scope():
+        name = name.lstrip('_')
+    return tf.name_scope('{}/{}'.format(name, kind))
+
+
+def _scalar_summaries(always, verbose_only, verbose):
+    """Scalar summaries of the (tag, tensor) pairs in `always`, plus those in `verbose_only` when `verbose`."""
+    pairs = list(always) + (list(verbose_only) if verbose else [])
+    return [tf.summary.scalar(tag, tensor) for tag, tensor in pairs]
+
+
+def _batch_mean(x, mask):
+    """Mean of `x` [B] over all rows (`mask` None) or over the rows weighted by `mask` [B]."""
+    if mask is None:
+        return tf.reduce_mean(x)
+    mask = tf.cast(mask, x.dtype)
+    return tf.reduce_sum(x * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
+
+
+def _check_compatible(first, second, what):
+    """Raises ValueError when the static shapes of `first` and `second` cannot match."""
+    if not first.get_shape().is_compatible_with(second.get_shape()):
+        raise ValueError('{}: shapes {} and {} do not match'.format(what, first.get_shape(), second.get_shape()))
+
+
+def _squared_error(r_target, pi_vf, what):
+    """Returns `(R - V)^2` [B] after checking that the two shapes agree (no silent broadcasting)."""
+    r_target = tf.convert_to_tensor(r_target)
+    pi_vf = tf.convert_to_tensor(pi_vf)
+    _check_compatible(r_target, pi_vf, what + ' value target vs value function')
+    return tf.square(r_target - pi_vf)
+
+
+def aac_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_logits, entropy_beta, epsilon=None,
+                 name='_aac_', verbose=False, mask=None):
+    """A3C loss (https://arxiv.org/abs/1602.01783): `mean(CE(a, logits)·Adv) + 0.5·mean((R - V)^2) - beta·H`.
+
+    Args:
+        act_target: one-hot actions [B, A].
+        adv_target: advantages [B].
+        r_target: empirical returns [B].
+        pi_logits: policy logits [B, A].
+        pi_vf: value function [B].
+        pi_prime_logits: unused (common loss signature).
+        entropy_beta: entropy regularisation weight (float or scalar tensor).
+        epsilon: unused (common loss signature).
+        name: name scope prefix.
+        verbose: add the `entropy` and `value_fn` (mean V) summaries.
+        mask: optional float [B] of 0/1 row weights (see the module docstring).
+
+    Returns:
+        loss scalar; summaries `policy_loss`, `value_loss` (+ `entropy`, `value_fn`).
+    """
+    with _loss_scope(name, 'aac'):
+        neg_log_prob = tf.nn.softmax_cross_entropy_with_logits_v2(labels=act_target, logits=pi_logits)
+        pi_loss = _batch_mean(neg_log_prob * adv_target, mask)
+        vf_loss = 0.5 * _batch_mean(_squared_error(r_target, pi_vf, 'aac_loss_def'), mask)
+        entropy = _batch_mean(cat_entropy(pi_logits), mask)
+        loss = pi_loss + vf_loss - entropy * entropy_beta
+
+        summaries = _scalar_summaries(
+            [('policy_loss', pi_loss), ('value_loss', vf_loss)],
+            [('entropy', entropy), ('value_fn', _batch_mean(pi_vf, mask))],
+            verbose,
+        )
+    return loss, summaries
+
+
+def ppo_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_logits, entropy_beta, epsilon,
+                 name='_ppo_', verbose=False, mask=None):
+    """PPO clipped surrogate loss, (7) of https://arxiv.org/abs/1707.06347.
+
+    `rho = exp(log pi(a) - stop_gradient(log pi_old(a)))`;
+    `L = -mean(min(rho·Adv, clip(rho, 1 - eps, 1 + eps)·Adv)) + mean((R - V)^2) - beta·H` (no 0.5 on the value
+    term, as in the reference).
+
+    Args:
+        act_target: one-hot actions [B, A].
+        adv_target: advantages [B].
+        r_target: empirical returns [B].
+        pi_logits: policy logits [B, A].
+        pi_vf: value function [B].
+        pi_prime_logits: old-policy logits [B, A] (no gradient flows into them).
+        entropy_beta: entropy regularisation weight.
+        epsilon: clipping epsilon (float or scalar tensor).
+        name: name scope prefix.
+        verbose: add `entropy`, `Dkl_old_new` (mean KL(pi_old || pi)), `pi_ratio` (mean rho), `value_fn`.
+        mask: optional float [B] of 0/1 row weights (see the module docstring).
+
+    Returns:
+        loss scalar; summaries `l_clip_loss`, `value_loss` (+ verbose ones).
+    """
+    with _loss_scope(name, 'ppo'):
+        log_prob = -tf.nn.softmax_cross_entropy_with_logits_v2(labels=act_target, logits=pi_logits)
+        old_log_prob = tf.stop_gradient(
+            -tf.nn.softmax_cross_entropy_with_logits_v2(labels=act_target, logits=pi_prime_logits)
+        )
+        ratio = tf.exp(log_prob - old_log_prob)
+        surrogate = ratio * adv_target
+        clipped_surrogate = tf.clip_by_value(ratio, 1.0 - epsilon, 1.0 + epsilon) * adv_target
+        clip_loss = -_batch_mean(tf.minimum(surrogate, clipped_surrogate), mask)
+        vf_loss = _batch_mean(_squared_error(r_target, pi_vf, 'ppo_loss_def'), mask)
+        entropy = _batch_mean(cat_entropy(pi_logits), mask)
+        loss = clip_loss + vf_loss - entropy * entropy_beta
+
+        summaries = _scalar_summaries(
+            [('l_clip_loss', clip_loss), ('value_loss', vf_loss)],
+            [
+                ('entropy', entropy),
+                ('Dkl_old_new', _batch_mean(kl_divergence(pi_prime_logits, pi_logits), mask)),
+                ('pi_ratio', _batch_mean(ratio, mask)),
+                ('value_fn', _batch_mean(pi_vf, mask)),
+            ],
+            verbose,
+        )
+    return loss, summaries
+
+
+def value_fn_loss_def(r_target, pi_vf, name='_vr_', verbose=False, mask=None):
+    """Value-replay loss `mean((R - V)^2)`.
+
+    Args:
+        r_target: returns [B].
+        pi_vf: value function [B].
+        name: name scope prefix.
+        verbose: add the `v_loss` summary.
+        mask: optional float [B] of 0/1 row weights (see the module docstring).
+
+    Returns:
+        loss scalar; summaries (`v_loss` if verbose, else empty).
+    """
+    with _loss_scope(name, 'value_replay'):
+        loss = _batch_mean(_squared_error(r_target, pi_vf, 'value_fn_loss_def'), mask)
+        summaries = _scalar_summaries([], [('v_loss', loss)], verbose)
+    return loss, summaries
+
+
+def pc_loss_def(actions, targets, pi_pc_q, name='_pc_', verbose=False):
+    """Pixel-control loss (https://arxiv.org/abs/1611.05397): `sum((targets - Q_a)^2) / B`.
+
+    `Q_a = sum_k Q[..., k] · actions[:, k]`. The actions must be one-hot of width A, the depth of `pi_pc_q`
+    (the reference sized the trainer's action placeholder by the number of assets instead; a static width
+    mismatch is rejected here).
+
+    Args:
+        actions: one-hot actions [B, A].
+        targets: pixel-change targets [B, H, W].
+        pi_pc_q: Q-value maps [B, H, W, A].
+        name: name scope prefix.
+        verbose: add the `q_loss` summary.
+
+    Returns:
+        loss scalar; summaries (`q_loss` if verbose, else empty).
+    """
+    actions = tf.convert_to_tensor(actions)
+    pi_pc_q = tf.convert_to_tensor(pi_pc_q)
+    action_width = actions.get_shape()[-1]
+    q_depth = pi_pc_q.get_shape()[-1]
+    if action_width is not None and q_depth is not None and action_width != q_depth:
+        raise ValueError('pc_loss_def: actions width {} differs from the Q depth {}; feed one-hot actions of the '
+                         'full action depth'.format(action_width, q_depth))
+    with _loss_scope(name, 'pixel_control'):
+        q_action = tf.reduce_sum(pi_pc_q * tf.reshape(actions, [-1, 1, 1, tf.shape(actions)[-1]]), axis=-1)
+        batch_size = tf.cast(tf.shape(targets)[0], tf.float32)
+        loss = tf.reduce_sum(tf.square(targets - q_action)) / batch_size
+        summaries = _scalar_summaries([], [('q_loss', loss)], verbose)
+    return loss, summaries
+
+
+def rp_loss_def(rp_targets, pi_rp_logits, name='_rp_', verbose=False):
+    """Reward-prediction loss: softmax cross-entropy averaged over the batch.
+
+    Fix: the reference used only the first row of the batch (`[0]`); here every sample counts.
+
+    Args:
+        rp_targets: one-hot reward classes [B, 3].
+        pi_rp_logits: class logits [B, 3].
+        name: name scope prefix.
+        verbose: add the `class_loss` summary.
+
+    Returns:
+        loss scalar; summaries (`class_loss` if verbose, else empty).
+    """
+    with _loss_scope(name, 'reward_prediction'):
+        loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=rp_targets, logits=pi_rp_logits))
+        summaries = _scalar_summaries([], [('class_loss', loss)], verbose)
+    return loss, summaries

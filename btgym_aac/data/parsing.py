@@ -1,0 +1,250 @@
+"""Reads OHLCV bars from HistData ASCII files, generic CSV files or DataFrames into one canonical DataFrame.
+
+The canonical frame is sorted by time, has a DatetimeIndex and float64 columns open, high, low, close, volume.
+"""
+import csv
+import os
+
+import numpy as np
+import pandas as pd
+
+from btgym_aac.data.columns import OHLCV_COLUMNS, match_columns, require_prices
+from btgym_aac.data.datetimes import looks_like_datetime, parse_datetimes
+from btgym_aac.data.errors import DataError
+from btgym_aac.logs import get_logger
+
+DEFAULT_PARSING_PARAMS = dict(sep=None, datetime_format=None, timeframe=None)
+# Keys of the original's parsing params: accepted for compatibility and ignored, because headers, column order
+# and feed column indices are now detected / fixed by the reader.
+LEGACY_PARSING_KEYS = frozenset(
+    ['header', 'index_col', 'parse_dates', 'names', 'datetime', 'open', 'high', 'low', 'close', 'volume',
+     'openinterest']
+)
+_ENCODING = 'utf-8-sig'
+
+_log = get_logger('OHLCVReader')
+
+
+def resolve_parsing_params(parsing_params=None):
+    """Merges user parsing params into the defaults.
+
+    Args:
+        parsing_params: dict or None. Keys: `sep` (field separator; None: detect ';', ',' or tab from the first
+            line), `datetime_format` (strptime format; None: HistData format when it fits, else inferred),
+            `timeframe` (minutes per bar; None: inferred from the data). Legacy keys of the original
+            (`header`, `names`, `index_col`, ...) are accepted and ignored.
+
+    Returns:
+        new dict with all default keys.
+
+    Raises:
+        TypeError: on unknown keys.
+    """
+    params = dict(DEFAULT_PARSING_PARAMS)
+    if parsing_params:
+        unknown = sorted(set(parsing_params) - set(DEFAULT_PARSING_PARAMS) - LEGACY_PARSING_KEYS)
+        if unknown:
+            raise TypeError('unknown parsing_params key(s): {}; known: {}'.format(unknown, sorted(params)))
+        params.update({key: parsing_params[key] for key in DEFAULT_PARSING_PARAMS if key in parsing_params})
+    return params
+
+
+def _first_line_fields(path, sep):
+    with open(path, encoding=_ENCODING) as handle:
+        line = handle.readline().strip()
+    if not line:
+        raise DataError('data file <{}> is empty'.format(path))
+    if sep is None:
+        sep = next((candidate for candidate in (';', ',', '\t') if candidate in line), ',')
+    return next(csv.reader([line], delimiter=sep)), sep
+
+
+def _assemble(table, roles, datetime_values, where):
+    """Builds the canonical frame from a raw table, the column roles and parsed datetimes (no volume -> 0)."""
+    require_prices(roles, where)
+    columns = {}
+    for name in OHLCV_COLUMNS:
+        if name in roles:
+            columns[name] = pd.to_numeric(table.iloc[:, roles[name]], errors='coerce').to_numpy(np.float64)
+        else:
+            columns[name] = np.zeros(len(table))
+    index = pd.DatetimeIndex(datetime_values, name='datetime')
+    return pd.DataFrame(columns, index=index, columns=list(OHLCV_COLUMNS))
+
+
+def _datetime_column(table, roles, first_line, params, where):
+    """Parses the datetime of each row: a datetime column, or date + time columns, or the first column."""
+    if 'datetime' in roles:
+        raw = table.iloc[:, roles['datetime']].astype(str)
+    elif 'date' in roles and 'time' in roles:
+        raw = table.iloc[:, roles['date']].astype(str) + ' ' + table.iloc[:, roles['time']].astype(str)
+    elif 'date' in roles or 'time' in roles:
+        raw = table.iloc[:, roles.get('date', roles.get('time'))].astype(str)
+    else:
+        raw = table.iloc[:, 0].astype(str)
+    return parse_datetimes(raw, where, params['datetime_format'], first_line)
+
+
+def _positional_roles(num_columns, where):
+    """Roles of a header-less (HistData-style) table: datetime, open, high, low, close[, volume]."""
+    if num_columns < 5:
+        raise DataError('{}: expected at least 5 fields per line (datetime, open, high, low, close), found {}'
+                        .format(where, num_columns))
+    roles = {'datetime': 0}
+    roles.update({name: position + 1 for position, name in enumerate(OHLCV_COLUMNS[:min(5, num_columns - 1)])})
+    return roles
+
+
+def _header_roles(header, num_columns, where):
+    """Roles from a header line; a header one field shorter than the rows names the columns after the index."""
+    if len(header) == num_columns - 1:
+        header = [''] + list(header)
+    elif len(header) != num_columns:
+        raise DataError('{}: header has {} fields but data lines have {}'.format(where, len(header), num_columns))
+    roles = match_columns(header)
+    if not any(name in roles for name in OHLCV_COLUMNS):
+        return _positional_roles(num_columns, where)
+    return roles
+
+
+def read_file(path, parsing_params=None):
+    """Reads one CSV file (HistData `;` without or with a header line, or generic OHLCV CSV with a header).
+
+    A header is detected when the first field of the first line is not a date. Header names are matched
+    case-insensitively (Date/Datetime/Time or Date+Time, Open, High, Low, Close, Volume; '1_O;2_H;...' style too);
+    without a header the columns are datetime, open, high, low, close[, volume]. Missing volume becomes 0.
+    **[bug fix]** the original read HistData files with `header=0` and dropped their first bar; all bars are kept.
+
+    Args:
+        path: file path.
+        parsing_params: see `resolve_parsing_params`.
+
+    Returns:
+        canonical OHLCV DataFrame (not yet sorted or de-duplicated).
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        DataError: empty file, unparsable dates, missing price columns.
+    """
+    params = resolve_parsing_params(parsing_params)
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError('data file <{}> not found'.format(path))
+    if os.path.getsize(path) == 0:
+        raise DataError('data file <{}> is empty'.format(path))
+    where = 'data file <{}>'.format(path)
+    first_fields, sep = _first_line_fields(path, params['sep'])
+    has_header = not looks_like_datetime(first_fields[0], params['datetime_format'])
+    try:
+        table = pd.read_csv(path, sep=sep, header=None, skiprows=1 if has_header else 0, dtype={0: str},
+                            encoding=_ENCODING, skipinitialspace=True)
+    except pd.errors.EmptyDataError:
+        table = pd.DataFrame()
+    if table.empty:
+        raise DataError('{} has a header line but no data rows'.format(where))
+    if has_header:
+        roles = _header_roles(first_fields, table.shape[1], where)
+    else:
+        roles = _positional_roles(table.shape[1], where)
+    datetimes = _datetime_column(table, roles, 2 if has_header else 1, params, where)
+    return _assemble(table, roles, datetimes, where)
+
+
+def from_dataframe(frame, parsing_params=None):
+    """Converts a user DataFrame (DatetimeIndex or a date/time column; case-insensitive OHLC[V] names).
+
+    Args:
+        frame: pandas DataFrame.
+        parsing_params: see `resolve_parsing_params` (only `datetime_format` is used).
+
+    Returns:
+        canonical OHLCV DataFrame (not yet sorted or de-duplicated).
+    """
+    params = resolve_parsing_params(parsing_params)
+    where = 'DataFrame'
+    if frame.empty:
+        raise DataError('DataFrame holds no rows')
+    roles = match_columns(frame.columns)
+    if isinstance(frame.index, pd.DatetimeIndex):
+        datetimes = frame.index.tz_convert('UTC').tz_localize(None) if frame.index.tz is not None else frame.index
+    elif {'datetime', 'date', 'time'} & set(roles):
+        datetimes = _datetime_column(frame, roles, 0, params, where)
+    else:
+        raise DataError('DataFrame has neither a DatetimeIndex nor a date/time column (columns: {})'
+                        .format(list(frame.columns)))
+    return _assemble(frame, roles, datetimes, where)
+
+
+def _drop_duplicates(frame, where):
+    duplicated = frame.index.duplicated(keep='first')
+    if duplicated.any():
+        _log.warning('{}: dropped {} bar(s) with duplicated timestamps (first at {}), keeping the first'
+                     .format(where, int(duplicated.sum()), frame.index[duplicated][0]))
+        frame = frame[~duplicated]
+    return frame
+
+
+def check_bars(frame, where):
+    """Raises DataError for bars with missing values or high < low, naming the first bad timestamp.
+
+    Args:
+        frame: canonical OHLCV DataFrame.
+        where: source description for messages.
+    """
+    missing = frame.isna().any(axis=1).to_numpy()
+    if missing.any():
+        first = np.flatnonzero(missing)[0]
+        columns = [name for name in OHLCV_COLUMNS if pd.isna(frame.iloc[first][name])]
+        raise DataError('{}: bar at {} has missing or non-numeric {}'.format(where, frame.index[first], columns))
+    inverted = (frame['high'] < frame['low']).to_numpy()
+    if inverted.any():
+        first = np.flatnonzero(inverted)[0]
+        raise DataError('{}: bar at {} has high < low ({} < {})'.format(
+            where, frame.index[first], frame['high'].iloc[first], frame['low'].iloc[first]))
+
+
+def _describe_source(source):
+    if isinstance(source, pd.DataFrame):
+        return 'DataFrame'
+    if isinstance(source, (str, os.PathLike)):
+        return 'data file <{}>'.format(os.fspath(source))
+    raise TypeError('data source must be a path, a DataFrame or a list of them, got {}'.format(type(source)))
+
+
+def _read_one(source, parsing_params):
+    where = _describe_source(source)
+    if isinstance(source, pd.DataFrame):
+        frame = from_dataframe(source, parsing_params)
+    else:
+        frame = read_file(source, parsing_params)
+    check_bars(frame, where)
+    return _drop_duplicates(frame, where)
+
+
+def read_ohlcv(source, parsing_params=None):
+    """Reads OHLCV bars from a path, a DataFrame or a list of them (concatenated in order).
+
+    Duplicated timestamps (inside a file or across files) are dropped keeping the first, with a logged warning.
+
+    Args:
+        source: str / os.PathLike or pandas DataFrame, or a list / tuple of them.
+        parsing_params: see `resolve_parsing_params`.
+
+    Returns:
+        DataFrame sorted by time with a DatetimeIndex and float64 columns open, high, low, close, volume.
+
+    Raises:
+        FileNotFoundError: a file does not exist.
+        DataError: empty file, unparsable date (named), missing price columns (named), bar with missing values or
+            high < low (timestamp named).
+    """
+    if isinstance(source, (list, tuple)):
+        if not source:
+            raise DataError('empty list of data files')
+        frames = [_read_one(item, parsing_params) for item in source]
+        frame = _drop_duplicates(pd.concat(frames), ', '.join(_describe_source(item) for item in source))
+    else:
+        frame = _read_one(source, parsing_params)
+    if not frame.index.is_monotonic_increasing:
+        frame = frame.sort_index(kind='stable')
+    return frame

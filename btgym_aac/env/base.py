@@ -1,0 +1,365 @@
+"""BTgymEnv: a gymnasium environment over an in-process backtrader episode."""
+import copy
+import functools
+import weakref
+
+import backtrader as bt
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from btgym_aac.data import BTgymDataset, EnvResetConfig, make_sine_data
+from btgym_aac.env.engine import Handoff, prepare_cerebro, run_episode
+from btgym_aac.env.rendering import BTgymNullRendering, BTgymRendering
+from btgym_aac.logs import get_logger
+from btgym_aac.spaces import ActionDictSpace, DictSpace
+from btgym_aac.strategy.base import BTgymBaseStrategy
+from btgym_aac.strategy.observers import NormPnL, Position, Reward
+
+DATASET_KWARGS = (
+    'filename', 'dataframe', 'episode_duration', 'time_gap', 'start_00', 'start_weekdays', 'parsing_params',
+    'target_period', 'data_names', 'episode_len_days', 'episode_len_hours', 'episode_len_minutes',
+    'time_gap_days', 'time_gap_hours',
+)
+ENGINE_DEFAULTS = dict(start_cash=100.0, broker_commission=0.001, fixed_stake=10)
+LEGACY_NETWORK_KWARGS = (
+    'data_master', 'data_network_address', 'data_port', 'port', 'network_address', 'connect_timeout',
+)
+PRICE_COLUMNS = ['open', 'high', 'low', 'close']
+RENDER_OBSERVERS = (bt.observers.Broker, bt.observers.BuySell, bt.observers.Trades, Reward, Position, NormPnL)
+
+
+def _stop_handoff(handoff):
+    handoff.stop()
+
+
+class BTgymEnv(gym.Env):
+    """Backtrader trading environment with the gymnasium API.
+
+    Each episode is a window of the dataset run by backtrader in this process, in a greenlet (see
+    `engine.Handoff`): `step()` hands the action to the strategy and gets the observation `skip_frame` bars
+    later. Call `reset()` and `step()` of one env from one thread; several envs may run in several threads.
+
+    Args (keyword only; all optional):
+        filename, dataframe, episode_duration, time_gap, start_00, start_weekdays, parsing_params, target_period,
+            data_names: build a `BTgymDataset` (used when `dataset` is not given). With neither `filename` nor
+            `dataframe`, the built-in synthetic sine series is used.
+        dataset: a `BTgymDataset` (or any data domain with the same interface).
+        engine: a configured `bt.Cerebro` with one strategy; used as is (strategy/engine kwargs are then refused).
+        strategy: strategy class (default `BTgymBaseStrategy`).
+        start_cash, broker_commission, fixed_stake: broker settings of the default engine.
+        render_enabled: keep the data renderings need (default True).
+        render_modes: e.g. ['human', 'episode', 'external']; render_* kwargs tune the pictures.
+        render_mode: default mode of `render()`.
+        verbose, log_level: logging (0 notice, 1 info, 2 debug).
+        task: number used in logger names.
+        random_seed: seed of episode sampling.
+        any other kwarg: a param of the strategy (state_shape, skip_frame, drawdown_call, target_call, ...).
+        port, data_port, data_master, network_address, data_network_address, connect_timeout: accepted for
+            compatibility with the original's call sites and ignored (no servers are started).
+    """
+    metadata = {'render_modes': ['human', 'episode'], 'render_fps': 4}
+
+    def __init__(self, **kwargs):
+        self.task = kwargs.pop('task', 0)
+        self.verbose = kwargs.pop('verbose', 0)
+        self.log_level = kwargs.pop('log_level', None)
+        self.log = get_logger('BTgymEnv', self.task, self.verbose, self.log_level)
+        self.random_seed = kwargs.pop('random_seed', None)
+        ignored = [key for key in LEGACY_NETWORK_KWARGS if kwargs.pop(key, None) is not None]
+        if ignored:
+            self.log.debug('ignored (no servers in-process): {}'.format(ignored))
+
+        self.render_enabled = kwargs.pop('render_enabled', True)
+        self.render_modes = list(kwargs.pop('render_modes', ['human', 'episode']))
+        self.render_mode = kwargs.pop('render_mode', None)
+        render_kwargs = {key: kwargs.pop(key) for key in list(kwargs) if key in BTgymRendering.defaults}
+        self.renderer = BTgymRendering(self.render_modes, **render_kwargs) if self.render_enabled \
+            else BTgymNullRendering()
+        self.metadata = dict(self.metadata, render_modes=list(self.render_modes))
+
+        self.dataset = self._make_dataset(kwargs)
+        self.engine = self._make_engine(kwargs)
+        self.strategy_class, strategy_kwargs = self.engine.strats[0][0][0], self.engine.strats[0][0][2]
+        self.params = self._strategy_params(strategy_kwargs)
+        self.asset_names = tuple(self.params['asset_names'])
+        if len(self.asset_names) != 1:
+            raise ValueError('BTgymEnv trades exactly one asset, got asset_names={}'.format(self.asset_names))
+        self.portfolio_actions = self.params['portfolio_actions']
+        self.skip_frame = self.params['skip_frame']
+        self.initial_action = {asset: 0 for asset in self.asset_names}
+        if self.portfolio_actions:
+            self.initial_portfolio_action = {asset: self.portfolio_actions[0] for asset in self.asset_names}
+        else:
+            self.initial_portfolio_action = {asset: 0.0 for asset in self.asset_names}
+        strategy_kwargs.update(initial_action=self.initial_action,
+                               initial_portfolio_action=self.initial_portfolio_action)
+
+        self.observation_space = DictSpace(self._observation_shapes(self.params['state_shape']))
+        self.action_space = ActionDictSpace(assets=self.asset_names, base_actions=self.portfolio_actions)
+        self._observation_dtypes = self._dtypes_of(self.observation_space)
+        for mode in self.render_modes:
+            if mode not in ('human', 'episode') and mode not in self.observation_space.spaces:
+                raise ValueError('render mode {!r} is neither human, episode nor an observation key {}'.format(
+                    mode, list(self.observation_space.spaces)))
+
+        self._trial = None
+        self._handoff = None
+        self._episode_number = -1
+        self._episode_done = True
+        self._episode_result = None
+        self._finished_strategy = None
+        self._last_step = None
+        self._finalizer = None
+        self.closed = False
+
+    # ------------------------------------------------------------------------------------------ construction
+
+    def _make_dataset(self, kwargs):
+        dataset = kwargs.pop('dataset', None)
+        dataset_kwargs = {key: kwargs.pop(key) for key in DATASET_KWARGS if key in kwargs}
+        if dataset is None:
+            if dataset_kwargs.get('filename') is None and dataset_kwargs.get('dataframe') is None:
+                dataset_kwargs.pop('filename', None)
+                dataset_kwargs['dataframe'] = make_sine_data()
+            dataset = BTgymDataset(task=self.task, log_level=self.log.level, **dataset_kwargs)
+        elif dataset_kwargs:
+            raise TypeError('pass either `dataset` or dataset kwargs, not both: {}'.format(sorted(dataset_kwargs)))
+        if self.random_seed is not None:
+            dataset.seed(self.random_seed)
+        if not dataset.is_ready:
+            dataset.reset()
+        return dataset
+
+    def _make_engine(self, kwargs):
+        engine = kwargs.pop('engine', None)
+        strategy = kwargs.pop('strategy', None)
+        engine_kwargs = {key: kwargs.pop(key) for key in ENGINE_DEFAULTS if key in kwargs}
+        if engine is not None:
+            if strategy is not None or engine_kwargs or kwargs:
+                raise TypeError(
+                    'a custom `engine` is configured by itself; these arguments would be ignored: {}'.format(
+                        sorted(set(engine_kwargs) | set(kwargs) | ({'strategy'} if strategy else set()))))
+            if len(engine.strats) != 1:
+                raise ValueError('the engine must have exactly one strategy, has {}'.format(len(engine.strats)))
+            return engine
+        strategy = strategy or BTgymBaseStrategy
+        known = set(strategy.params._getkeys())
+        unknown = set(kwargs) - known
+        if unknown:
+            raise TypeError('unknown BTgymEnv arguments (not env, dataset, engine or {} params): {}'.format(
+                strategy.__name__, sorted(unknown)))
+        settings = dict(ENGINE_DEFAULTS, **engine_kwargs)
+        engine = bt.Cerebro()
+        engine.addstrategy(strategy, **kwargs)
+        kwargs.clear()
+        engine.broker.setcash(settings['start_cash'])
+        engine.broker.setcommission(commission=settings['broker_commission'])
+        engine.addsizer(bt.sizers.SizerFix, stake=settings['fixed_stake'])
+        return engine
+
+    def _strategy_params(self, strategy_kwargs):
+        params = dict(self.strategy_class.params._getitems())
+        params.update(strategy_kwargs)
+        return params
+
+    def _observation_shapes(self, state_shape):
+        shapes = dict(state_shape)
+        if 'raw' in shapes:
+            prices = self.dataset.data[PRICE_COLUMNS]
+            raw = shapes['raw']
+            shapes['raw'] = spaces.Box(low=float(prices.min().min()), high=float(prices.max().max()),
+                                       shape=raw.shape, dtype=raw.dtype)
+        return shapes
+
+    @staticmethod
+    def _dtypes_of(space):
+        return {key: (BTgymEnv._dtypes_of(sub) if isinstance(sub, spaces.Dict) else sub.dtype)
+                for key, sub in space.spaces.items()}
+
+    # ----------------------------------------------------------------------------------------------- episodes
+
+    def _sample_config(self, options, kwargs):
+        config = copy.deepcopy(EnvResetConfig)
+        for source in (options or {}, kwargs):
+            unknown = set(source) - set(config)
+            if unknown:
+                raise ValueError('unknown reset options {}; expected {}'.format(sorted(unknown), sorted(config)))
+            for key, value in source.items():
+                config[key].update(value or {})
+        return config
+
+    def _next_episode(self, trial_config, episode_config):
+        if trial_config.get('get_new', True) or self._trial is None:
+            self._trial = self.dataset.sample(**trial_config)
+            self._trial.reset()
+        return self._trial.sample(**episode_config)
+
+    def _new_cerebro(self, episode, decide):
+        feeds = episode.to_btfeed()
+        for feed in feeds.values():
+            feed.numrecords = len(episode.data)
+        strategy_params = dict(
+            metadata=episode.metadata,
+            trial_metadata=self._trial.metadata,
+            dataset_stat=None,
+            trial_stat=None,
+            episode_stat=None,
+        )
+        observers = RENDER_OBSERVERS if self.render_enabled else ()
+        return prepare_cerebro(copy.deepcopy(self.engine), feeds, strategy_params, decide,
+                               render_observers=observers, capture_raw_state=self.render_enabled)
+
+    def _finish_episode(self):
+        """Stops the running episode (if any) and keeps its result."""
+        if self._handoff is not None:
+            self._handoff.stop()
+            self._finalizer.detach()
+            if self._handoff.result is not None:
+                self._finished_strategy, self._episode_result = self._handoff.result
+            self._handoff = None
+        self._episode_done = True
+
+    def reset(self, seed=None, options=None, **kwargs):
+        """Starts a new episode.
+
+        Args:
+            seed: reseeds episode sampling and restarts the sample sequence (same seed, same episodes).
+            options: dict with optional 'episode_config' and 'trial_config' sample configs (`get_new`,
+                `sample_type` 0 train / 1 test, `b_alpha`, `b_beta`, `timestamp`).
+            **kwargs: 'episode_config' / 'trial_config' as keyword arguments (original call sites).
+
+        Returns:
+            (observation, info).
+        """
+        super().reset(seed=seed)
+        config = self._sample_config(options, kwargs)
+        self._finish_episode()
+        if seed is not None:
+            self.dataset.seed(seed)
+            self.dataset.reset()
+            self._trial = None
+            self._episode_number = -1
+        episode = self._next_episode(config['trial_config'], config['episode_config'])
+        self._episode_number += 1
+        self._episode_result = None
+        self.closed = False
+
+        handoff = Handoff()
+        cerebro = self._new_cerebro(episode, handoff.decide)
+        handoff.start(functools.partial(run_episode, cerebro, self._episode_number))
+        self._handoff = handoff
+        self._finalizer = weakref.finalize(self, _stop_handoff, handoff)
+        self._episode_done = False
+        self._env_step = 0
+        observation, _, _, _, info = self._exchange(self.initial_portfolio_action)
+        return observation, info
+
+    def _exchange(self, action):
+        response = self._handoff.exchange(action)
+        if response is None:
+            raise RuntimeError('the episode ended without an observation (the data window is too short for '
+                               'the strategy warm-up of {} bars?)'.format(self.strategy_class.warmup_period))
+        self._env_step += 1
+        self._episode_done = response.done
+        self._last_step = dict(state=response.state, reward=response.reward, done=response.done,
+                               infos=response.infos, raw_state=response.raw_state, number=self._env_step)
+        info = dict(response.infos[-1])
+        info['bars'] = response.infos
+        return self._observation(response.state), float(response.reward), bool(response.done), False, info
+
+    def _observation(self, state):
+        return {key: ({k: np.asarray(v, dtype=dtype[k]) for k, v in state[key].items()}
+                      if isinstance(dtype, dict) else np.asarray(state[key], dtype=dtype))
+                for key, dtype in self._observation_dtypes.items()}
+
+    def _to_server_action(self, action):
+        if isinstance(action, dict):
+            if action not in self.action_space:
+                raise ValueError('action {!r} is not in the action space {}'.format(action, self.action_space))
+            values = action
+        else:
+            try:
+                index = int(action)
+            except (TypeError, ValueError):
+                raise ValueError('action {!r} is neither a dict in {} nor an integer'.format(
+                    action, self.action_space)) from None
+            values = {asset: index for asset in self.asset_names}
+            if np.ndim(action) != 0 or values not in self.action_space:
+                raise ValueError('action {!r} is outside the action space {}'.format(action, self.action_space))
+        if self.portfolio_actions:
+            return {asset: self.portfolio_actions[int(values[asset])] for asset in self.asset_names}
+        return {asset: float(np.asarray(values[asset]).reshape(-1)[0]) for asset in self.asset_names}
+
+    def step(self, action):
+        """Sends an action; returns the observation `skip_frame` bars later.
+
+        Args:
+            action: dict asset -> action index (in `action_space`), or an integer index applied to every asset.
+
+        Returns:
+            (observation, reward, terminated, truncated, info); info is the latest bar's info dict plus 'bars',
+            the list of the info dicts of every bar since the previous step.
+
+        Raises:
+            ValueError: the action is outside the action space.
+            RuntimeError: no episode is running (call reset()).
+        """
+        server_action = self._to_server_action(action)
+        if self._handoff is None or self._episode_done:
+            raise RuntimeError('step() needs a running episode: the last one {}; call reset()'.format(
+                'has terminated' if self._handoff is not None else 'is not started or was closed'))
+        return self._exchange(server_action)
+
+    # -------------------------------------------------------------------------------------------- reporting
+
+    def get_stat(self):
+        """Statistics of the last episode; finishes the running one first.
+
+        Returns:
+            dict with 'episode', 'runtime' (timedelta), 'length' (bars) and every user analyzer's analysis.
+        """
+        self._finish_episode()
+        return self._episode_result
+
+    def get_initial_action(self):
+        """Returns the 'hold everything' action as action-space indices."""
+        return dict(self.initial_action)
+
+    def get_initial_portfolio_action(self):
+        """Returns the 'hold everything' action as the strategy's action names."""
+        return dict(self.initial_portfolio_action)
+
+    def render(self, mode=None):
+        """Picture of the last step ('human' or an observation key) or of the last finished episode ('episode').
+
+        Args:
+            mode: one of `render_modes`; default `render_mode` or 'human'.
+
+        Returns:
+            uint8 RGB array [height, width, 3].
+
+        Raises:
+            ValueError: unknown mode. RuntimeError: rendering disabled.
+        """
+        mode = mode or self.render_mode or 'human'
+        if mode not in self.render_modes:
+            raise ValueError('render mode {!r} is not one of render_modes {}'.format(mode, self.render_modes))
+        if not self.renderer.enabled:
+            raise RuntimeError('rendering is disabled: create the env with render_enabled=True')
+        if mode == 'episode':
+            if self._episode_done:
+                self._finish_episode()
+            if self._finished_strategy is None:
+                return self.renderer.render_message('no finished episode to render yet')
+            return self.renderer.render_episode(self._finished_strategy)
+        if self._last_step is None:
+            return self.renderer.render_message('nothing to render before the first reset()')
+        if mode == 'human':
+            return self.renderer.render_human(self._last_step)
+        return self.renderer.render_state(mode, self._last_step)
+
+    def close(self):
+        """Stops the running episode; the env can be reset again afterwards."""
+        self._finish_episode()
+        self.closed = True

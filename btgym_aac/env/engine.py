@@ -1,0 +1,210 @@
+"""In-process backtrader episodes, stepped by an agent.
+
+`run_episode` runs one configured Cerebro to the end (or until the agent stops it). Every `skip_frame` bars the
+step analyzer asks a `decide(response)` callable for the next action; `response` carries the strategy's state,
+reward, done flag and the info of the bars since the previous decision. The environment runs episodes in a
+greenlet and hands control back and forth with `Handoff`; benchmarks call `decide` in-line.
+
+Timing (as the original): the action returned at bar t is executed by the strategy on bar t+1 (market orders
+fill at the following bar's open) and the next response comes `skip_frame` bars after t. The first decision
+point gets `response=None` (the reset's initial action), so the first observation arrives `skip_frame` bars
+into the episode.
+"""
+import time
+from collections import namedtuple
+from datetime import timedelta
+
+import backtrader as bt
+import greenlet
+
+from btgym_aac.strategy.base import SKIP_ACTION_KEY
+
+StepResponse = namedtuple('StepResponse', ['state', 'reward', 'done', 'infos', 'raw_state'])
+STOP = object()
+
+
+class EngineError(RuntimeError):
+    """The backtrader episode failed; the message carries its exception."""
+
+
+class _StepAnalyzer(bt.Analyzer):
+    """Drives the agent/strategy exchange once per bar (backtrader calls analyzers after the strategy)."""
+    params = (('decide', None), ('capture_raw_state', False))
+
+    def start(self):
+        strategy = self.strategy
+        self.infos = []
+        self.pending = False
+        self.stopped = False
+        self.skip_frame = strategy.p.skip_frame
+        self.skip_action = dict(strategy.p.initial_portfolio_action or {}, **{SKIP_ACTION_KEY: True})
+
+    def _respond(self, done):
+        strategy = self.strategy
+        raw_state = strategy.get_raw_state() if self.p.capture_raw_state else None
+        response = StepResponse(strategy.get_state(), strategy.get_reward(), done, self.infos, raw_state)
+        self.infos = []
+        strategy.env_iteration += 1
+        self.pending = False
+        return response
+
+    def _stop(self):
+        self.stopped = True
+        self.strategy.env.runstop()
+
+    def prenext(self):
+        """Warm-up bars (strategy minimum period not reached): no decisions."""
+
+    def next(self):
+        if self.stopped:
+            return
+        strategy = self.strategy
+        done = strategy._get_done()
+        self.infos.append(strategy.get_info())
+        strategy.action = self.skip_action
+        if done:
+            self.p.decide(self._respond(done=True))
+            self._stop()
+            return
+        if strategy.iteration % self.skip_frame == 0:
+            action = self.p.decide(self._respond(done=False) if self.pending else None)
+            if action is STOP:
+                self._stop()
+                return
+            strategy.action = strategy.last_action = action
+            self.pending = True
+        strategy.iteration += 1
+        strategy.broker_message = '-'
+
+
+def prepare_cerebro(cerebro, feeds, strategy_params, decide, render_observers=(), capture_raw_state=False):
+    """Adds an episode's data, strategy params, observers and the step analyzer to a fresh Cerebro copy.
+
+    Args:
+        cerebro: bt.Cerebro with exactly one strategy added (a per-episode copy: it is modified).
+        feeds: dict data name -> backtrader feed.
+        strategy_params: dict merged into the strategy's kwargs (metadata, stats, initial actions).
+        decide: callable(StepResponse or None) -> action dict or STOP.
+        render_observers: observer classes added for episode renderings.
+        capture_raw_state: keep the OHLC window of every response (for 'human' renderings).
+
+    Returns:
+        the same cerebro.
+    """
+    cerebro.strats[0][0][2].update(strategy_params)
+    cerebro.broker.set_shortcash(False)
+    for name, feed in feeds.items():
+        cerebro.adddata(feed, name=name)
+    present = {observer[0] for observer in cerebro.observers}
+    for observer in (bt.observers.DrawDown,) + tuple(render_observers):
+        if observer not in present:
+            cerebro.addobserver(observer)
+    cerebro.addanalyzer(_StepAnalyzer, decide=decide, capture_raw_state=capture_raw_state)
+    return cerebro
+
+
+def run_episode(cerebro, episode_number=0):
+    """Runs a prepared Cerebro to the end of its episode.
+
+    Args:
+        cerebro: output of `prepare_cerebro`.
+        episode_number: stored in the result.
+
+    Returns:
+        (strategy, episode_result) where episode_result = {'episode', 'runtime' (timedelta), 'length' (bars),
+        <analyzer name>: analysis for every user analyzer}.
+    """
+    start = time.perf_counter()
+    strategy = cerebro.run(stdstats=False, preload=True, runonce=True, oldbuysell=True, tradehistory=True)[0]
+    result = {
+        'episode': episode_number,
+        'runtime': timedelta(seconds=time.perf_counter() - start),
+        'length': len(strategy.data.close),
+    }
+    for name, analyzer in strategy.analyzers.getitems():
+        if not isinstance(analyzer, _StepAnalyzer):
+            result[name] = analyzer.get_analysis()
+    return strategy, result
+
+
+class Handoff:
+    """Hands control back and forth between `env.step()` and a running backtrader episode.
+
+    The episode runs in a greenlet: a helper execution context on the caller's own OS thread. `exchange()`
+    switches into the episode with an action and comes back with the response; `decide()` (called by the step
+    analyzer) switches back with a response and resumes with the next action. Exactly one side runs at a time,
+    as with the original's blocking request/reply, but a switch costs about a microsecond where a handoff
+    between two OS threads cost 15-25% of the throughput on 2-core virtual machines (measured by
+    benchmarks/env_throughput.py). An episode must be stepped from the thread that started it.
+    """
+
+    def __init__(self):
+        self._episode = None
+        self._first_action = None
+        self.error = None
+        self.finished = False
+        self.result = None
+
+    def start(self, target):
+        """Prepares the episode context; `target()` runs at the first `exchange()`.
+
+        Its return value is kept in `result`, its exception in `error`.
+        """
+        def run(first_action):
+            self._first_action = first_action
+            try:
+                self.result = target()
+            except Exception as exc:  # handed over to the caller by exchange()
+                self.error = exc
+            finally:
+                self.finished = True
+
+        self._episode = greenlet.greenlet(run)
+
+    def exchange(self, action):
+        """Caller side: sends an action, runs the episode to its next decision point.
+
+        Returns:
+            StepResponse, or None when the episode ended without answering.
+
+        Raises:
+            EngineError: the episode raised.
+            RuntimeError: called from another thread than the one that started the episode.
+        """
+        if self.finished:
+            return None
+        try:
+            response = self._episode.switch(action)
+        except greenlet.error as exc:
+            raise RuntimeError('an episode must be stepped from the thread that called reset(): {}'.format(exc)) \
+                from None
+        if self.error is not None:
+            raise EngineError('backtrader episode failed: {!r}'.format(self.error)) from self.error
+        return response
+
+    def decide(self, response):
+        """Episode side: hands a response to the caller and waits for the next action.
+
+        Args:
+            response: StepResponse, or None at the first decision point (answered by the first action).
+
+        Returns:
+            the next action, or STOP.
+        """
+        if response is None:
+            action, self._first_action = self._first_action, None
+            return action
+        return self._episode.parent.switch(response)
+
+    def stop(self):
+        """Caller side: ends a running episode (the strategy stops at the current bar).
+
+        Called from another thread than the episode's, it only drops the episode, which greenlet then
+        collects in its own thread.
+        """
+        if self._episode is None or self.finished or not self._episode:
+            return
+        try:
+            self._episode.switch(STOP)
+        except greenlet.error:
+            self._episode = None

@@ -1,0 +1,37 @@
+"""Logbook loggers named ``<Component>_<task>`` with levels chosen by ``verbose`` or ``log_level``."""
+import logbook
+
+TRACE, DEBUG, INFO, NOTICE, WARNING, ERROR, CRITICAL = (
+    logbook.TRACE, logbook.DEBUG, logbook.INFO, logbook.NOTICE, logbook.WARNING, logbook.ERROR, logbook.CRITICAL
+)
+_VERBOSE_LEVELS = {0: NOTICE, 1: INFO, 2: DEBUG}
+
+
+def level_from(verbose=0, log_level=None):
+    """Resolves the logbook level.
+
+    Args:
+        verbose: 0 -> NOTICE, 1 -> INFO, 2 or more -> DEBUG; used when ``log_level`` is None.
+        log_level: explicit logbook level; wins over ``verbose``.
+
+    Returns:
+        int logbook level.
+    """
+    if log_level is not None:
+        return log_level
+    return _VERBOSE_LEVELS.get(verbose, DEBUG)
+
+
+def get_logger(component, task=0, verbose=0, log_level=None):
+    """Makes a logbook logger named ``<component>_<task>``.
+
+    Args:
+        component: component name, e.g. 'BTgymEnv'.
+        task: task (worker) number appended to the name.
+        verbose: see `level_from`.
+        log_level: see `level_from`.
+
+    Returns:
+        logbook.Logger
+    """
+    return logbook.Logger('{}_{}'.format(component, task), level=level_from(verbose, log_level))

@@ -1,0 +1,171 @@
+"""Observation and action spaces: gymnasium ``Dict`` spaces with the attributes BTGym's algorithms read.
+
+``DictSpace`` keeps keys sorted and exposes a nested ``shape`` dict. ``ActionDictSpace`` is a dict of per-asset
+action spaces with binary and one-hot encodings over the joint (Cartesian product) action set.
+"""
+import itertools
+import math
+from collections import OrderedDict
+
+import numpy as np
+from gymnasium import spaces
+
+
+class DictSpace(spaces.Dict):
+    """Dictionary of gymnasium spaces with sorted keys and a nested ``shape`` dict.
+
+    Args:
+        spaces_dict: possibly nested dict of gymnasium spaces; nested plain dicts become ``DictSpace``.
+        seed: optional seed for sampling.
+    """
+
+    def __init__(self, spaces_dict, seed=None):
+        if not isinstance(spaces_dict, dict):
+            raise TypeError('DictSpace expects a dict of spaces, got {!r}'.format(type(spaces_dict)))
+        items = OrderedDict()
+        for key in sorted(spaces_dict):
+            space = spaces_dict[key]
+            if isinstance(space, dict) and not isinstance(space, spaces.Space):
+                space = DictSpace(space)
+            if not isinstance(space, spaces.Space):
+                raise TypeError('DictSpace value for key {!r} is not a gymnasium space: {!r}'.format(key, space))
+            items[key] = space
+        super().__init__(items, seed=seed)
+
+    @property
+    def shape(self):
+        """OrderedDict key -> sub-space shape (nested for nested dict spaces)."""
+        return OrderedDict((key, space.shape) for key, space in self.spaces.items())
+
+
+class ActionDictSpace(DictSpace):
+    """Per-asset action space with encodings over the joint action set.
+
+    Discrete case (``base_actions`` given): every asset takes one of the base actions; the joint categories are
+    the Cartesian product of base-action indices over the sorted assets (last asset varies fastest).
+    Continuous case (``base_actions=None``): every asset takes a value in [0, 1].
+
+    Args:
+        assets: iterable of asset names (a bare string is rejected).
+        base_actions: tuple of base action names, e.g. ('hold', 'buy', 'sell', 'close'), or None.
+        seed: optional seed for sampling.
+    """
+
+    def __init__(self, assets, base_actions=None, seed=None):
+        if isinstance(assets, str) or not hasattr(assets, '__iter__'):
+            raise TypeError('ActionDictSpace: `assets` must be an iterable of names, got {!r}'.format(assets))
+        self.assets = tuple(sorted(assets))
+        if not self.assets:
+            raise ValueError('ActionDictSpace: `assets` is empty')
+        if base_actions is not None:
+            self.base_actions = tuple(base_actions)
+            if not self.base_actions:
+                raise ValueError('ActionDictSpace: `base_actions` is empty')
+            self.base_actions_lookup_table = dict(enumerate(self.base_actions))
+            self.base_space = spaces.Discrete
+            self.is_discrete = True
+            self.tensor_shape = (len(self.assets), len(self.base_actions))
+            categories = itertools.product(range(len(self.base_actions)), repeat=len(self.assets))
+            self.lookup_table = dict(enumerate(categories))
+            self._category_of = {vec: cat for cat, vec in self.lookup_table.items()}
+            self.cardinality = len(self.lookup_table)
+            self.one_hot_depth = self.cardinality
+            self.encoded_depth = max(1, int(math.ceil(math.log2(self.cardinality))))
+            sub_spaces = {asset: spaces.Discrete(len(self.base_actions)) for asset in self.assets}
+        else:
+            self.base_actions = None
+            self.base_actions_lookup_table = None
+            self.base_space = spaces.Box
+            self.is_discrete = False
+            self.tensor_shape = (len(self.assets), 1)
+            self.lookup_table = None
+            self._category_of = None
+            self.cardinality = None
+            self.one_hot_depth = self.encoded_depth = len(self.assets)
+            sub_spaces = {asset: spaces.Box(0.0, 1.0, shape=(1,), dtype=np.float32) for asset in self.assets}
+        super().__init__(sub_spaces, seed=seed)
+
+    def _action_to_vec(self, action):
+        if action not in self:
+            raise ValueError('action {!r} is not in the action space {}'.format(action, self))
+        if self.is_discrete:
+            return np.array([int(action[asset]) for asset in self.assets])
+        return np.array([np.asarray(action[asset]).reshape(-1)[0] for asset in self.assets], dtype=np.float32)
+
+    def _vec_to_action(self, vec):
+        if self.is_discrete:
+            action = OrderedDict((asset, int(value)) for asset, value in zip(self.assets, vec))
+        else:
+            action = OrderedDict(
+                (asset, np.array([value], dtype=np.float32)) for asset, value in zip(self.assets, vec)
+            )
+        if action not in self:
+            raise ValueError('vector {!r} does not map to an action of {}'.format(vec, self))
+        return action
+
+    def _vec_to_cat(self, vec):
+        key = tuple(int(v) for v in vec)
+        if key not in self._category_of:
+            raise ValueError('vector {!r} is not in the lookup table'.format(vec))
+        return self._category_of[key]
+
+    def _cat_to_vec(self, cat):
+        return np.array(self.lookup_table[int(cat)])
+
+    def _vec_to_one_hot(self, vec):
+        if not self.is_discrete:
+            return vec
+        one_hot = np.zeros(self.one_hot_depth, dtype=np.float32)
+        one_hot[self._vec_to_cat(vec)] = 1.0
+        return one_hot
+
+    def encode(self, action):
+        """Binary code of a joint action.
+
+        Args:
+            action: dict asset -> base action index (discrete) or value (continuous).
+
+        Returns:
+            float32 array [encoded_depth], most significant bit first (continuous: per-asset values).
+        """
+        vec = self._action_to_vec(action)
+        if not self.is_discrete:
+            return vec
+        bits = format(self._vec_to_cat(vec), '0{}b'.format(self.encoded_depth))
+        return np.array([float(b) for b in bits], dtype=np.float32)
+
+    def decode(self, code):
+        """Inverse of `encode`.
+
+        Args:
+            code: 1-D array of 0./1. of width `encoded_depth` (continuous: per-asset values).
+
+        Returns:
+            OrderedDict asset -> action.
+        """
+        code = np.asarray(code)
+        if code.ndim != 1:
+            raise ValueError('decode expects a 1-D code, got shape {}'.format(code.shape))
+        if not self.is_discrete:
+            return self._vec_to_action(code)
+        cat = int(''.join(str(int(round(b))) for b in code), 2)
+        if cat not in self.lookup_table:
+            raise ValueError('code {!r} does not name a category'.format(code))
+        return self._vec_to_action(self._cat_to_vec(cat))
+
+    def one_hot_encode(self, action):
+        """One-hot of a joint action.
+
+        Args:
+            action: dict asset -> action.
+
+        Returns:
+            float32 array [one_hot_depth] (continuous: per-asset values).
+        """
+        return self._vec_to_one_hot(self._action_to_vec(action))
+
+    def get_initial_action(self):
+        """Returns the "do nothing" action: index 0 for every asset (continuous: zeros)."""
+        if self.is_discrete:
+            return OrderedDict((asset, 0) for asset in self.assets)
+        return self._vec_to_action(np.zeros(len(self.assets)))

@@ -1,0 +1,468 @@
+"""BTgymBaseStrategy: the backtrader strategy that turns market and broker data into observations and rewards.
+
+The environment engine drives it: on every bar the strategy updates its broker statistics and executes the
+pending action; every `skip_frame` bars the engine asks it for `get_state()`, `get_reward()`, `get_info()` and
+`_get_done()` and hands the agent's next action back through `self.action`.
+"""
+from collections import deque
+from datetime import timezone
+
+import backtrader as bt
+import backtrader.indicators as btind
+import numpy as np
+from gymnasium import spaces
+
+from btgym_aac.spaces import DictSpace
+from btgym_aac.strategy.utils import decayed_result, norm_value
+
+SKIP_ACTION_KEY = '_skip_this'
+_COUNTER_HIGH = 10 ** 10
+
+
+def metadata_space():
+    """Episode metadata observation space.
+
+    Integer fields are int64 boxes (the original's uint32 boxes with high=1e10 overflow under NumPy 2 and refuse
+    the int64 values the data layer produces); `timestamp` is the bar's POSIX time, float64.
+
+    Returns:
+        DictSpace with keys first_row, sample_num, timestamp, trial_num, trial_type, type.
+    """
+    return DictSpace({
+        'type': spaces.Box(low=0, high=1, shape=(), dtype=np.int64),
+        'trial_num': spaces.Box(low=0, high=_COUNTER_HIGH, shape=(), dtype=np.int64),
+        'trial_type': spaces.Box(low=0, high=1, shape=(), dtype=np.int64),
+        'sample_num': spaces.Box(low=0, high=_COUNTER_HIGH, shape=(), dtype=np.int64),
+        'first_row': spaces.Box(low=0, high=_COUNTER_HIGH, shape=(), dtype=np.int64),
+        'timestamp': spaces.Box(low=0, high=np.finfo(np.float64).max, shape=(), dtype=np.float64),
+    })
+
+
+class BTgymBaseStrategy(bt.Strategy):
+    """Base trading strategy: broker statistics, normalisations, potential-based reward and episode end rules.
+
+    Each key `k` of the `state_shape` param needs a method `get_<k>_state()`; `get_state()` returns the dict of
+    all of them. Subclasses add indicators in `set_datalines()` and observation keys by adding state methods.
+
+    Class attributes: `time_dim` (observation window), `skip_frame`, `avg_period` (length of the broker statistic
+    windows), `warmup_period` (bars before the first decision; defaults to `time_dim`), `gamma`, `reward_scale`,
+    `portfolio_actions`.
+
+    Params (backtrader `params`, set with `cerebro.addstrategy(cls, **kwargs)` or as env kwargs):
+        state_shape: dict of gymnasium spaces, one per observation key (default: `raw` OHLC window and metadata).
+        cash_name, asset_names: broker cash and data line names.
+        start_cash, commission, leverage: broker settings applied when given.
+        gamma: discount of the potential-based shaping term.
+        reward_scale: reward multiplier; rewards are clipped to [-reward_scale, reward_scale].
+        drawdown_call: episode ends when max drawdown reaches this many percent.
+        target_call: episode ends when the portfolio gains more than this many percent.
+        portfolio_actions: discrete action names ('hold' first) or None for continuous target-percent actions.
+        skip_frame: bars between two agent decisions.
+        order_size: dict asset -> stake, a scalar, or None to take the stake of the cerebro's fixed sizer.
+        metadata, dataset_stat, episode_stat, trial_stat, trial_metadata: set by the engine per episode.
+        initial_action, initial_portfolio_action: set by the environment.
+    """
+    time_dim = 4
+    skip_frame = 1
+    avg_period = time_dim
+    warmup_period = None
+    gamma = 0.99
+    reward_scale = 1.0
+    portfolio_actions = ('hold', 'buy', 'sell', 'close')
+
+    params = dict(
+        state_shape={
+            'raw': spaces.Box(low=0, high=0, shape=(time_dim, 4), dtype=np.float64),
+            'metadata': metadata_space(),
+        },
+        cash_name='default_cash',
+        asset_names=['default_asset'],
+        start_cash=None,
+        commission=None,
+        leverage=1.0,
+        gamma=gamma,
+        reward_scale=reward_scale,
+        drawdown_call=10,
+        target_call=10,
+        dataset_stat=None,
+        episode_stat=None,
+        trial_stat=None,
+        trial_metadata=None,
+        metadata={},
+        portfolio_actions=portfolio_actions,
+        skip_frame=skip_frame,
+        order_size=None,
+        initial_action=None,
+        initial_portfolio_action=None,
+    )
+
+    broker_datalines = [
+        'cash', 'value', 'exposure', 'drawdown', 'pos_direction', 'pos_duration', 'realized_pnl',
+        'unrealized_pnl', 'min_unrealized_pnl', 'max_unrealized_pnl',
+    ]
+
+    def __init__(self, **kwargs):
+        if 'raw' in self.p.state_shape:
+            self.time_dim = self.p.state_shape['raw'].shape[0]
+        self.skip_frame = self.p.skip_frame
+        self.iteration = 0
+        self.env_iteration = 0
+        self.inner_embedding = 1
+        self.is_done = False
+        self.is_done_enabled = False
+        self.steps_till_is_done = 2
+        self.done_message = ''
+        self.action = self.action_to_repeat = self.last_action = self.p.initial_portfolio_action
+        self.action_repeated = 0
+        self.reward = 0.0
+        self.order = None
+        self.order_failed = 0
+        self.broker_message = '_'
+        self.final_message = '_'
+        self.raw_state = None
+        self.time_stamp = 0
+        self.log = getattr(self.env, '_log', None)
+
+        if self.p.start_cash is not None:
+            self.broker.setcash(self.p.start_cash)
+        if self.p.commission is not None:
+            self.broker.setcommission(commission=self.p.commission, leverage=self.p.leverage)
+        self.start_cash = self.broker.startingcash
+        self.broker_value_normalizer = 100.0 / (self.start_cash * (self.p.drawdown_call + self.p.target_call))
+        self.target_value = self.start_cash * (1.0 + self.p.target_call / 100.0)
+        self.order_size = self._resolve_order_size()
+
+        self.trade_just_closed = False
+        self.trade_result = 0.0
+        self.realized_broker_value = self.start_cash
+        self.current_pos_duration = 0
+        self.current_pos_min_value = self.start_cash
+        self.current_pos_max_value = self.start_cash
+
+        self.data.dim_sma = btind.SimpleMovingAverage(self.datas[0], period=self.warmup_period or self.time_dim)
+        self.data.dim_sma.plotinfo.plot = False
+
+        self.metadata = self._episode_metadata(self.p.metadata)
+        self.state = {'raw': None, 'metadata': self.metadata}
+        self.can_broadcast = bool(self.metadata['type'] and self.metadata['trial_type'])
+
+        self._broker_getters = [
+            (name, self._required_method('get_broker_{}'.format(name))) for name in self.broker_datalines
+        ]
+        self.broker_stat = {name: deque(maxlen=self.avg_period) for name in self.broker_datalines}
+
+        self.set_datalines()
+        self._state_getters = [
+            (key, self._required_method('get_{}_state'.format(key))) for key in self.p.state_shape
+        ]
+        if self.p.portfolio_actions:
+            self.broker.set_checksubmit(True)
+            self.next_process_fn = self._next_discrete
+            self.num_action_repeats = 0
+        else:
+            if self.p.skip_frame <= 1:
+                raise ValueError('continuous actions (portfolio_actions=None) need skip_frame > 1')
+            self.broker.set_checksubmit(False)
+            self.next_process_fn = self._next_target_percent
+            self.num_action_repeats = 2
+
+    def _required_method(self, name):
+        method = getattr(self, name, None)
+        if method is None:
+            raise NotImplementedError('{} needs a method `{}()`'.format(type(self).__name__, name))
+        return method
+
+    def _resolve_order_size(self):
+        size = self.p.order_size
+        assets = list(self.p.asset_names)
+        if size is None:
+            stakes = [kwargs['stake'] for _, _, kwargs in self.env.sizers.values() if 'stake' in kwargs]
+            if len(stakes) != 1:
+                raise ValueError(
+                    'order_size is not set and the engine has {} sizers with a `stake`; '
+                    'pass order_size= or add exactly one SizerFix'.format(len(stakes))
+                )
+            return {asset: stakes[0] for asset in assets}
+        if isinstance(size, dict):
+            missing = set(assets) - set(size)
+            if missing:
+                raise ValueError('order_size has no entry for assets {}'.format(sorted(missing)))
+            return dict(size)
+        if np.isscalar(size):
+            return {asset: size for asset in assets}
+        raise ValueError('order_size must be None, a number or a dict asset -> size, got {!r}'.format(size))
+
+    @staticmethod
+    def _episode_metadata(meta):
+        return {
+            'type': np.array(int(meta.get('type') or 0), dtype=np.int64),
+            'trial_num': np.array(int(meta.get('parent_sample_num') or 0), dtype=np.int64),
+            'trial_type': np.array(int(meta.get('parent_sample_type') or 0), dtype=np.int64),
+            'sample_num': np.array(int(meta.get('sample_num') or 0), dtype=np.int64),
+            'first_row': np.array(int(meta.get('first_row') or 0), dtype=np.int64),
+            'timestamp': np.array(0.0, dtype=np.float64),
+        }
+
+    def set_datalines(self):
+        """Hook for custom indicators and data lines; called once at the end of `__init__`."""
+
+    # ----------------------------------------------------------------------------------------------- per bar
+
+    def prenext(self):
+        self.update_broker_stat()
+
+    def nextstart(self):
+        self.inner_embedding = len(self.data)
+        self.next()
+
+    def next(self):
+        self.update_broker_stat()
+        if SKIP_ACTION_KEY in self.action:
+            if self.action_repeated < self.num_action_repeats:
+                self.next_process_fn(self.action_to_repeat)
+                self.action_repeated += 1
+        else:
+            self.next_process_fn(self.action)
+            self.action_repeated = 0
+            self.action_to_repeat = self.action
+
+    def notify_trade(self, trade):
+        if trade.isclosed:
+            self.trade_just_closed = True
+            self.trade_result = trade.pnlcomm
+            self.realized_broker_value = self.broker.get_value()
+
+    def notify_order(self, order):
+        if order.status in (order.Submitted, order.Accepted):
+            return
+        if order.status == order.Completed:
+            side = 'BUY' if order.isbuy() else 'SELL'
+            self.broker_message = '{} executed, price: {:.5f}, size: {}'.format(
+                side, order.executed.price, order.executed.size
+            )
+        elif order.status in (order.Canceled, order.Margin, order.Rejected):
+            self.broker_message = 'ORDER FAILED with status: {}'.format(order.getstatusname())
+            self.order_failed += 1
+        self.order = None
+
+    def update_broker_stat(self):
+        """Appends the current value of every broker statistic to its sliding deque."""
+        current_value = self.broker.get_value()
+        stat = self.broker_stat
+        for name, getter in self._broker_getters:
+            stat[name].append(getter(current_value=current_value))
+        self.trade_just_closed = False
+
+    # ------------------------------------------------------------------------------------- broker statistics
+
+    def get_broker_value(self, current_value, **kwargs):
+        return norm_value(current_value, self.start_cash, self.p.drawdown_call, self.p.target_call)
+
+    def get_broker_cash(self, **kwargs):
+        return norm_value(self.broker.get_cash(), self.start_cash, 99.0, self.p.target_call)
+
+    def get_broker_exposure(self, **kwargs):
+        return self.position.size / (self.start_cash * self.p.leverage + 1e-2)
+
+    def get_broker_pos_direction(self, **kwargs):
+        size = self.position.size
+        return 1.0 if size > 0 else (-1.0 if size < 0 else 0.0)
+
+    def get_broker_drawdown(self, **kwargs):
+        try:
+            return self.stats.drawdown.drawdown[-1]
+        except IndexError:
+            return 0.0
+
+    def get_broker_pos_duration(self, current_value, **kwargs):
+        if self.position.size == 0:
+            self.current_pos_duration = 0
+            self.current_pos_min_value = self.current_pos_max_value = current_value
+        else:
+            self.current_pos_duration += 1
+            self.current_pos_max_value = max(self.current_pos_max_value, current_value)
+            self.current_pos_min_value = min(self.current_pos_min_value, current_value)
+        return self.current_pos_duration
+
+    def get_broker_realized_pnl(self, current_value, **kwargs):
+        if not self.trade_just_closed:
+            return 0.0
+        return decayed_result(
+            self.trade_result, current_value, self.start_cash, self.p.drawdown_call, self.p.target_call, gamma=1
+        )
+
+    def get_broker_unrealized_pnl(self, current_value, **kwargs):
+        return (current_value - self.realized_broker_value) * self.broker_value_normalizer
+
+    def get_broker_min_unrealized_pnl(self, **kwargs):
+        return (self.current_pos_min_value - self.realized_broker_value) * self.broker_value_normalizer
+
+    def get_broker_max_unrealized_pnl(self, **kwargs):
+        return (self.current_pos_max_value - self.realized_broker_value) * self.broker_value_normalizer
+
+    # ---------------------------------------------------------------------------------------------- state
+
+    @staticmethod
+    def _window(line, size):
+        """Copy of the last `size` values of a backtrader line as a float64 array."""
+        return np.array(line.get(size=size), dtype=np.float64)
+
+    def get_raw_state(self):
+        """Last `time_dim` bars of open, high, low, close.
+
+        Returns:
+            float64 array [time_dim, 4]; also kept as `self.raw_state` for the 'human' rendering.
+        """
+        data = self.data
+        self.raw_state = np.stack(
+            [self._window(line, self.time_dim) for line in (data.open, data.high, data.low, data.close)], axis=-1
+        )
+        return self.raw_state
+
+    def get_internal_state(self):
+        """All broker statistics over the last `avg_period` bars.
+
+        Returns:
+            array [avg_period, 1, number of statistics].
+        """
+        stats = np.stack([np.asarray(self.broker_stat[name]) for name in self.broker_datalines], axis=-1)
+        return stats[:, None, :]
+
+    def get_metadata_state(self):
+        """Episode metadata with `timestamp` refreshed to the current bar's POSIX time."""
+        self.metadata['timestamp'] = np.array(self._get_timestamp(), dtype=np.float64)
+        return self.metadata
+
+    def get_state(self):
+        """Observation dict: one entry per `state_shape` key, from the `get_<key>_state()` methods."""
+        self.state = {key: getter() for key, getter in self._state_getters}
+        return self.state
+
+    def _get_time(self):
+        return self.data.datetime.datetime()
+
+    def _get_timestamp(self):
+        return bt.num2date(self.data.datetime[0]).replace(tzinfo=timezone.utc).timestamp()
+
+    def _get_broadcast_info(self):
+        return {}
+
+    # --------------------------------------------------------------------------------------------- reward
+
+    def get_reward(self):
+        """Potential-based shaped reward plus realised trade results, clipped to +-reward_scale.
+
+        With S = skip_frame, U the unrealized-pnl window and d the current position duration:
+        F = gamma * mean(U over the last min(d, S) bars) - mean(U over the S bars before that, 0 if d < S),
+        R = sum of realized pnl over the last S bars; reward = clip(10 * (F + R) * reward_scale).
+
+        Returns:
+            float.
+        """
+        skip = self.p.skip_frame
+        unrealized = np.asarray(self.broker_stat['unrealized_pnl'])
+        duration = self.broker_stat['pos_duration'][-1]
+        if duration == 0:
+            shaping = 0.0
+        else:
+            potential_now = unrealized[-min(duration, skip):].mean()
+            if duration < skip:
+                potential_before = 0.0
+            elif duration < 2 * skip:
+                potential_before = unrealized[-(skip + duration):-skip].mean()
+            else:
+                potential_before = unrealized[-2 * skip:-skip].mean()
+            shaping = self.p.gamma * potential_now - potential_before
+        realized = float(np.sum(list(self.broker_stat['realized_pnl'])[-skip:]))
+        scale = self.p.reward_scale
+        self.reward = float(np.clip((10.0 * shaping + 10.0 * realized) * scale, -scale, scale))
+        return self.reward
+
+    # ----------------------------------------------------------------------------------------------- info
+
+    def get_info(self):
+        """Per-bar information dict.
+
+        Returns:
+            dict with step, time, action, broker_message, broker_cash, broker_value, drawdown, max_drawdown.
+        """
+        drawdown = self.stats.drawdown
+        return {
+            'step': self.iteration,
+            'time': self.data.datetime.datetime(),
+            'action': self.action,
+            'broker_message': self.broker_message,
+            'broker_cash': self.broker.get_cash(),
+            'broker_value': self.broker.get_value(),
+            'drawdown': drawdown.drawdown[0],
+            'max_drawdown': drawdown.maxdrawdown[0],
+        }
+
+    # ----------------------------------------------------------------------------------------------- done
+
+    def get_done(self):
+        """User termination hook.
+
+        Returns:
+            tuple (is_done: bool, message: str).
+        """
+        return False, '-'
+
+    def _fired_done_rule(self):
+        """Returns the message of the first end-of-episode rule that fires now, or None."""
+        if self.iteration >= (self.data.numrecords - self.inner_embedding - self.p.skip_frame
+                              - self.steps_till_is_done):
+            return 'END OF DATA'
+        if self.stats.drawdown.maxdrawdown[0] >= self.p.drawdown_call:
+            return 'DRAWDOWN CALL'
+        if self.broker.get_value() > self.target_value:
+            return 'TARGET REACHED'
+        is_done, message = self.get_done()
+        return message if is_done else None
+
+    def _get_done(self):
+        """Checks the end-of-episode rules; the episode ends two bars after a rule fires, positions closed.
+
+        Rules, in order: end of data, drawdown call, target reached, user `get_done()`.
+
+        Returns:
+            bool is_done.
+        """
+        if self.is_done_enabled:
+            self.steps_till_is_done -= 1
+            self.order = self.close()
+            if self.steps_till_is_done <= 0:
+                self.is_done = True
+            return self.is_done
+        message = self._fired_done_rule()
+        if message is not None:
+            self.is_done_enabled = True
+            self.done_message = self.final_message = message
+            self.broker_message = '{} {}'.format(self.broker_message, message)
+            self.order = self.close()
+        return self.is_done
+
+    # -------------------------------------------------------------------------------------------- orders
+
+    def _next_discrete(self, action):
+        for asset, name in action.items():
+            if name == 'hold' or self.is_done_enabled:
+                continue
+            if name == 'buy':
+                self.order = self.buy(data=asset, size=self.order_size[asset])
+            elif name == 'sell':
+                self.order = self.sell(data=asset, size=self.order_size[asset])
+            elif name == 'close':
+                self.order = self.close(data=asset)
+            else:
+                continue
+            self.broker_message = 'new {}_{} order submitted'.format(asset, name)
+
+    def _next_target_percent(self, action):
+        for asset, value in action.items():
+            if asset == SKIP_ACTION_KEY or self.is_done_enabled:
+                continue
+            target = round(0.9 * float(np.asarray(value).reshape(-1)[0]), 2)
+            self.order = self.order_target_percent(data=asset, target=target)
+            self.broker_message = 'new {} target percent order: {}'.format(asset, target)
+

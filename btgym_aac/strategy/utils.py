@@ -1,0 +1,100 @@
+"""Pure numpy helpers used by the strategies: squashing, normalisation and reward shaping functions."""
+import numpy as np
+
+
+def tanh(x):
+    """Hyperbolic tangent written as 2 / (1 + exp(-2x)) - 1."""
+    return 2.0 / (1.0 + np.exp(-2.0 * np.asarray(x))) - 1.0
+
+
+def sigmoid(x):
+    """Logistic function 1 / (1 + exp(-x))."""
+    return 1.0 / (1.0 + np.exp(-np.asarray(x)))
+
+
+def log_transform(x):
+    """Signed log scaling: sign(x) * log(|x| + 1)."""
+    x = np.asarray(x)
+    return np.sign(x) * np.log(np.abs(x) + 1.0)
+
+
+def abs_norm_ratio(x, a, b):
+    """Absolute distance of x from the middle of [a, b], in half-widths: |(2x - a - b) / (|a| + |b|)|."""
+    return np.abs((2.0 * x - a - b) / (abs(a) + abs(b)))
+
+
+def norm_value(current_value, init_value, lower_bound, upper_bound, epsilon=1e-8):
+    """Maps a value to (-1, 1) by its percent change relative to an initial value.
+
+    Args:
+        current_value: value to normalise.
+        init_value: reference value (percent change is 0 here).
+        lower_bound: percent loss mapped to -1.
+        upper_bound: percent gain mapped to +1.
+        epsilon: keeps the result strictly inside (-1, 1).
+
+    Returns:
+        2 * clip(z, eps, 1 - eps) - 1, where z = (y - upper) / (lower + upper) + 1 and y the percent change.
+    """
+    y = (current_value / init_value - 1.0) * 100.0
+    z = (y - upper_bound) / (lower_bound + upper_bound) + 1.0
+    return 2.0 * np.clip(z, epsilon, 1.0 - epsilon) - 1.0
+
+
+def norm_log_value(current_value, init_value, lower_bound, upper_bound, epsilon=1e-8):
+    """Log-scaled variant of `norm_value`: the ratio is log-transformed before mapping.
+
+    Args:
+        current_value: value to normalise.
+        init_value: reference value.
+        lower_bound: percent loss mapped to -1.
+        upper_bound: percent gain mapped to +1.
+        epsilon: keeps the result strictly inside (-1, 1).
+
+    Returns:
+        float in (-1, 1).
+    """
+    y = log_transform((current_value / init_value - 1.0) * 100.0)
+    low, high = log_transform(lower_bound), log_transform(upper_bound)
+    z = (y - high) / (low + high) + 1.0
+    return 2.0 * np.clip(z, epsilon, 1.0 - epsilon) - 1.0
+
+
+def decayed_result(trade_result, current_value, init_value, lower_bound, upper_bound, gamma=1.0):
+    """Normalised trade result, decayed by the distance of the portfolio value from its target.
+
+    Args:
+        trade_result: realised profit/loss of the closed trade.
+        current_value: portfolio value.
+        init_value: starting portfolio value.
+        lower_bound: drawdown bound, percent.
+        upper_bound: target bound, percent.
+        gamma: decay; 1 means no decay.
+
+    Returns:
+        trade_result * decay / range, with range = init_value * (lower + upper) / 100.
+    """
+    target = init_value * (1.0 + upper_bound / 100.0)
+    value_range = init_value * (lower_bound + upper_bound) / 100.0
+    decay = (gamma - 1.0) * (current_value - target) / value_range + gamma
+    return trade_result * decay / value_range
+
+
+def exp_scale(x, gamma=4, epsilon=1e-10):
+    """Exponential scaling of x in [-1, 1] to (0, 1]: clip(exp((x + 1)^gamma - 2^gamma), eps, 1)."""
+    return np.clip(np.exp((np.asarray(x) + 1.0) ** gamma - 2.0 ** gamma), epsilon, 1.0)
+
+
+def discounted_average(x, gamma=1.0):
+    """Weighted average along axis 0 with weights gamma^(n - 1 - i) (latest rows weigh most).
+
+    Args:
+        x: array [n, ...].
+        gamma: discount.
+
+    Returns:
+        array [...].
+    """
+    x = np.asarray(x)
+    weights = gamma ** np.arange(x.shape[0] - 1, -1, -1, dtype=np.float64)
+    return np.average(x, axis=0, weights=weights)
