@@ -269,8 +269,9 @@ class BTgymEnv(gym.Env):
         return self._observation(response.state), float(response.reward), bool(response.done), False, info
 
     def _observation(self, state):
-        return {key: ({k: np.asarray(v, dtype=dtype[k]) for k, v in state[key].items()}
-                      if isinstance(dtype, dict) else np.asarray(state[key], dtype=dtype))
+        """Copies the strategy state into fresh arrays of the observation space dtypes."""
+        return {key: ({k: np.array(v, dtype=dtype[k]) for k, v in state[key].items()}
+                      if isinstance(dtype, dict) else np.array(state[key], dtype=dtype))
                 for key, dtype in self._observation_dtypes.items()}
 
     def _to_server_action(self, action):

@@ -45,8 +45,11 @@ class BTgymBaseStrategy(bt.Strategy):
     all of them. Subclasses add indicators in `set_datalines()` and observation keys by adding state methods.
 
     Class attributes: `time_dim` (observation window), `skip_frame`, `avg_period` (length of the broker statistic
-    windows), `warmup_period` (bars before the first decision; defaults to `time_dim`), `gamma`, `reward_scale`,
-    `portfolio_actions`.
+    windows in observations), `warmup_period` (bars before the first decision; defaults to the larger of
+    `time_dim` and `avg_period`, so every window is full), `gamma`, `reward_scale`, `portfolio_actions`.
+
+    Broker statistics are kept for max(avg_period, 2 * skip_frame) bars: the reward needs two skip_frame
+    windows (the original returned NaN rewards when avg_period < 2 * skip_frame).
 
     Params (backtrader `params`, set with `cerebro.addstrategy(cls, **kwargs)` or as env kwargs):
         state_shape: dict of gymnasium spaces, one per observation key (default: `raw` OHLC window and metadata).
@@ -139,7 +142,8 @@ class BTgymBaseStrategy(bt.Strategy):
         self.current_pos_min_value = self.start_cash
         self.current_pos_max_value = self.start_cash
 
-        self.data.dim_sma = btind.SimpleMovingAverage(self.datas[0], period=self.warmup_period or self.time_dim)
+        warmup = self.warmup_period or max(self.time_dim, self.avg_period)
+        self.data.dim_sma = btind.SimpleMovingAverage(self.datas[0], period=warmup)
         self.data.dim_sma.plotinfo.plot = False
 
         self.metadata = self._episode_metadata(self.p.metadata)
@@ -149,7 +153,8 @@ class BTgymBaseStrategy(bt.Strategy):
         self._broker_getters = [
             (name, self._required_method('get_broker_{}'.format(name))) for name in self.broker_datalines
         ]
-        self.broker_stat = {name: deque(maxlen=self.avg_period) for name in self.broker_datalines}
+        stat_window = max(self.avg_period, 2 * self.p.skip_frame)
+        self.broker_stat = {name: deque(maxlen=stat_window) for name in self.broker_datalines}
 
         self.set_datalines()
         self._state_getters = [
@@ -319,14 +324,24 @@ class BTgymBaseStrategy(bt.Strategy):
         )
         return self.raw_state
 
+    def broker_window(self, names):
+        """Broker statistics over the last `avg_period` bars.
+
+        Args:
+            names: statistic names (see `broker_datalines`).
+
+        Returns:
+            array [avg_period, len(names)].
+        """
+        return np.stack([np.asarray(self.broker_stat[name])[-self.avg_period:] for name in names], axis=-1)
+
     def get_internal_state(self):
         """All broker statistics over the last `avg_period` bars.
 
         Returns:
             array [avg_period, 1, number of statistics].
         """
-        stats = np.stack([np.asarray(self.broker_stat[name]) for name in self.broker_datalines], axis=-1)
-        return stats[:, None, :]
+        return self.broker_window(self.broker_datalines)[:, None, :]
 
     def get_metadata_state(self):
         """Episode metadata with `timestamp` refreshed to the current bar's POSIX time."""
@@ -390,7 +405,7 @@ class BTgymBaseStrategy(bt.Strategy):
         return {
             'step': self.iteration,
             'time': self.data.datetime.datetime(),
-            'action': self.action,
+            'action': dict(self.action),
             'broker_message': self.broker_message,
             'broker_cash': self.broker.get_cash(),
             'broker_value': self.broker.get_value(),

@@ -48,11 +48,8 @@ class DevStrat_4_6(BTgymBaseStrategy):
                      axis=-1)
         return tanh(x * self.p.state_ext_scale)[:, None, :]
 
-    def _internal_stats_matrix(self):
-        return np.stack([np.asarray(self.broker_stat[name]) for name in self.internal_stats], axis=-1)
-
     def get_internal_state(self):
-        x = self._internal_stats_matrix() * self.p.state_int_scale
+        x = self.broker_window(self.internal_stats) * self.p.state_int_scale
         return np.clip(x, -2, 2)[:, None, :]
 
 
@@ -72,7 +69,7 @@ class DevStrat_4_7(DevStrat_4_6):
     )
 
     def get_internal_state(self):
-        x = self._internal_stats_matrix()[-1:] * self.p.state_int_scale
+        x = self.broker_window(self.internal_stats)[-1:] * self.p.state_int_scale
         return np.clip(x, -2, 2)[:, None, :]
 
 
@@ -124,5 +121,5 @@ class DevStrat_4_11(DevStrat_4_10):
         return tanh(dx)[:, None, :]
 
     def get_internal_state(self):
-        x = np.gradient(self._internal_stats_matrix(), axis=-1) * self.p.state_int_scale
+        x = np.gradient(self.broker_window(self.internal_stats), axis=-1) * self.p.state_int_scale
         return np.clip(tanh(x), -2, 2)[:, None, :]

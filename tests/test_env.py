@@ -1,0 +1,383 @@
+"""BTgymEnv: gymnasium contract, episodes, step timing, broker accounting, rendering, threads and bad input."""
+import threading
+from datetime import timedelta
+
+import backtrader as bt
+import numpy as np
+import pandas as pd
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from btgym_aac import BTgymDataset, BTgymEnv
+from btgym_aac.data import make_random_walk_data, make_sine_data, write_histdata_csv
+from btgym_aac.strategy import DevStrat_4_11
+
+HOLD, BUY, SELL, CLOSE = range(4)
+QUIET = dict(render_enabled=False)
+
+
+def run_random_episode(env, seed=0):
+    """Plays one episode with seeded random actions; returns the list of (obs, reward, terminated, info)."""
+    env.action_space.seed(seed)
+    observation, info = env.reset(seed=seed)
+    steps = [(observation, 0.0, False, info)]
+    terminated = False
+    while not terminated:
+        observation, reward, terminated, truncated, info = env.step(env.action_space.sample())
+        assert truncated is False and np.isfinite(reward)
+        steps.append((observation, reward, terminated, info))
+    return steps
+
+
+def test_check_env_default():
+    env = BTgymEnv()
+    check_env(env, skip_render_check=True)
+    env.close()
+
+
+def test_check_env_devstrat_4_11():
+    env = BTgymEnv(strategy=DevStrat_4_11, **QUIET)
+    check_env(env, skip_render_check=True)
+    env.close()
+
+
+def test_default_env_random_episode_on_synthetic_data():
+    env = BTgymEnv(**QUIET)
+    steps = run_random_episode(env)
+    assert len(steps) > 100
+    for observation, reward, _, info in steps:
+        assert observation in env.observation_space
+        assert np.isfinite(reward) and abs(reward) <= env.params['reward_scale']
+        assert set(info) >= {'step', 'time', 'action', 'broker_message', 'broker_cash', 'broker_value',
+                             'drawdown', 'max_drawdown', 'bars'}
+    assert steps[-1][2] is True
+    env.close()
+
+
+def test_devstrat_episode_on_histdata_file(tmp_path):
+    path = tmp_path / 'DAT_ASCII_TEST_M1.csv'
+    write_histdata_csv(make_random_walk_data(num_bars=6000, seed=3), str(path))
+    env = BTgymEnv(filename=str(path), strategy=DevStrat_4_11, reward_scale=7, **QUIET)
+    steps = run_random_episode(env, seed=1)
+    shapes = {key: space.shape for key, space in env.observation_space.spaces.items() if key != 'metadata'}
+    assert shapes == {'external': (30, 1, 5), 'internal': (20, 1, 6)}
+    for observation, reward, _, _ in steps:
+        assert observation in env.observation_space
+        assert np.isfinite(reward) and abs(reward) <= 7
+    assert steps[-1][2] is True
+    env.close()
+
+
+def test_step_timing_skip_frame_bars_between_responses():
+    env = BTgymEnv(strategy=DevStrat_4_11, **QUIET)
+    steps = run_random_episode(env)
+    first_info = steps[0][3]
+    assert len(first_info['bars']) == 11  # the decision bar itself plus skip_frame bars
+    for (_, _, _, before), (_, _, terminated, after) in zip(steps[:-1], steps[1:]):
+        if not terminated:
+            assert after['step'] - before['step'] == 10
+            assert len(after['bars']) == 10
+            assert after['time'] - before['time'] == timedelta(minutes=10)
+            assert [bar['step'] for bar in after['bars']] == list(range(before['step'] + 1, after['step'] + 1))
+    env.close()
+
+
+class _ScriptedOrders(bt.Strategy):
+    """Independent reference: places the same market orders at given bar times."""
+    params = dict(orders=None, stake=10)
+
+    def __init__(self):
+        self.values = {}
+
+    def next(self):
+        now = self.data.datetime.datetime()
+        kind = self.p.orders.get(now)
+        if kind == BUY:
+            self.buy(size=self.p.stake)
+        elif kind == SELL:
+            self.sell(size=self.p.stake)
+        elif kind == CLOSE:
+            self.close()
+        self.values[now] = self.broker.get_value()
+
+
+def test_broker_value_equals_plain_backtrader_with_same_orders():
+    env = BTgymEnv(strategy=DevStrat_4_11, start_cash=100.0, broker_commission=0.001, fixed_stake=10, **QUIET)
+    script = [BUY, HOLD, HOLD, CLOSE, SELL, HOLD, HOLD, HOLD, CLOSE, BUY, BUY, HOLD, CLOSE]
+    observation, info = env.reset(seed=5)
+    orders, bars = {}, []
+    for action in script:
+        orders[info['time'] + timedelta(minutes=1)] = action  # executed on the bar after the decision
+        observation, reward, terminated, _, info = env.step(action)
+        assert not terminated
+        bars.extend(info['bars'])
+    episode = env._trial.data  # the episode data of BTgymDataset is its whole trial window
+    env.close()
+
+    cerebro = bt.Cerebro()
+    cerebro.broker.setcash(100.0)
+    cerebro.broker.setcommission(commission=0.001)
+    cerebro.adddata(bt.feeds.PandasDirectData(dataname=episode, timeframe=bt.TimeFrame.Minutes, datetime=0,
+                                              open=1, high=2, low=3, close=4, volume=5, openinterest=-1))
+    cerebro.addstrategy(_ScriptedOrders, orders=orders)
+    reference = cerebro.run()[0].values
+    assert len(bars) == 10 * len(script)
+    trades = [bar for bar in bars if abs(bar['broker_value'] - 100.0) > 1e-9]
+    assert trades, 'the script must move the broker value'
+    for bar in bars:
+        assert bar['broker_value'] == pytest.approx(reference[bar['time']], abs=1e-9)
+
+
+def test_train_and_test_episodes_stay_in_their_intervals():
+    data = make_sine_data(num_bars=8000)
+    dataset = BTgymDataset(dataframe=data, episode_duration={'days': 0, 'hours': 23, 'minutes': 0},
+                           target_period={'days': 2, 'hours': 0, 'minutes': 0})
+    env = BTgymEnv(dataset=dataset, strategy=DevStrat_4_11, random_seed=2, **QUIET)
+    split = data.index[-1] - timedelta(days=2)
+    for sample_type in (0, 1, 0, 1):
+        config = {'sample_type': sample_type}
+        observation, info = env.reset(options={'episode_config': config, 'trial_config': config})
+        assert int(observation['metadata']['type']) == sample_type
+        window = env._trial.data.index
+        if sample_type == 0:
+            assert window[-1] <= split
+        else:
+            assert window[0] > split
+        terminated, seen = False, [bar['time'] for bar in info['bars']]
+        while not terminated:
+            _, _, terminated, _, info = env.step(HOLD)
+            seen.extend(bar['time'] for bar in info['bars'])
+        assert all((t <= split) if sample_type == 0 else (t > split) for t in seen)
+    env.close()
+
+
+def test_reset_keyword_configs_like_the_original():
+    env = BTgymEnv(strategy=DevStrat_4_11, **QUIET)
+    observation, _ = env.reset(episode_config={'get_new': True, 'sample_type': 0},
+                               trial_config={'get_new': True, 'sample_type': 0, 'b_alpha': 1, 'b_beta': 1})
+    assert observation in env.observation_space
+    with pytest.raises(ValueError, match='unknown reset options'):
+        env.reset(options={'episode_cfg': {}})
+    env.close()
+
+
+def test_seeded_resets_repeat_the_same_episodes():
+    env = BTgymEnv(strategy=DevStrat_4_11, **QUIET)
+    first = run_random_episode(env, seed=11)
+    second = run_random_episode(env, seed=11)
+    assert len(first) == len(second)
+    for (obs_a, r_a, _, info_a), (obs_b, r_b, _, info_b) in zip(first, second):
+        np.testing.assert_array_equal(obs_a['external'], obs_b['external'])
+        assert r_a == r_b and info_a['broker_value'] == info_b['broker_value']
+    env.close()
+
+
+def test_get_stat_and_initial_action():
+    env = BTgymEnv(strategy=DevStrat_4_11, **QUIET)
+    steps = run_random_episode(env)
+    stat = env.get_stat()
+    assert stat['episode'] == 0 and stat['runtime'] > timedelta(0)
+    assert stat['length'] >= steps[-1][3]['step']
+    assert env.get_initial_action() == {'default_asset': 0}
+    assert env.get_initial_portfolio_action() == {'default_asset': 'hold'}
+    env.close()
+
+
+def test_get_stat_finishes_a_running_episode():
+    env = BTgymEnv(strategy=DevStrat_4_11, **QUIET)
+    env.reset(seed=0)
+    for _ in range(3):
+        env.step(HOLD)
+    stat = env.get_stat()
+    assert stat['length'] < 1435
+    with pytest.raises(RuntimeError, match='call reset'):
+        env.step(HOLD)
+    env.close()
+
+
+def test_renderings_are_non_blank_rgb_arrays():
+    env = BTgymEnv(strategy=DevStrat_4_11, render_modes=['human', 'episode', 'external', 'internal'])
+    run_random_episode(env)
+    for mode in ('human', 'external', 'internal', 'episode'):
+        image = env.render(mode)
+        assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
+        assert image.shape[0] > 100 and image.shape[1] > 100
+        assert image.std() > 10, mode
+    with pytest.raises(ValueError, match='render mode'):
+        env.render('metadata_plot')
+    env.close()
+
+
+def test_render_before_first_episode_and_disabled_rendering():
+    env = BTgymEnv(strategy=DevStrat_4_11)
+    assert env.render('episode').std() > 0
+    env.close()
+    quiet = BTgymEnv(strategy=DevStrat_4_11, **QUIET)
+    quiet.reset(seed=0)
+    with pytest.raises(RuntimeError, match='rendering is disabled'):
+        quiet.render('human')
+    quiet.close()
+
+
+def _episode_values(seed, results, key):
+    env = BTgymEnv(strategy=DevStrat_4_11, **QUIET)
+    results[key] = [info['broker_value'] for _, _, _, info in run_random_episode(env, seed=seed)]
+    env.close()
+
+
+def test_envs_in_several_threads_match_sequential_runs():
+    sequential, threaded = {}, {}
+    for seed in (1, 2, 3):
+        _episode_values(seed, sequential, seed)
+    threads = [threading.Thread(target=_episode_values, args=(seed, threaded, seed)) for seed in (1, 2, 3)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not any(thread.is_alive() for thread in threads)
+    assert threaded == sequential
+
+
+def test_envs_interleaved_in_one_thread():
+    env_a, env_b = BTgymEnv(strategy=DevStrat_4_11, **QUIET), BTgymEnv(**QUIET)
+    env_a.reset(seed=1)
+    env_b.reset(seed=1)
+    for _ in range(20):
+        obs_a, *_ = env_a.step(BUY)
+        obs_b, *_ = env_b.step(SELL)
+        assert obs_a in env_a.observation_space and obs_b in env_b.observation_space
+    env_a.close()
+    env_b.close()
+
+
+def test_step_from_another_thread_is_refused_clearly():
+    env = BTgymEnv(strategy=DevStrat_4_11, **QUIET)
+    env.reset(seed=0)
+    errors = []
+
+    def step_elsewhere():
+        try:
+            env.step(HOLD)
+        except RuntimeError as exc:
+            errors.append(str(exc))
+
+    thread = threading.Thread(target=step_elsewhere)
+    thread.start()
+    thread.join(timeout=30)
+    assert errors and 'thread that called reset' in errors[0]
+    env.close()
+
+
+def test_close_is_idempotent_and_env_can_reset_again():
+    env = BTgymEnv(**QUIET)
+    env.reset(seed=0)
+    env.close()
+    env.close()
+    with pytest.raises(RuntimeError, match='call reset'):
+        env.step(HOLD)
+    observation, _ = env.reset(seed=0)
+    assert observation in env.observation_space
+    env.close()
+
+
+# ----------------------------------------------------------------------------------------------- bad input
+
+
+def test_action_outside_action_space():
+    env = BTgymEnv(**QUIET)
+    env.reset(seed=0)
+    for bad in (4, -1, {'default_asset': 7}, {'other_asset': 1}, 'buy', [1, 2]):
+        with pytest.raises(ValueError, match='action'):
+            env.step(bad)
+    env.close()
+
+
+def test_stepping_a_finished_episode():
+    env = BTgymEnv(**QUIET)
+    run_random_episode(env)
+    with pytest.raises(RuntimeError, match='terminated; call reset'):
+        env.step(HOLD)
+    env.close()
+
+
+def test_step_before_reset():
+    env = BTgymEnv(**QUIET)
+    with pytest.raises(RuntimeError, match='call reset'):
+        env.step(HOLD)
+
+
+def test_unknown_argument_is_named():
+    with pytest.raises(TypeError, match='drawdown_cal'):
+        BTgymEnv(drawdown_cal=3)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError, match='no_such_file.csv'):
+        BTgymEnv(filename=str(tmp_path / 'no_such_file.csv'))
+
+
+def test_empty_file(tmp_path):
+    path = tmp_path / 'empty.csv'
+    path.write_text('')
+    with pytest.raises(ValueError, match='empty'):
+        BTgymEnv(filename=str(path))
+
+
+def test_unparsable_dates(tmp_path):
+    path = tmp_path / 'bad_dates.csv'
+    path.write_text('20170102 000000;1.1;1.2;1.0;1.1;0\nyesterday;1.1;1.2;1.0;1.1;0\n')
+    with pytest.raises(ValueError, match='yesterday'):
+        BTgymEnv(filename=str(path))
+
+
+def test_missing_columns(tmp_path):
+    path = tmp_path / 'no_close.csv'
+    path.write_text('datetime,open,high,low\n2017-01-02 00:00,1.1,1.2,1.0\n')
+    with pytest.raises(ValueError, match='close'):
+        BTgymEnv(filename=str(path))
+
+
+def test_nan_bars(tmp_path):
+    frame = make_sine_data(num_bars=3000)
+    frame.iloc[1234, frame.columns.get_loc('close')] = np.nan
+    with pytest.raises(ValueError, match=str(frame.index[1234])):
+        BTgymEnv(dataframe=frame)
+
+
+def test_data_too_short_for_one_episode():
+    with pytest.raises(ValueError, match='too short|not enough|fewer'):
+        BTgymEnv(dataframe=make_sine_data(num_bars=600))
+
+
+def test_dataset_and_dataset_kwargs_together_are_refused():
+    dataset = BTgymDataset(dataframe=make_sine_data(num_bars=3000))
+    with pytest.raises(TypeError, match='filename'):
+        BTgymEnv(dataset=dataset, filename='x.csv')
+
+
+def test_engine_with_strategy_kwargs_is_refused():
+    engine = bt.Cerebro()
+    engine.addstrategy(DevStrat_4_11)
+    with pytest.raises(TypeError, match='drawdown_call'):
+        BTgymEnv(engine=engine, drawdown_call=3)
+
+
+def test_custom_engine_runs_as_configured():
+    engine = bt.Cerebro()
+    engine.addstrategy(DevStrat_4_11, start_cash=2000, commission=0.0001, leverage=10.0, order_size=2000,
+                       drawdown_call=10, target_call=10, reward_scale=7)
+    env = BTgymEnv(engine=engine, render_enabled=False)
+    steps = run_random_episode(env, seed=4)
+    assert steps[0][3]['broker_value'] == pytest.approx(2000.0)
+    assert all(abs(reward) <= 7 for _, reward, _, _ in steps)
+    env.close()
+
+
+def test_dataframe_with_hourly_bars():
+    index = pd.date_range('2016-01-04', periods=4000, freq='1h')
+    frame = make_random_walk_data(num_bars=4000, seed=8)
+    frame.index = index
+    env = BTgymEnv(dataframe=frame, episode_duration={'days': 40, 'hours': 0, 'minutes': 0}, skip_frame=5, **QUIET)
+    steps = run_random_episode(env)
+    assert steps[1][3]['time'] - steps[0][3]['time'] == timedelta(hours=5)
+    env.close()
