@@ -1,0 +1,439 @@
+"""The policy interface trainers and runners rely on, and the conv-LSTM policies `BaseAacPolicy`, `Aac1dPolicy`.
+
+Every policy builds, when constructed, in the current variable scope:
+
+* an on-policy graph (`on_*`: acting and on-policy training) and an off-policy graph with shared weights (`off_*`:
+  replayed data);
+* auxiliary heads: value replay (`vr_*`, aliases of the off-policy graph), pixel control (`pc_*`, off-policy inputs
+  plus `pc_q`, `pc_target`) and reward prediction (`rp_*`).
+
+Frames are fed sequence-major: N = B_rnn·T frames, all T frames of sequence 1 first, every sequence padded to the
+same T; `*_batch_size` is B_rnn and `*_time_length` the true sequence lengths [B_rnn].
+
+Sessions: `act`, `get_value`, `get_initial_features` and `get_pc_target` run in the `sess` keyword argument when
+given, else in the default session (`tf.get_default_session()`, e.g. inside `with sess.as_default():`, as the
+original did). None of them adds ops to the graph, so they work on a finalized graph.
+"""
+import collections
+import copy
+import re
+
+import numpy as np
+
+from btgym_aac.algorithms.math_utils import sample_dp, softmax
+from btgym_aac.algorithms.nn.layers import noisy_linear
+from btgym_aac.algorithms.nn.networks import (
+    conv_2d_network, dense_aac_network, dense_rp_network, duelling_pc_network, lstm_network,
+    pixel_change_2d_estimator,
+)
+from btgym_aac.algorithms.utils import feed_dict_from_nested, feed_dict_rnn_context, nested_placeholders
+from btgym_aac.compat import tf
+from btgym_aac.spaces import ActionDictSpace, DictSpace
+
+AacGraph = collections.namedtuple(
+    'AacGraph', ['features', 'logits', 'vf', 'sample', 'lstm_out', 'init_state', 'state_out', 'state_pl_flat']
+)
+"""Tensors of one (on- or off-policy) pass: encoded `external` features [N, D], logits [N, A], value [N], one-hot
+sample of the first row [A], last LSTM output [N, units], zero state (batch 1), final state and the flat list of
+context placeholders."""
+
+_AUX_ALIASED_INPUTS = ('state_in', 'last_a_in', 'last_reward_in', 'batch_size', 'time_length',
+                       'lstm_state_pl_flatten')
+
+
+def resolve_session(sess=None):
+    """Returns `sess`, or the default session when `sess` is None.
+
+    Raises:
+        RuntimeError: no session given and no default session set.
+    """
+    session = sess if sess is not None else tf.get_default_session()
+    if session is None:
+        raise RuntimeError('policy: no TensorFlow session; pass sess=... or call inside `with sess.as_default():`')
+    return session
+
+
+def sample_category(logits, deterministic=False):
+    """Draws a category from `softmax(logits)` or takes the argmax.
+
+    Probabilities are computed in float64 and sampled by inverse CDF, so very peaked logits never raise (the
+    original's `np.random.multinomial(1, softmax(float32 logits))` could, reference §20.3 item 25). Uses the global
+    numpy random state (seeded by the trainer).
+
+    Args:
+        logits: 1-D array-like of finite logits [A].
+        deterministic: return the argmax instead of a random draw.
+
+    Returns:
+        int category index.
+    """
+    logits = np.asarray(logits, dtype=np.float64).reshape(-1)
+    if logits.size == 0 or not np.all(np.isfinite(logits)):
+        raise ValueError('sample_category: logits must be a non-empty finite vector, got {}'.format(logits))
+    if deterministic:
+        return int(np.argmax(logits))
+    cdf = np.cumsum(softmax(logits))
+    index = np.searchsorted(cdf, np.random.random() * cdf[-1], side='right')
+    return int(min(index, logits.size - 1))
+
+
+def static_width(x):
+    """Product of the static non-batch dims of `x` (1 for a [N] tensor).
+
+    Raises:
+        ValueError: a non-batch dim is unknown.
+    """
+    dims = x.get_shape().as_list()[1:]
+    if None in dims:
+        raise ValueError('policy: tensor {} needs static non-batch dims, got shape {}'.format(x.name, x.get_shape()))
+    return int(np.prod(dims))
+
+
+def flatten_frames(x):
+    """Reshapes [N, ...] to [N, D]."""
+    return tf.reshape(x, [-1, static_width(x)])
+
+
+def to_sequences(x, batch_size, max_seq_len):
+    """Reshapes sequence-major frames [N, ...] to [batch_size, max_seq_len, D]."""
+    return tf.reshape(x, [batch_size, max_seq_len, static_width(x)])
+
+
+def check_spaces(ob_space, ac_space):
+    """Validates the observation and action spaces of a policy.
+
+    Raises:
+        TypeError: `ob_space` is not a DictSpace or `ac_space` not an ActionDictSpace.
+        ValueError: `ob_space` has no `external` key.
+    """
+    if not isinstance(ob_space, DictSpace):
+        raise TypeError('policy: ob_space must be a btgym_aac.spaces.DictSpace, got {!r}'.format(ob_space))
+    if 'external' not in ob_space.spaces:
+        raise ValueError('policy: ob_space needs an `external` key, got keys {}'.format(list(ob_space.spaces)))
+    if not isinstance(ac_space, ActionDictSpace):
+        raise TypeError('policy: ac_space must be a btgym_aac.spaces.ActionDictSpace, got {!r}'.format(ac_space))
+
+
+def checked_layers(sizes, arg_name='lstm_layers'):
+    """Returns layer `sizes` as a tuple of positive ints; raises ValueError naming `arg_name` if empty or invalid."""
+    layers = tuple(sizes)
+    if not layers or any(isinstance(size, bool) or int(size) != size or size <= 0 for size in layers):
+        raise ValueError('policy: {} must be a non-empty sequence of positive ints, got {!r}'.format(arg_name, sizes))
+    return tuple(int(size) for size in layers)
+
+
+class BaseAacPolicy:
+    """Conv-LSTM advantage actor-critic policy with UNREAL auxiliary heads.
+
+    Papers: https://arxiv.org/abs/1602.01783 (A3C), https://arxiv.org/abs/1611.05397 (UNREAL).
+
+    Graph: `conv_2d_network(external)` features, concatenated with the last action code, the last reward and the
+    flattened `internal` observation (if any), feed an LSTM stack (`lstm`); a dense head (`dense_aac`) gives logits
+    and value. Reward prediction encodes the `rp_sequence_size - 1` frames of each sample with the shared encoder.
+    Pixel control (`pc_q` on the off-policy LSTM output, action axis of width `ac_space.one_hot_depth`) is built
+    when `pixel_control` resolves to True (the reference always built it, unused without auxiliary tasks);
+    otherwise the `pc_q`, `pc_target`, `pc_change_state_in` and `pc_change_last_state_in` attributes are None. Known quirks kept from the reference (§20.3 item 26): logits are
+    layer-normalised across actions (see `dense_aac_network`), and NoisyNet noise is redrawn at every session run;
+    pass `linear_layer_ref=layers.linear` for noise-free heads.
+
+    Attributes: see the module docstring and reference §12.1 (`ob_space`, `ac_space`, `callback`, `var_list`,
+    `update_ops`, `train_phase`, `on_*`, `off_*`, `vr_*`, `pc_*`, `rp_*`).
+    """
+
+    supports_pixel_control = True
+
+    def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=tf.nn.rnn_cell.BasicLSTMCell,
+                 lstm_layers=(256,), action_dp_alpha=200.0, aux_estimate=False, static_rnn=False,
+                 linear_layer_ref=noisy_linear, pixel_control=None, **kwargs):
+        """
+        Args:
+            ob_space: DictSpace with an `external` [H, W, C] key (optional `internal`, `metadata`, ...).
+            ac_space: discrete ActionDictSpace.
+            rp_sequence_size: reward-prediction sample length in frames (>= 2).
+            lstm_class: RNN cell class, called as `lstm_class(units)`.
+            lstm_layers: units per LSTM layer.
+            action_dp_alpha: concentration of continuous-action sampling (`sample_dp`).
+            aux_estimate: register the pixel-change callback for the runner (the trainer sets it when any
+                auxiliary task is used).
+            static_rnn: single-step static RNN (sequences of length 1, the trainer's `time_flat`) instead of a
+                dynamic one; both give the same results on length-1 sequences.
+            linear_layer_ref: dense layer of the actor-critic, reward-prediction and pixel-control heads.
+            pixel_control: build the pixel-control head; None means `aux_estimate`.
+            **kwargs: encoder and pixel-control options (`conv_2d_*`, `pc_estimator_stride`, `duell_pc_*`);
+                anything else (e.g. the trainer's `task`, `cluster_spec`) is ignored.
+        """
+        self._init_interface(ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate)
+        if not ac_space.is_discrete:
+            raise ValueError('{} needs a discrete action space, got {}'.format(type(self).__name__, ac_space))
+        self.lstm_class = lstm_class
+        self.lstm_layers = checked_layers(lstm_layers)
+        self.static_rnn = static_rnn
+        self.linear_layer_ref = linear_layer_ref
+        self.network_kwargs = kwargs
+
+        on_graph = self._build_aac_graph('on', reuse=False)
+        off_graph = self._build_aac_graph('off', reuse=True)
+        self._bind_graphs(on_graph, off_graph)
+        self._make_pixel_control(off_graph.lstm_out, pixel_control, linear_layer_ref=linear_layer_ref, **kwargs)
+        self._make_aux_aliases()
+        self._make_reward_prediction(self._encode_external(self.rp_state_in['external'], reuse=True),
+                                     linear_layer_ref)
+        self._collect_variables()
+
+    def _init_interface(self, ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate):
+        """Validates the arguments shared by all policies, stores them and creates the input placeholders."""
+        check_spaces(ob_space, ac_space)
+        if isinstance(rp_sequence_size, bool) or int(rp_sequence_size) != rp_sequence_size or rp_sequence_size < 2:
+            raise ValueError('policy: rp_sequence_size must be an int >= 2, got {!r}'.format(rp_sequence_size))
+        self.ob_space = ob_space
+        self.ac_space = ac_space
+        self.rp_sequence_size = int(rp_sequence_size)
+        self.action_dp_alpha = action_dp_alpha
+        self.aux_estimate = aux_estimate
+        self.callback = {}
+        self.train_phase = tf.placeholder_with_default(False, shape=(), name='train_phase_flag_pl')
+        self._make_placeholders()
+
+    def _make_placeholders(self):
+        """Observation, last action [None, E], last reward [None], batch size and sequence length placeholders."""
+        shape = self.ob_space.shape
+        depth = self.ac_space.encoded_depth
+        self.on_state_in = nested_placeholders(shape, batch_dim=None, name='on_policy_state_in')
+        self.off_state_in = nested_placeholders(shape, batch_dim=None, name='off_policy_state_in_pl')
+        self.rp_state_in = nested_placeholders(shape, batch_dim=None, name='rp_state_in')
+
+        self.on_last_a_in = tf.placeholder(tf.float32, [None, depth], name='on_policy_last_action_in_pl')
+        self.on_last_reward_in = tf.placeholder(tf.float32, [None], name='on_policy_last_reward_in_pl')
+        self.off_last_a_in = tf.placeholder(tf.float32, [None, depth], name='off_policy_last_action_in_pl')
+        self.off_last_reward_in = tf.placeholder(tf.float32, [None], name='off_policy_last_reward_in_pl')
+
+        self.on_batch_size = tf.placeholder(tf.int32, name='on_policy_batch_size')
+        self.on_time_length = tf.placeholder(tf.int32, name='on_policy_sequence_size')
+        self.off_batch_size = tf.placeholder(tf.int32, name='off_policy_batch_size')
+        self.off_time_length = tf.placeholder(tf.int32, name='off_policy_sequence_size')
+        self.rp_batch_size = tf.placeholder(tf.int32, name='rp_batch_size')
+
+    def _policy_inputs(self, prefix):
+        """Returns (state_in, last_a_in, last_reward_in, batch_size, time_length) of the 'on' or 'off' graph."""
+        return tuple(getattr(self, '{}_{}'.format(prefix, name))
+                     for name in ('state_in', 'last_a_in', 'last_reward_in', 'batch_size', 'time_length'))
+
+    def _encode_external(self, x, reuse):
+        """Encodes `external` frames [N, H, W, C] with the shared conv encoder; returns [N, D]."""
+        return flatten_frames(conv_2d_network(x, self.ob_space.shape['external'], self.ac_space, reuse=reuse,
+                                              **self.network_kwargs))
+
+    def _build_aac_graph(self, prefix, reuse):
+        """Builds the encoder-LSTM-head pass on the `prefix` ('on'/'off') inputs; returns an AacGraph."""
+        state_in, last_a_in, last_reward_in, batch_size, time_length = self._policy_inputs(prefix)
+        features = self._encode_external(state_in['external'], reuse)
+        frames = tf.shape(features)[0]
+        max_seq_len = frames // batch_size
+
+        inputs = [features, last_a_in, last_reward_in] + tf.nest.flatten(state_in.get('internal', []))
+        lstm_in = tf.concat([to_sequences(x, batch_size, max_seq_len) for x in inputs], axis=-1)
+        lstm_out, init_state, state_out, state_pl_flat = lstm_network(
+            lstm_in, time_length, lstm_class=self.lstm_class, lstm_layers=self.lstm_layers, static=self.static_rnn,
+            reuse=reuse,
+        )
+        lstm_out = tf.reshape(lstm_out, [frames, self.lstm_layers[-1]])
+        logits, vf, sample = dense_aac_network(lstm_out, self.ac_space.one_hot_depth,
+                                               linear_layer_ref=self.linear_layer_ref, reuse=reuse)
+        return AacGraph(features, logits, vf, sample, lstm_out, init_state, state_out, state_pl_flat)
+
+    def _bind_graphs(self, on_graph, off_graph):
+        """Exposes the on- and off-policy passes under the interface attribute names."""
+        self.on_logits, self.on_vf, self.on_sample = on_graph.logits, on_graph.vf, on_graph.sample
+        self.on_lstm_init_state = on_graph.init_state
+        self.on_lstm_state_out = on_graph.state_out
+        self.on_lstm_state_pl_flatten = on_graph.state_pl_flat
+        self.off_logits, self.off_vf = off_graph.logits, off_graph.vf
+        self.off_lstm_state_pl_flatten = off_graph.state_pl_flat
+
+    def _make_pixel_control(self, x, pixel_control, **kwargs):
+        """Builds the pixel-change target and the duelling Q head on `x` [N, D], or sets the `pc_*` ops to None.
+
+        Args:
+            x: off-policy features the Q head reads.
+            pixel_control: True/False, or None for `aux_estimate` (False where unsupported).
+            **kwargs: `pc_estimator_stride`, `duell_pc_*`, `linear_layer_ref` (others ignored).
+
+        Raises:
+            ValueError: pixel control requested where unsupported, for an `external` observation that is not a
+                single [H, W, C] array, or with a Q map whose size differs from the target map.
+        """
+        build = self.aux_estimate and self.supports_pixel_control if pixel_control is None else pixel_control
+        self.pc_q = self.pc_target = self.pc_change_state_in = self.pc_change_last_state_in = None
+        if not build:
+            return
+        if not self.supports_pixel_control:
+            raise ValueError('{} has no pixel-control head; pass pixel_control=False'.format(type(self).__name__))
+        external_shape = self.ob_space.shape['external']
+        if not isinstance(external_shape, tuple) or len(external_shape) != 3:
+            raise ValueError('pixel control needs a single [H, W, C] `external` observation, got shape {}; '
+                             'pass pixel_control=False'.format(external_shape))
+        self.pc_change_state_in, self.pc_change_last_state_in, self.pc_target = pixel_change_2d_estimator(
+            external_shape, **kwargs)
+        self.pc_q = duelling_pc_network(x, self.ac_space.one_hot_depth, **kwargs)
+        target_map = self.pc_target.get_shape().as_list()[1:3]
+        q_map = self.pc_q.get_shape().as_list()[1:3]
+        if target_map != q_map:
+            raise ValueError(
+                'pixel control: the Q map {} differs from the pixel-change target map {} of `external` {}; '
+                'adjust duell_pc_x_inner_shape / duell_pc_filter_size / duell_pc_stride or pc_estimator_stride, '
+                'or pass pixel_control=False'.format(q_map, target_map, external_shape))
+
+    def _make_aux_aliases(self):
+        """Value-replay and pixel-control inputs are the off-policy ones; `vr_value` is the off-policy value."""
+        for aux in ('vr', 'pc'):
+            for name in _AUX_ALIASED_INPUTS:
+                setattr(self, '{}_{}'.format(aux, name), getattr(self, 'off_{}'.format(name)))
+        self.vr_value = self.off_vf
+
+    def _make_reward_prediction(self, encoded, linear_layer_ref):
+        """Reward-prediction logits [rp_batch_size, 3] from encoded frames [rp_batch_size·(rp_sequence_size-1), D]."""
+        width = static_width(encoded) * (self.rp_sequence_size - 1)
+        self.rp_logits = dense_rp_network(tf.reshape(encoded, [self.rp_batch_size, width]),
+                                          linear_layer_ref=linear_layer_ref)
+
+    def _collect_variables(self):
+        """Sets `update_ops`, `var_list` and the pixel-change callback.
+
+        `var_list` holds the trainable variables of the current variable scope (matched as `<scope>/`, so a
+        sibling scope such as `global_prime` never leaks into `global`'s list) plus its moving/renorm statistics,
+        in creation order, so equally built policies in two scopes pair up position by position.
+        """
+        scope = tf.get_variable_scope().name
+        prefix = re.escape(scope) + '/' if scope else ''
+        self.update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+        self.var_list = tf.get_collection(tf.GraphKeys.TRAINABLE_VARIABLES, prefix or None)
+        for statistic in ('.*moving.*', '.*renorm.*'):
+            self.var_list += tf.get_collection(tf.GraphKeys.GLOBAL_VARIABLES, prefix + statistic)
+        if self.aux_estimate and self.pc_q is not None:
+            self.callback['pixel_change'] = self.get_pc_target
+
+    def get_initial_features(self, sess=None, **kwargs):
+        """Returns the zero context (batch 1), structured as `on_lstm_init_state`.
+
+        Args:
+            sess: session (None: the default session).
+            **kwargs: runner arguments such as `state`, `context`, ignored.
+        """
+        return resolve_session(sess).run(self.on_lstm_init_state)
+
+    def _step_feed(self, observation, lstm_state, last_action, last_reward):
+        """Feed dict of one acting step: one frame, one sequence of length 1, `train_phase=False`."""
+        depth = self.ac_space.encoded_depth
+        last_action = np.asarray(last_action, dtype=np.float32)
+        last_reward = np.asarray(last_reward, dtype=np.float32)
+        if last_action.size != depth or last_reward.size != 1:
+            raise ValueError('policy: expected last_action of {} values ([1, {}]) and one last_reward, got shapes '
+                             '{} and {}'.format(depth, depth, last_action.shape, last_reward.shape))
+        feed = feed_dict_rnn_context(self.on_lstm_state_pl_flatten, lstm_state)
+        feed.update(feed_dict_from_nested(self.on_state_in, observation, expand_batch=True))
+        feed.update({
+            self.on_last_a_in: last_action.reshape(1, depth),
+            self.on_last_reward_in: last_reward.reshape(1),
+            self.on_batch_size: 1,
+            self.on_time_length: [1],
+            self.train_phase: False,
+        })
+        return feed
+
+    def _action_pack(self, logits, deterministic):
+        """Chooses an action from logits [A]; returns {'environment', 'encoded', 'one_hot'}."""
+        if self.ac_space.is_discrete:
+            vector = self.ac_space._cat_to_vec(sample_category(logits, deterministic))
+        elif deterministic:
+            vector = softmax(logits)
+        else:
+            vector = sample_dp(logits, alpha=self.action_dp_alpha)
+        action = self.ac_space._vec_to_action(vector)
+        return {
+            'environment': action,
+            'encoded': self.ac_space.encode(action),
+            'one_hot': self.ac_space._vec_to_one_hot(vector),
+        }
+
+    def act(self, observation, lstm_state, last_action, last_reward, deterministic=False, sess=None):
+        """Chooses an action for one observation (one `session.run`).
+
+        Discrete spaces: a draw from `softmax(logits)` (float64, never raises for peaked logits), or the argmax when
+        `deterministic`. Continuous spaces: `sample_dp(logits, action_dp_alpha)`, or `softmax(logits)` when
+        `deterministic`.
+
+        Args:
+            observation: one observation, nested like `ob_space` (no batch dim).
+            lstm_state: context, structured as `on_lstm_init_state` (leaves [1, units]).
+            last_action: previous action code, [1, E] (or [E]).
+            last_reward: previous reward, [1] (or scalar).
+            deterministic: act greedily.
+            sess: session (None: the default session).
+
+        Returns:
+            action_pack {'environment': OrderedDict asset -> action, 'encoded': [E], 'one_hot': [A]};
+            logits [A]; value [1]; context structured as `on_lstm_init_state`.
+        """
+        feed = self._step_feed(observation, lstm_state, last_action, last_reward)
+        logits, value, context = resolve_session(sess).run(
+            [self.on_logits, self.on_vf, self.on_lstm_state_out], feed)
+        logits = logits[0]
+        return self._action_pack(logits, deterministic), logits, value, context
+
+    def get_value(self, observation, lstm_state, last_action, last_reward, sess=None):
+        """Value estimate of one observation (arguments as in `act`); returns a float."""
+        feed = self._step_feed(observation, lstm_state, last_action, last_reward)
+        return float(resolve_session(sess).run(self.on_vf, feed)[0])
+
+    def get_pc_target(self, state, last_state, sess=None, **kwargs):
+        """Pixel-change target between two observations (the runner's pixel-change callback).
+
+        Args:
+            state: observation dict with `external` [H, W, C].
+            last_state: previous observation dict.
+            sess: session (None: the default session).
+            **kwargs: other runner locals, ignored.
+
+        Returns:
+            array [H', W']: channel mean of `|s - s_prev|`, cropped, max-pooled by `pc_estimator_stride`.
+        """
+        if self.pc_target is None:
+            raise RuntimeError('{}: pixel control was not built (pixel_control=False)'.format(type(self).__name__))
+        feed = {self.pc_change_state_in: state['external'], self.pc_change_last_state_in: last_state['external']}
+        return resolve_session(sess).run(self.pc_target, feed)[0, ..., 0]
+
+    @staticmethod
+    def get_sample_config(*args, **kwargs):
+        """Default environment reset configuration (the trainer replaces this on its local policies).
+
+        Returns:
+            a fresh copy of `btgym_aac.data.EnvResetConfig`.
+        """
+        from btgym_aac.data import EnvResetConfig
+        return copy.deepcopy(EnvResetConfig)
+
+
+class Aac1dPolicy(BaseAacPolicy):
+    """`BaseAacPolicy` for one-dimensional signals [H, 1, C]: convolutions and pixel control run along H only.
+
+    Forces `conv_2d_filter_size=(3, 1)`, `conv_2d_stride=(2, 1)`, `pc_estimator_stride=(2, 1)`,
+    `duell_pc_x_inner_shape=(6, 1, 32)`, `duell_pc_filter_size=(4, 1)`, `duell_pc_stride=(2, 1)` (a 14x1 pixel-control
+    map, matching a 30-row observation); `aux_estimate` defaults to True.
+    """
+
+    def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=tf.nn.rnn_cell.BasicLSTMCell,
+                 lstm_layers=(256,), action_dp_alpha=200.0, aux_estimate=True, **kwargs):
+        """
+        Args:
+            see `BaseAacPolicy`; the 1-D encoder and pixel-control options above override any given ones.
+        """
+        kwargs.update(
+            conv_2d_filter_size=(3, 1),
+            conv_2d_stride=(2, 1),
+            pc_estimator_stride=(2, 1),
+            duell_pc_x_inner_shape=(6, 1, 32),
+            duell_pc_filter_size=(4, 1),
+            duell_pc_stride=(2, 1),
+        )
+        super().__init__(ob_space, ac_space, rp_sequence_size, lstm_class=lstm_class, lstm_layers=lstm_layers,
+                         action_dp_alpha=action_dp_alpha, aux_estimate=aux_estimate, **kwargs)

@@ -1,0 +1,55 @@
+"""`AacDensePolicy`: the `BaseAacPolicy` graph with a dense encoder, for vector observations (e.g. classic-control
+environments such as CartPole with `{'external': Box(shape=(4,))}`)."""
+from btgym_aac.algorithms.nn.layer_norm import layer_norm
+from btgym_aac.algorithms.nn.layers import linear
+from btgym_aac.algorithms.policy.base import BaseAacPolicy, checked_layers, flatten_frames
+from btgym_aac.compat import tf
+
+
+def dense_encoder(x, dense_layers=(64, 64), name='dense_encoder', reuse=False):
+    """Flattens frames and applies `elu(layer_norm(linear(x, size)))` per entry of `dense_layers`.
+
+    Variables: `<name>/_layer_<i>/{w,b}` and `<name>/norm_layer_<i>/{beta,gamma}`, i = 1, 2, ...
+
+    Args:
+        x: tensor [N, ...] with static non-batch dims.
+        dense_layers: units per layer.
+        name: variable scope.
+        reuse: reuse the variables of an existing scope.
+
+    Returns:
+        tensor [N, dense_layers[-1]].
+    """
+    with tf.variable_scope(name, reuse=reuse):
+        x = flatten_frames(x)
+        for i, size in enumerate(dense_layers, start=1):
+            x = tf.nn.elu(layer_norm(linear(x, size, '_layer_{}'.format(i)), scope='norm_layer_{}'.format(i)))
+    return x
+
+
+class AacDensePolicy(BaseAacPolicy):
+    """Dense-encoder LSTM actor-critic policy for vector observations.
+
+    Identical to `BaseAacPolicy` (last action, last reward and flattened `internal` join the encoded `external`
+    features before the LSTM; reward prediction uses the shared encoder) except that `external` is encoded by
+    `dense_encoder`. There is no pixel-control head (`pc_q` is None; `pixel_control=True` raises ValueError).
+    """
+
+    supports_pixel_control = False
+
+    def __init__(self, ob_space, ac_space, rp_sequence_size, dense_layers=(64, 64), lstm_layers=(64,), **kwargs):
+        """
+        Args:
+            ob_space: DictSpace with an `external` vector (any static shape, flattened).
+            ac_space: discrete ActionDictSpace.
+            rp_sequence_size: reward-prediction sample length in frames (>= 2).
+            dense_layers: units per encoder layer.
+            lstm_layers: units per LSTM layer.
+            **kwargs: other `BaseAacPolicy` arguments (`lstm_class`, `aux_estimate`, `static_rnn`,
+                `linear_layer_ref`, ...); unknown ones (e.g. `task`, `cluster_spec`) are ignored.
+        """
+        self.dense_layers = checked_layers(dense_layers, 'dense_layers')
+        super().__init__(ob_space, ac_space, rp_sequence_size, lstm_layers=lstm_layers, **kwargs)
+
+    def _encode_external(self, x, reuse):
+        return dense_encoder(x, self.dense_layers, reuse=reuse)

@@ -1,0 +1,371 @@
+"""Policies: graph shapes, acting, sequence feeding, global/local variable pairing, RL² context rules and the
+pixel-change target, checked against numpy / hand-computed references."""
+import contextlib
+
+import numpy as np
+import pytest
+from gymnasium import spaces
+
+from btgym_aac.algorithms.nn.layers import linear
+from btgym_aac.algorithms.policy import (
+    Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy, StackedLstmPolicy,
+)
+from btgym_aac.algorithms.policy.base import sample_category
+from btgym_aac.algorithms.utils import LSTMStateTuple
+from btgym_aac.compat import tf
+from btgym_aac.spaces import ActionDictSpace, DictSpace
+from btgym_aac.strategy.base import metadata_space
+
+TRADE_ACTIONS = ActionDictSpace(assets=('default_asset',), base_actions=('hold', 'buy', 'sell', 'close'))
+CART_ACTIONS = ActionDictSpace(assets=('default_asset',), base_actions=('left', 'right'))
+TRADING_SPACE = DictSpace({
+    'external': spaces.Box(-100, 100, (30, 1, 5), np.float32),
+    'internal': spaces.Box(-2, 2, (20, 1, 6), np.float32),
+    'metadata': metadata_space(),
+})
+IMAGE_SPACE = DictSpace({'external': spaces.Box(0, 1, (42, 42, 1), np.float32)})
+VECTOR_SPACE = DictSpace({'external': spaces.Box(-5, 5, (4,), np.float32)})
+
+TRAINER_KWARGS = dict(task=1, cluster_spec={'ps': ['localhost:12230'], 'worker': ['localhost:12231']})
+IMAGE_2D = dict(conv_2d_filter_size=(3, 3), conv_2d_stride=(2, 2), conv_2d_num_filters=(4, 4, 4, 4),
+                pc_estimator_stride=(2, 2), duell_pc_x_inner_shape=(9, 9, 4), duell_pc_filter_size=(4, 4),
+                duell_pc_stride=(2, 2))
+TRADING_1D = dict(conv_2d_filter_size=(3, 1), conv_2d_stride=(2, 1), conv_2d_num_filters=(4, 4, 4, 4),
+                  pc_estimator_stride=(2, 1), duell_pc_x_inner_shape=(6, 1, 4), duell_pc_filter_size=(4, 1),
+                  duell_pc_stride=(2, 1))
+STACKED_SMALL = dict(lstm_layers=(16, 16), conv_2d_num_filters=(4, 4, 4, 4))
+
+# id -> (class, ob_space, ac_space, kwargs, pixel-control map (H', W') or None)
+CASES = {
+    'base-trading': (BaseAacPolicy, TRADING_SPACE, TRADE_ACTIONS,
+                     dict(TRADING_1D, lstm_layers=(16,), aux_estimate=True), (14, 1)),
+    'base-image': (BaseAacPolicy, IMAGE_SPACE, TRADE_ACTIONS, dict(IMAGE_2D, lstm_layers=(16,), aux_estimate=True),
+                   (20, 20)),
+    'aac1d-trading': (Aac1dPolicy, TRADING_SPACE, TRADE_ACTIONS,
+                      dict(lstm_layers=(16,), conv_2d_num_filters=(4, 4, 4, 4)), (14, 1)),
+    'aac1d-image': (Aac1dPolicy, IMAGE_SPACE, TRADE_ACTIONS,
+                    dict(lstm_layers=(16,), conv_2d_num_filters=(4, 4, 4, 4), aux_estimate=False), None),
+    'stacked-trading': (StackedLstmPolicy, TRADING_SPACE, TRADE_ACTIONS, dict(STACKED_SMALL, aux_estimate=True),
+                        (14, 1)),
+    'stacked-image': (StackedLstmPolicy, IMAGE_SPACE, TRADE_ACTIONS, dict(IMAGE_2D, lstm_layers=(16, 16)), None),
+    'rl2-trading': (AacStackedRL2Policy, TRADING_SPACE, TRADE_ACTIONS, dict(STACKED_SMALL, dropout_keep_prob=0.5),
+                    None),
+    'rl2-image': (AacStackedRL2Policy, IMAGE_SPACE, TRADE_ACTIONS,
+                  dict(IMAGE_2D, lstm_layers=(16, 16), aux_estimate=True, static_rnn=False), (20, 20)),
+    'dense-vector': (AacDensePolicy, VECTOR_SPACE, CART_ACTIONS,
+                     dict(dense_layers=(8,), lstm_layers=(8,), aux_estimate=True), None),
+}
+
+
+def build(case_id, scope='local', **overrides):
+    policy_class, ob_space, ac_space, kwargs, _ = CASES[case_id]
+    kwargs = dict(kwargs, **TRAINER_KWARGS)
+    kwargs.update(overrides)
+    with tf.variable_scope(scope):
+        return policy_class(ob_space=ob_space, ac_space=ac_space, rp_sequence_size=3, **kwargs)
+
+
+@contextlib.contextmanager
+def initialized_policy(case_id, **overrides):
+    """Yields (session, policy, zero context) for a freshly built and initialised policy in its own graph."""
+    with tf.Graph().as_default(), tf.Session() as sess:
+        policy = build(case_id, **overrides)
+        sess.run(tf.global_variables_initializer())
+        yield sess, policy, sess.run(policy.on_lstm_init_state)
+
+
+def random_observation(space, rng):
+    if isinstance(space, DictSpace):
+        return {key: random_observation(sub_space, rng) for key, sub_space in space.spaces.items()}
+    if np.issubdtype(space.dtype, np.integer):
+        return np.asarray(rng.integers(0, 2), dtype=space.dtype)
+    return rng.uniform(-1, 1, size=space.shape).astype(space.dtype)
+
+
+def numpy_softmax(logits):
+    shifted = np.exp(np.asarray(logits, np.float64) - np.max(logits))
+    return shifted / shifted.sum()
+
+
+def numpy_pixel_change(state, last_state, stride):
+    change = np.abs(state - last_state)
+    change = change[1:-1] if state.shape[1] <= 3 else change[1:-1, 1:-1]
+    change = change.mean(axis=-1)
+    height, width = change.shape
+    assert height % stride[0] == 0 and width % stride[1] == 0
+    return change.reshape(height // stride[0], stride[0], width // stride[1], stride[1]).max(axis=(1, 3))
+
+
+def context_units(context):
+    return [leaf.shape for leaf in tf.nest.flatten(context)]
+
+
+def assert_valid_action_pack(pack, ac_space):
+    one_hot = pack['one_hot']
+    assert one_hot.shape == (ac_space.one_hot_depth,)
+    assert set(np.unique(one_hot)) <= {0.0, 1.0} and one_hot.sum() == 1.0
+    assert pack['environment'] in ac_space
+    assert dict(ac_space.decode(pack['encoded'])) == dict(pack['environment'])
+    np.testing.assert_array_equal(ac_space.one_hot_encode(pack['environment']), one_hot)
+    np.testing.assert_array_equal(ac_space.encode(pack['environment']), pack['encoded'])
+
+
+@pytest.mark.parametrize('case_id', list(CASES))
+def test_policy_builds_and_acts_on_a_finalized_graph(case_id):
+    _, ob_space, ac_space, kwargs, pc_map = CASES[case_id]
+    depth, code_width = ac_space.one_hot_depth, ac_space.encoded_depth
+    rng = np.random.default_rng(3)
+    np.random.seed(3)
+    with tf.Graph().as_default() as graph:
+        policy = build(case_id)
+        assert policy.on_logits.get_shape().as_list() == [None, depth]
+        assert policy.off_logits.get_shape().as_list() == [None, depth]
+        assert policy.on_vf.get_shape().as_list() == [None]
+        assert policy.vr_value is policy.off_vf
+        assert policy.pc_state_in is policy.off_state_in and policy.vr_batch_size is policy.off_batch_size
+        assert policy.on_last_a_in.get_shape().as_list() == [None, code_width]
+        assert policy.rp_logits.get_shape().as_list() == [None, 3]
+        assert set(policy.on_state_in) == set(ob_space.spaces)
+        if pc_map is None:
+            assert policy.pc_q is None and 'pixel_change' not in policy.callback
+        else:
+            assert policy.pc_q.get_shape().as_list() == [None, pc_map[0], pc_map[1], depth]
+            assert policy.pc_target.get_shape().as_list() == [1, pc_map[0], pc_map[1], 1]
+            assert policy.callback['pixel_change'] == policy.get_pc_target
+
+        with tf.Session() as sess:
+            sess.run(tf.global_variables_initializer())
+            graph.finalize()
+            zero_context = sess.run(policy.on_lstm_init_state)
+            assert [pl.get_shape().as_list()[1] for pl in policy.on_lstm_state_pl_flatten] == \
+                [shape[1] for shape in context_units(zero_context)]
+            context, last_action, last_reward = zero_context, ac_space.encode(ac_space.get_initial_action()), 0.0
+            for step in range(6):
+                deterministic = step % 2 == 1
+                with sess.as_default():
+                    pack, logits, value, context = policy.act(
+                        random_observation(ob_space, rng), context, last_action[None], np.array([last_reward]),
+                        deterministic=deterministic)
+                assert_valid_action_pack(pack, ac_space)
+                assert logits.shape == (depth,) and value.shape == (1,)
+                if deterministic:
+                    assert np.argmax(pack['one_hot']) == np.argmax(logits)
+                tf.nest.assert_same_structure(context, zero_context)
+                assert context_units(context) == [(1, shape[1]) for shape in context_units(zero_context)]
+                last_action, last_reward = pack['encoded'], float(rng.normal())
+            assert any(np.abs(leaf).sum() > 0 for leaf in tf.nest.flatten(context))
+            value = policy.get_value(random_observation(ob_space, rng), context, last_action[None],
+                                     np.array([last_reward]), sess=sess)
+            assert isinstance(value, float) and np.isfinite(value)
+
+            if pc_map is not None:
+                state, last_state = random_observation(ob_space, rng), random_observation(ob_space, rng)
+                target = policy.callback['pixel_change'](state=state, last_state=last_state, sess=sess, reward=1.0)
+                stride = kwargs.get('pc_estimator_stride', (2, 1))
+                expected = numpy_pixel_change(state['external'], last_state['external'], stride)
+                assert target.shape == pc_map
+                np.testing.assert_allclose(target, expected, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize('case_id', ['base-trading', 'stacked-trading', 'dense-vector'])
+def test_global_and_local_variables_pair_up_by_creation_order(case_id):
+    with tf.Graph().as_default():
+        build(case_id, scope='global_prime')
+        pi_global = build(case_id, scope='global')
+        with tf.variable_scope('AAC'):
+            pi_local = build(case_id, scope='local')
+        global_names = [v.op.name for v in pi_global.var_list]
+        local_names = [v.op.name for v in pi_local.var_list]
+        assert all(name.startswith('global/') for name in global_names)
+        assert all(name.startswith('AAC/local/') for name in local_names)
+        assert [name[len('global/'):] for name in global_names] == [name[len('AAC/local/'):] for name in local_names]
+        assert [v.get_shape().as_list() for v in pi_global.var_list] == \
+            [v.get_shape().as_list() for v in pi_local.var_list]
+        scope_trainables = {v.op.name for v in tf.trainable_variables() if v.op.name.startswith('global/')}
+        assert set(global_names) == scope_trainables and len(global_names) == len(scope_trainables)
+
+
+def _sequence_feed(policy, prefix, observations, last_actions, last_rewards, batch_size, time_length, context):
+    feed = {pl: np.stack(leaves)
+            for pl, leaves in zip(tf.nest.flatten(getattr(policy, prefix + '_state_in')),
+                                  zip(*[tf.nest.flatten(obs) for obs in observations]))}
+    feed.update(zip(getattr(policy, prefix + '_lstm_state_pl_flatten'), tf.nest.flatten(context)))
+    feed.update({
+        getattr(policy, prefix + '_last_a_in'): np.stack(last_actions),
+        getattr(policy, prefix + '_last_reward_in'): np.asarray(last_rewards, np.float32),
+        getattr(policy, prefix + '_batch_size'): batch_size,
+        getattr(policy, prefix + '_time_length'): time_length,
+    })
+    return feed
+
+
+@pytest.mark.parametrize('case_id', ['base-trading', 'stacked-trading'])
+def test_sequence_major_batches_match_stepwise_acting(case_id):
+    """Two sequences of 3 frames fed at once (on- and off-policy graphs) equal 6 single acting steps."""
+    rng = np.random.default_rng(11)
+    sequences, steps = 2, 3
+    stacked_options = dict(static_rnn=False, dropout_keep_prob=0.5) if case_id.startswith('stacked') else {}
+    with initialized_policy(case_id, linear_layer_ref=linear, **stacked_options) as (sess, policy, zero_context):
+        observations, last_actions, last_rewards, step_logits, step_values = [], [], [], [], []
+        for _ in range(sequences):
+            context = zero_context
+            for _ in range(steps):
+                observation = random_observation(TRADING_SPACE, rng)
+                last_action = TRADE_ACTIONS.encode({'default_asset': int(rng.integers(0, 4))})
+                last_reward = float(rng.normal())
+                _, logits, value, context = policy.act(observation, context, last_action[None], [last_reward],
+                                                       sess=sess)
+                observations.append(observation)
+                last_actions.append(last_action)
+                last_rewards.append(last_reward)
+                step_logits.append(logits)
+                step_values.append(value[0])
+        batch_context = tf.nest.map_structure(lambda leaf: np.repeat(leaf, sequences, axis=0), zero_context)
+        for prefix in ('on', 'off'):
+            feed = _sequence_feed(policy, prefix, observations, last_actions, last_rewards, sequences,
+                                  [steps] * sequences, batch_context)
+            logits, values = sess.run([getattr(policy, prefix + '_logits'), getattr(policy, prefix + '_vf')], feed)
+            np.testing.assert_allclose(logits, np.stack(step_logits), rtol=1e-4, atol=1e-5)
+            np.testing.assert_allclose(values, np.asarray(step_values), rtol=1e-4, atol=1e-5)
+
+
+def test_get_value_equals_the_value_returned_by_act():
+    rng = np.random.default_rng(5)
+    with initialized_policy('stacked-trading', linear_layer_ref=linear) as (sess, policy, context):
+        observation = random_observation(TRADING_SPACE, rng)
+        _, _, value, _ = policy.act(observation, context, np.array([[0.0, 1.0]]), np.array([0.3]), sess=sess)
+        assert policy.get_value(observation, context, np.array([[0.0, 1.0]]), np.array([0.3]), sess=sess) == \
+            pytest.approx(float(value[0]), rel=1e-6)
+
+
+def test_time_flat_batches_use_per_frame_contexts():
+    """With a static single-step RNN, N frames fed as N sequences of length 1 reproduce N acting steps."""
+    rng = np.random.default_rng(2)
+    with initialized_policy('rl2-trading', linear_layer_ref=linear) as (sess, policy, context):
+        observations, last_actions, last_rewards, contexts, step_logits = [], [], [], [], []
+        for _ in range(4):
+            observation = random_observation(TRADING_SPACE, rng)
+            last_action = TRADE_ACTIONS.encode({'default_asset': int(rng.integers(0, 4))})
+            observations.append(observation)
+            last_actions.append(last_action)
+            last_rewards.append(float(rng.normal()))
+            contexts.append(context)
+            _, logits, _, context = policy.act(observation, context, last_action, last_rewards[-1], sess=sess)
+            step_logits.append(logits)
+        per_frame_context = tf.nest.map_structure(lambda *leaves: np.concatenate(leaves, axis=0), *contexts)
+        feed = _sequence_feed(policy, 'on', observations, last_actions, last_rewards, 4, np.ones(4, np.int32),
+                              per_frame_context)
+        np.testing.assert_allclose(sess.run(policy.on_logits, feed), np.stack(step_logits), rtol=1e-4, atol=1e-5)
+
+
+def test_rl2_lstm_2_context_reset_rules():
+    with tf.Graph().as_default(), tf.Session() as sess:
+        policy = AacStackedRL2Policy(lstm_2_init_period=3, ob_space=TRADING_SPACE, ac_space=TRADE_ACTIONS,
+                                     rp_sequence_size=3, lstm_layers=(4, 5), conv_2d_num_filters=(2, 2, 2, 2),
+                                     **TRAINER_KWARGS)
+        sess.run(tf.global_variables_initializer())
+        previous = ((LSTMStateTuple(np.full((1, 4), 1.0), np.full((1, 4), 2.0)),),
+                    (LSTMStateTuple(np.full((1, 5), 3.0), np.full((1, 5), 4.0)),))
+        # (trial_num, type, context given) -> LSTM-2 kept? Hand-derived from the rules with period 3:
+        calls = [
+            (5, 0, True, False),   # episode 0: 0 % 3 == 0
+            (5, 0, True, True),    # same trial, train episode 1
+            (6, 0, True, False),   # trial changed
+            (6, 0, True, False),   # episode 3: 3 % 3 == 0
+            (6, 1, True, False),   # test episode
+            (6, 0, False, False),  # no context
+            (6, 0, True, False),   # episode 6: 6 % 3 == 0
+            (6, 0, True, True),    # same trial, train episode 7
+        ]
+        with sess.as_default():
+            for trial_num, episode_type, with_context, kept in calls:
+                state = {'metadata': {'trial_num': np.int64(trial_num), 'type': np.int64(episode_type)}}
+                lstm_1, lstm_2 = policy.get_initial_features(state=state, context=previous if with_context else None)
+                for leaf in tf.nest.flatten(lstm_1):
+                    np.testing.assert_array_equal(leaf, np.zeros((1, 4)))
+                expected_2 = previous[-1] if kept else ((np.zeros((1, 5)), np.zeros((1, 5))),)
+                for leaf, expected in zip(tf.nest.flatten(lstm_2), tf.nest.flatten(expected_2)):
+                    np.testing.assert_array_equal(leaf, expected)
+                tf.nest.assert_same_structure((lstm_1, lstm_2), sess.run(policy.on_lstm_init_state))
+        assert policy.current_ep_num == len(calls) and policy.current_trial_num == 6
+        with pytest.raises(KeyError, match='trial_num'):
+            policy.get_initial_features(state={'external': np.zeros((30, 1, 5))}, context=previous, sess=sess)
+
+
+def test_sample_category_is_robust_and_matches_softmax():
+    np.random.seed(0)
+    logits = np.array([0.5, -1.0, 2.0, 0.0], dtype=np.float32)
+    draws = np.bincount([sample_category(logits) for _ in range(20000)], minlength=4) / 20000
+    np.testing.assert_allclose(draws, numpy_softmax(logits), atol=0.015)
+
+    peaked = np.array([1e4, -1e4, 0.0, 1e4 - 1.0], dtype=np.float32)
+    draws = np.bincount([sample_category(peaked) for _ in range(4000)], minlength=4) / 4000
+    assert draws[1] == 0.0 and draws[2] == 0.0
+    assert draws[0] == pytest.approx(1 / (1 + np.exp(-1.0)), abs=0.03)
+    assert [sample_category(peaked, deterministic=True), sample_category(logits, deterministic=True)] == [0, 2]
+    with pytest.raises(ValueError, match='finite'):
+        sample_category([0.0, np.nan])
+
+
+def test_continuous_actions_are_probability_vectors():
+    rng = np.random.default_rng(1)
+    ac_space = ActionDictSpace(assets=('a', 'b', 'c'))
+    with tf.Graph().as_default(), tf.Session() as sess:
+        policy = StackedLstmPolicy(ob_space=IMAGE_SPACE, ac_space=ac_space, rp_sequence_size=3,
+                                   **dict(IMAGE_2D, lstm_layers=(8, 8)))
+        sess.run(tf.global_variables_initializer())
+        context = sess.run(policy.on_lstm_init_state)
+        observation = random_observation(IMAGE_SPACE, rng)
+        pack, logits, _, _ = policy.act(observation, context, np.zeros((1, 3)), [0.0], sess=sess)
+        greedy, greedy_logits, _, _ = policy.act(observation, context, np.zeros((1, 3)), [0.0], deterministic=True,
+                                                 sess=sess)
+    assert pack['one_hot'].shape == (3,) and pack['one_hot'].sum() == pytest.approx(1.0)
+    assert pack['environment'] in ac_space
+    np.testing.assert_allclose(pack['encoded'], pack['one_hot'], rtol=1e-6)
+    np.testing.assert_allclose(greedy['one_hot'], numpy_softmax(greedy_logits), rtol=1e-6)
+
+
+def test_sample_config_is_a_fresh_env_reset_config():
+    expected = {'get_new': True, 'sample_type': 0, 'timestamp': None, 'b_alpha': 1.0, 'b_beta': 1.0}
+    config = BaseAacPolicy.get_sample_config()
+    assert config == {'episode_config': expected, 'trial_config': expected}
+    config['episode_config']['sample_type'] = 1
+    assert StackedLstmPolicy.get_sample_config()['episode_config']['sample_type'] == 0
+
+
+def test_bad_arguments_raise_clear_errors():
+    with tf.Graph().as_default():
+        with pytest.raises(ValueError, match='Q map'):
+            build('aac1d-image', aux_estimate=True)
+        with pytest.raises(ValueError, match='pixel_control=False'):
+            build('dense-vector', scope='dense', pixel_control=True)
+        with pytest.raises(TypeError, match='DictSpace'):
+            BaseAacPolicy({'external': (4,)}, TRADE_ACTIONS, 3)
+        with pytest.raises(ValueError, match='external'):
+            BaseAacPolicy(DictSpace({'internal': spaces.Box(0, 1, (4,))}), TRADE_ACTIONS, 3)
+        with pytest.raises(ValueError, match='rp_sequence_size'):
+            BaseAacPolicy(IMAGE_SPACE, TRADE_ACTIONS, 1)
+        with pytest.raises(ValueError, match='discrete'):
+            BaseAacPolicy(IMAGE_SPACE, ActionDictSpace(assets=('a',)), 3)
+        with pytest.raises(ValueError, match='dropout_keep_prob'):
+            build('stacked-image', scope='dropout', dropout_keep_prob=0.0)
+
+
+def test_act_rejects_bad_inputs_and_missing_session():
+    rng = np.random.default_rng(0)
+    with tf.Graph().as_default() as graph:
+        policy = build('dense-vector')
+        initializer = tf.global_variables_initializer()
+    sess = tf.Session(graph=graph)
+    try:
+        sess.run(initializer)
+        context = sess.run(policy.on_lstm_init_state)
+        observation = random_observation(VECTOR_SPACE, rng)
+        with pytest.raises(ValueError, match='last_action'):
+            policy.act(observation, context, np.zeros((1, 2)), [0.0], sess=sess)
+        with pytest.raises(RuntimeError, match='session'):
+            policy.act(observation, context, np.zeros((1, 1)), [0.0])
+        with pytest.raises(RuntimeError, match='pixel control'):
+            policy.get_pc_target(observation, observation, sess=sess)
+    finally:
+        sess.close()
