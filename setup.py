@@ -22,7 +22,7 @@ setup(
         'greenlet>=3.0',
     ],
     extras_require={
-        'test': ['pytest>=7', 'pytest-timeout>=2.1'],
+        'test': ['pytest>=7', 'pytest-timeout>=2.1', 'ale-py>=0.9'],
         'atari': ['ale-py>=0.9', 'gymnasium[atari]>=1.0,<2'],
     },
     entry_points={'console_scripts': ['btgym-aac=btgym_aac.cli:main']},

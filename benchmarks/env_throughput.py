@@ -33,7 +33,7 @@ def _dataset(seed):
 
 
 def run_env(num_episodes, seed):
-    """Steps BTgymEnv with random actions.
+    """Steps BTgymEnv with random actions; every observation (reset's included) counts as an agent step.
 
     Returns:
         (agent steps, seconds, list of episode first rows).
@@ -46,6 +46,7 @@ def run_env(num_episodes, seed):
     for _ in range(num_episodes):
         observation, _ = env.reset()
         starts.append(int(observation['metadata']['first_row']))
+        steps += 1
         terminated = False
         while not terminated:
             _, _, terminated, _, _ = env.step(env.action_space.sample())

@@ -31,8 +31,8 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 import tensorflow as _tf2  # noqa: E402
 
+_tf2.get_logger().setLevel('ERROR')
 tf = _tf2.compat.v1
 tf.disable_v2_behavior()
-tf.logging.set_verbosity(tf.logging.ERROR)
 
 __all__ = ['tf']

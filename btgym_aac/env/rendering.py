@@ -3,6 +3,7 @@
 Images are drawn on demand, never during training steps. All drawing is serialised by one lock, so several
 environments in different threads can render side by side.
 """
+import contextlib
 import threading
 
 import matplotlib
@@ -79,15 +80,23 @@ class BTgymRendering:
             style = 'default'
         return matplotlib.style.context(style)
 
-    def _info_text(self, step, key=None):
+    @staticmethod
+    def _info_text(step):
         info = step['infos'][-1] if step['infos'] else {}
-        lines = ['{}: {}'.format(name, info[name]) for name in ('step', 'time', 'broker_value', 'drawdown')
-                 if name in info]
+        lines = ['step: {}'.format(info.get('step')), 'time: {}'.format(info.get('time'))]
+        lines += ['{}: {:.4f}'.format(name, info[name]) for name in ('broker_value', 'drawdown') if name in info]
         lines += ['reward: {:.4f}'.format(step['reward']), 'is_done: {}'.format(step['done'])]
         return '\n'.join(lines)
 
     def _new_figure(self, figsize):
         return Figure(figsize=figsize, dpi=self.render_dpi)
+
+    @contextlib.contextmanager
+    def _axes(self, figsize):
+        """Yields (figure, axes) of a new one-plot figure, holding the drawing lock and the plot style."""
+        with _PLOT_LOCK, self._style():
+            fig = self._new_figure(figsize)
+            yield fig, fig.add_subplot(1, 1, 1)
 
     def draw_plot(self, data, figsize, title, box_text, xlabel, ylabel, line_labels=None):
         """Line plot of the columns of `data` against reversed time offsets.
@@ -102,9 +111,7 @@ class BTgymRendering:
             uint8 RGB array.
         """
         data = np.asarray(data, dtype=np.float64).reshape(len(data), -1)
-        with _PLOT_LOCK, self._style():
-            fig = self._new_figure(figsize)
-            ax = fig.add_subplot(1, 1, 1)
+        with self._axes(figsize) as (fig, ax):
             offsets = np.arange(-len(data) + 1, 1)
             for column in range(data.shape[1]):
                 label = line_labels[column] if line_labels and column < len(line_labels) else None
@@ -126,9 +133,7 @@ class BTgymRendering:
             uint8 RGB array.
         """
         data = np.asarray(data, dtype=np.float64).reshape(len(data), -1)
-        with _PLOT_LOCK, self._style():
-            fig = self._new_figure(figsize)
-            ax = fig.add_subplot(1, 1, 1)
+        with self._axes(figsize) as (fig, ax):
             image = ax.imshow(data.T, aspect='auto', cmap=self.render_cmap, interpolation='nearest',
                               extent=(-len(data) + 0.5, 0.5, data.shape[1] - 0.5, -0.5))
             fig.colorbar(image, ax=ax)

@@ -4,6 +4,7 @@ The environment engine drives it: on every bar the strategy updates its broker s
 pending action; every `skip_frame` bars the engine asks it for `get_state()`, `get_reward()`, `get_info()` and
 `_get_done()` and hands the agent's next action back through `self.action`.
 """
+import numbers
 from collections import deque
 from datetime import timezone
 
@@ -193,7 +194,7 @@ class BTgymBaseStrategy(bt.Strategy):
             if missing:
                 raise ValueError('order_size has no entry for assets {}'.format(sorted(missing)))
             return dict(size)
-        if np.isscalar(size):
+        if isinstance(size, numbers.Real) and not isinstance(size, bool):
             return {asset: size for asset in assets}
         raise ValueError('order_size must be None, a number or a dict asset -> size, got {!r}'.format(size))
 
@@ -344,9 +345,9 @@ class BTgymBaseStrategy(bt.Strategy):
         return self.broker_window(self.broker_datalines)[:, None, :]
 
     def get_metadata_state(self):
-        """Episode metadata with `timestamp` refreshed to the current bar's POSIX time."""
+        """Copy of the episode metadata with `timestamp` set to the current bar's POSIX time."""
         self.metadata['timestamp'] = np.array(self._get_timestamp(), dtype=np.float64)
-        return self.metadata
+        return dict(self.metadata)
 
     def get_state(self):
         """Observation dict: one entry per `state_shape` key, from the `get_<key>_state()` methods."""
