@@ -1,10 +1,21 @@
-"""Actor-critic algorithms: policies, rollouts, replay memory (trainers, runners and launcher to come).
+"""Actor-critic algorithms: trainers, policies, runners, rollouts and replay memory.
 
 Names are imported lazily: `import btgym_aac.algorithms` does not import TensorFlow until a name is used.
 """
 import importlib
 
 _PUBLIC = {
+    'BaseAAC': 'btgym_aac.algorithms.aac',
+    'A3C': 'btgym_aac.algorithms.aac',
+    'Unreal': 'btgym_aac.algorithms.aac',
+    'PPO': 'btgym_aac.algorithms.aac',
+    'train_in_process': 'btgym_aac.algorithms.in_process',
+    'RunnerThread': 'btgym_aac.algorithms.runner',
+    'BaseEnvRunnerFn': 'btgym_aac.algorithms.runner',
+    'BaseSynchroRunner': 'btgym_aac.algorithms.runner',
+    'VerboseSynchroRunner': 'btgym_aac.algorithms.runner',
+    'AtariRescale42x42': 'btgym_aac.env.gym_wrappers',
+    'TestModeEnv': 'btgym_aac.env.gym_wrappers',
     'BaseAacPolicy': 'btgym_aac.algorithms.policy',
     'Aac1dPolicy': 'btgym_aac.algorithms.policy',
     'StackedLstmPolicy': 'btgym_aac.algorithms.policy',

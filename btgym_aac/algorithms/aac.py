@@ -1,0 +1,615 @@
+"""BaseAAC: distributed advantage actor-critic with UNREAL auxiliary tasks; A3C, Unreal and PPO on top.
+
+Between-graph replication as the original: every worker builds the global (parameter-server) policy under
+`replica_device_setter` and its own local policy; runners act with the local policy; `process()` takes their
+rollouts, syncs global -> local weights, computes gradients on the local policy and applies them to the global
+variables with Adam.
+
+Fixes of the reference's defects in this layer (§20.2, §20.3):
+    * the global step counts real frames only (padded rows are masked out of losses and step counts);
+    * a batch mixing train and test rollouts trains on its train rollouts (the original skipped or crashed);
+    * test-episode frames never enter replay memory (runner side);
+    * render summaries come from whichever env renders (not always env 0);
+    * PPO builds no unused global pi' and keeps one set of step counters;
+    * `opt_epsilon` is Adam's epsilon (default 1e-5, the value the original hard-coded);
+    * subclasses refuse the flags they fix with a clear TypeError;
+    * RL2 policies: a new data trial is requested every `episodes_per_trial` episodes, not every episode, so
+      `lstm_2_init_period` takes effect.
+"""
+import contextlib
+
+import numpy as np
+
+from btgym_aac.algorithms.math_utils import log_uniform
+from btgym_aac.algorithms.memory import Memory
+from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
+from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
+from btgym_aac.algorithms.summaries import average_stats, make_episode_summaries, stat_feed
+from btgym_aac.algorithms.utils import batch_stack, feed_dict_from_nested, feed_dict_rnn_context
+from btgym_aac.compat import tf
+from btgym_aac.logs import WARNING, get_logger
+from btgym_aac.spaces import ActionDictSpace, DictSpace
+
+GRADIENT_CLIP_NORM = 40.0
+
+
+class _DummyPolicy:
+    """Stand-in for a policy that is not built: every attribute is None."""
+
+    def __getattr__(self, name):
+        return None
+
+
+class BaseAAC:
+    """Advantage actor-critic trainer framework (A3C / UNREAL / PPO).
+
+    Args:
+        env: environment or list of environments (one runner each); `DictSpace` observations with an `external`
+            key and an `ActionDictSpace`.
+        task: worker index (0 is the chief).
+        policy_config: {'class_ref': policy class, 'kwargs': dict}.
+        log_level: logbook level.
+        name: variable scope of the worker graph.
+        on_policy_loss, off_policy_loss, vr_loss, rp_loss, pc_loss: loss builders (see `nn.losses`).
+        runner_config: {'class_ref', 'kwargs'} of the runners; default `RunnerThread` with `runner_fn_ref`.
+        runner_fn_ref: runner logic for the default runner.
+        cluster_spec: cluster dict (`{'ps': [...], 'worker': [...]}`); None builds both copies on this process's
+            default device (single-process use without a parameter server).
+        random_seed: seeds numpy and the graph-level TF seed.
+        model_gamma, model_gae_lambda: discount and GAE lambda.
+        model_beta: entropy weight, or [low, high] for a log-uniform draw.
+        opt_max_env_steps: default learn-rate decay horizon.
+        opt_decay_steps: learn-rate decay horizon in env steps (None: `opt_max_env_steps`).
+        opt_end_learn_rate: final learn rate (None: constant).
+        opt_learn_rate: start learn rate, or [low, high] for a log-uniform draw.
+        opt_decay, opt_momentum: accepted for compatibility, unused (RMSProp leftovers of the original).
+        opt_epsilon: Adam epsilon.
+        rollout_length: on-policy rollout length.
+        time_flat: True: one-step BPTT with per-frame stored contexts; False: unroll over the rollout.
+        episode_train_test_cycle: (n_train, n_test) episodes of train and test data, repeated.
+        episode_summary_freq, env_render_freq: runner-side summary and rendering periods, in episodes.
+        model_summary_freq: train steps between model summaries.
+        test_mode: True for gymnasium test environments (Atari, CartPole) instead of BTgymEnv.
+        replay_memory_size, replay_batch_size, replay_rollout_length: replay memory settings.
+        use_off_policy_aac, use_reward_prediction, use_pixel_control, use_value_replay: auxiliary tasks.
+        rp_lambda, pc_lambda, vr_lambda, off_aac_lambda: auxiliary loss weights (scalars or [low, high]).
+        gamma_pc: accepted for compatibility, unused (as in the original).
+        rp_reward_threshold: |reward| above this counts as non-zero for reward prediction and priority replay.
+        rp_sequence_size: reward-prediction sample length in frames.
+        clip_epsilon: PPO clip range (annealed with the learn rate).
+        num_epochs: SGD passes per batch.
+        pi_prime_update_period: train steps between local pi -> pi' copies.
+        episodes_per_trial: episodes per data trial (None: the policy's `lstm_2_init_period` if it has one,
+            else 1, i.e. a new trial every episode).
+        global_step_op, global_episode_op, inc_episode_op: external counters (for `_use_global_network=False`).
+        _use_global_network: build the global copy.
+        _use_target_policy: build the local pi' copy.
+        _use_local_memory: disable runner memories.
+        aux_render_modes: extra rendering modes summarised as images.
+        **kwargs: unknown arguments are logged as warnings and ignored.
+    """
+
+    def __init__(self, env, task, policy_config, log_level=WARNING, name='AAC', on_policy_loss=aac_loss_def,
+                 off_policy_loss=aac_loss_def, vr_loss=value_fn_loss_def, rp_loss=rp_loss_def, pc_loss=pc_loss_def,
+                 runner_config=None, runner_fn_ref=BaseEnvRunnerFn, cluster_spec=None, random_seed=None,
+                 model_gamma=0.99, model_gae_lambda=1.0, model_beta=0.01, opt_max_env_steps=10 ** 7,
+                 opt_decay_steps=None, opt_end_learn_rate=None, opt_learn_rate=1e-4, opt_decay=0.99,
+                 opt_momentum=0.0, opt_epsilon=1e-5, rollout_length=20, time_flat=False,
+                 episode_train_test_cycle=(1, 0), episode_summary_freq=2, env_render_freq=10,
+                 model_summary_freq=100, test_mode=False, replay_memory_size=2000, replay_batch_size=None,
+                 replay_rollout_length=None, use_off_policy_aac=False, use_reward_prediction=False,
+                 use_pixel_control=False, use_value_replay=False, rp_lambda=1.0, pc_lambda=1.0, vr_lambda=1.0,
+                 off_aac_lambda=1.0, gamma_pc=0.9, rp_reward_threshold=0.1, rp_sequence_size=3, clip_epsilon=0.1,
+                 num_epochs=1, pi_prime_update_period=1, episodes_per_trial=None, global_step_op=None,
+                 global_episode_op=None, inc_episode_op=None, _use_global_network=True, _use_target_policy=False,
+                 _use_local_memory=False, aux_render_modes=None, **kwargs):
+        self.task = task
+        self.name = name
+        self.log_level = log_level
+        self.log = get_logger(name, task, log_level=log_level)
+        for key in kwargs:
+            self.log.warning('unexpected argument `{}` ignored'.format(key))
+        self.env_list = list(env) if isinstance(env, (list, tuple)) else [env]
+        self._check_spaces(self.env_list[0])
+        self.policy_class = policy_config['class_ref']
+        self.policy_kwargs = dict(policy_config.get('kwargs', {}))
+        self.on_policy_loss, self.off_policy_loss = on_policy_loss, off_policy_loss
+        self.vr_loss, self.rp_loss, self.pc_loss = vr_loss, rp_loss, pc_loss
+        self.runner_config = runner_config or {'class_ref': RunnerThread, 'kwargs': {'runner_fn_ref': runner_fn_ref}}
+        self.cluster_spec = cluster_spec
+        self.random_seed = random_seed
+        if random_seed is not None:
+            np.random.seed(random_seed)
+            tf.set_random_seed(random_seed)
+
+        self.model_gamma, self.model_gae_lambda = model_gamma, model_gae_lambda
+        self.model_beta = log_uniform(model_beta, 1)
+        self.opt_learn_rate = log_uniform(opt_learn_rate, 1)
+        self.opt_max_env_steps = opt_max_env_steps
+        self.opt_decay_steps = opt_decay_steps if opt_decay_steps is not None else opt_max_env_steps
+        self.opt_end_learn_rate = opt_end_learn_rate if opt_end_learn_rate is not None else self.opt_learn_rate
+        self.opt_decay, self.opt_momentum, self.opt_epsilon = opt_decay, opt_momentum, opt_epsilon
+        self.rollout_length = rollout_length
+        self.time_flat = time_flat
+        self.episode_train_test_cycle = self._check_cycle(episode_train_test_cycle)
+        self.episode_summary_freq, self.env_render_freq = episode_summary_freq, env_render_freq
+        self.model_summary_freq = model_summary_freq
+        self.test_mode = test_mode
+        self.replay_memory_size = replay_memory_size
+        self.replay_batch_size = replay_batch_size if replay_batch_size is not None else len(self.env_list)
+        self.replay_rollout_length = replay_rollout_length if replay_rollout_length is not None else rollout_length
+        self.rp_lambda, self.pc_lambda = log_uniform(rp_lambda, 1), log_uniform(pc_lambda, 1)
+        self.vr_lambda, self.off_aac_lambda = log_uniform(vr_lambda, 1), log_uniform(off_aac_lambda, 1)
+        self.gamma_pc = gamma_pc
+        self.rp_reward_threshold, self.rp_sequence_size = rp_reward_threshold, rp_sequence_size
+        self.clip_epsilon, self.num_epochs = clip_epsilon, num_epochs
+        self.pi_prime_update_period = pi_prime_update_period
+
+        self.use_off_policy_aac = use_off_policy_aac
+        self.use_reward_prediction = use_reward_prediction
+        self.use_pixel_control = use_pixel_control
+        self.use_value_replay = False if use_off_policy_aac else use_value_replay
+        self.use_any_aux_tasks = use_value_replay or use_pixel_control or use_reward_prediction
+        self.use_local_memory = _use_local_memory
+        self.use_memory = (self.use_any_aux_tasks or use_off_policy_aac) and not _use_local_memory
+        self.use_target_policy = _use_target_policy
+        self.use_global_network = _use_global_network
+        self.aux_render_modes = list(aux_render_modes or [])
+        self.log.notice('learn_rate: {:1.6f}, entropy_beta: {:1.6f}'.format(self.opt_learn_rate, self.model_beta))
+        if self.use_any_aux_tasks or use_off_policy_aac:
+            self.log.notice('off_aac_lambda: {:1.6f}, vr_lambda: {:1.6f}, pc_lambda: {:1.6f}, rp_lambda: {:1.6f}'
+                            .format(self.off_aac_lambda, self.vr_lambda, self.pc_lambda, self.rp_lambda))
+
+        self.policy_kwargs.update(
+            ob_space=self.env_list[0].observation_space,
+            ac_space=self.env_list[0].action_space,
+            rp_sequence_size=rp_sequence_size,
+            aux_estimate=self.use_any_aux_tasks,
+            static_rnn=time_flat,
+            task=task,
+            cluster_spec=cluster_spec,
+        )
+        if use_pixel_control:
+            self.policy_kwargs.setdefault('pixel_control', True)
+        self.global_step, self.global_episode, self.inc_episode = global_step_op, global_episode_op, inc_episode_op
+        self.current_train_episode = self.current_test_episode = 0
+        self.trial_episode = 0
+        self.last_sample_type = None
+        self.local_steps = 0
+        self.sync = self.sync_pi = self.sync_pi_prime = None
+        self.summary_writer = None
+        self.worker_device = '/job:worker/task:{}/cpu:0'.format(task)
+
+        self._build_graph()
+        self.episodes_per_trial = episodes_per_trial or getattr(self.local_network, 'lstm_2_init_period', 1)
+        self.runners = self._make_runners(self.local_network)
+
+    # ------------------------------------------------------------------------------------------- validation
+
+    @staticmethod
+    def _check_spaces(env):
+        if not isinstance(env.observation_space, DictSpace):
+            raise TypeError('trainer: env.observation_space must be a btgym_aac DictSpace, got {!r}'.format(
+                type(env.observation_space).__name__))
+        if not isinstance(env.action_space, ActionDictSpace):
+            raise TypeError('trainer: env.action_space must be a btgym_aac ActionDictSpace, got {!r}'.format(
+                type(env.action_space).__name__))
+        if 'external' not in env.observation_space.spaces:
+            raise ValueError('trainer: the observation space needs an `external` key, has {}'.format(
+                list(env.observation_space.spaces)))
+
+    @staticmethod
+    def _check_cycle(cycle):
+        cycle = tuple(int(n) for n in cycle)
+        if len(cycle) != 2 or min(cycle) < 0 or sum(cycle) == 0:
+            raise ValueError('episode_train_test_cycle must be (n_train >= 0, n_test >= 0), not both zero; '
+                             'got {!r}'.format(cycle))
+        return cycle
+
+    # ------------------------------------------------------------------------------------------------ graph
+
+    def _device(self, device):
+        return tf.device(device) if self.cluster_spec is not None else contextlib.nullcontext()
+
+    def _build_graph(self):
+        if self.use_global_network:
+            ps_device = tf.train.replica_device_setter(1, worker_device=self.worker_device) \
+                if self.cluster_spec is not None else None
+            with self._device(ps_device):
+                self.network = self._make_policy('global')
+        else:
+            self.network = _DummyPolicy()
+        self.network_prime = _DummyPolicy()
+        with self._device(self.worker_device), tf.variable_scope(self.name):
+            self.local_network = pi = self._make_policy('local')
+            self.local_network_prime = pi_prime = \
+                self._make_policy('local_prime') if self.use_target_policy else _DummyPolicy()
+            self.worker_device_callback_0()
+            pi.update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS, scope='.*local.*')
+            self.dummy_pi = _DummyPolicy()
+            self.learn_rate_decayed = tf.train.polynomial_decay(
+                np.float64(self.opt_learn_rate), tf.cast(self.global_step, tf.float64) + 1.0,
+                float(self.opt_decay_steps), np.float64(self.opt_end_learn_rate), power=1.0, cycle=False)
+            self.train_learn_rate = self.learn_rate_decayed * tf.cast(pi.train_phase, tf.float64)
+            self.loss, self.loss_summaries = self._make_loss(pi=pi, pi_prime=pi_prime)
+            if self.use_global_network:
+                self.train_op = self._make_train_op(pi=pi, pi_prime=pi_prime, pi_global=self.network)
+            else:
+                self.train_op = []
+            self.model_summary_op, self.ep_summary = self._combine_summaries(pi, self.loss_summaries)
+
+    def worker_device_callback_0(self):
+        """Hook for subclasses: called inside the worker device and scope after the local policies are built."""
+
+    def _make_step_counters(self):
+        self.global_step = tf.get_variable('global_step', [], tf.int32, initializer=tf.constant_initializer(0),
+                                           trainable=False)
+        tf.add_to_collection(tf.GraphKeys.GLOBAL_STEP, self.global_step)
+        self.reset_global_step = self.global_step.assign(0)
+        self.global_episode = tf.get_variable('global_episode', [], tf.int32,
+                                              initializer=tf.constant_initializer(0), trainable=False)
+        self.inc_episode = self.global_episode.assign_add(1)
+
+    def _make_policy(self, scope):
+        """Builds a policy in `scope`; the global one also gets the step counters, local ones point to them."""
+        with tf.variable_scope(scope):
+            policy = self.policy_class(**self.policy_kwargs)
+            if scope == 'global' and self.global_step is None:
+                self._make_step_counters()
+        if 'local' in scope:
+            if self.global_step is None:
+                raise RuntimeError('the global policy (and step counters) must be built before a local policy')
+            policy.global_step, policy.global_episode = self.global_step, self.global_episode
+            policy.inc_episode = self.inc_episode
+            policy.get_sample_config = self.get_sample_config
+        return policy
+
+    def _make_loss(self, pi, pi_prime):
+        return self._make_base_loss(pi=pi, pi_prime=pi_prime, name=self.name)
+
+    def _make_base_loss(self, pi, pi_prime, name='base', verbose=True):
+        """Total loss: on-policy loss plus the enabled off-policy / auxiliary terms.
+
+        Returns:
+            (loss tensor, list of summaries).
+        """
+        depth = self.env_list[0].action_space.one_hot_depth
+        with tf.name_scope(name):
+            pi.on_pi_act_target = tf.placeholder(tf.float32, [None, depth], name='on_policy_action_pl')
+            pi.on_pi_adv_target = tf.placeholder(tf.float32, [None], name='on_policy_advantage_pl')
+            pi.on_pi_r_target = tf.placeholder(tf.float32, [None], name='on_policy_return_pl')
+            pi.on_pi_mask = tf.placeholder(tf.float32, [None], name='on_policy_mask_pl')
+            clip_epsilon = tf.cast(self.clip_epsilon * self.learn_rate_decayed / self.opt_learn_rate, tf.float32)
+            loss, summaries = self.on_policy_loss(
+                act_target=pi.on_pi_act_target, adv_target=pi.on_pi_adv_target, r_target=pi.on_pi_r_target,
+                pi_logits=pi.on_logits, pi_vf=pi.on_vf, pi_prime_logits=pi_prime.on_logits,
+                entropy_beta=self.model_beta, epsilon=clip_epsilon, name='on_policy', verbose=verbose,
+                mask=pi.on_pi_mask)
+            pi.off_pi_act_target = tf.placeholder(tf.float32, [None, depth], name='off_policy_action_pl')
+            pi.off_pi_adv_target = tf.placeholder(tf.float32, [None], name='off_policy_advantage_pl')
+            pi.off_pi_r_target = tf.placeholder(tf.float32, [None], name='off_policy_return_pl')
+            pi.off_pi_mask = tf.placeholder(tf.float32, [None], name='off_policy_mask_pl')
+            if self.use_off_policy_aac:
+                off_loss, off_summaries = self.off_policy_loss(
+                    act_target=pi.off_pi_act_target, adv_target=pi.off_pi_adv_target, r_target=pi.off_pi_r_target,
+                    pi_logits=pi.off_logits, pi_vf=pi.off_vf, pi_prime_logits=pi_prime.off_logits,
+                    entropy_beta=self.model_beta, epsilon=clip_epsilon, name='off_policy', verbose=False,
+                    mask=pi.off_pi_mask)
+                loss = loss + self.off_aac_lambda * off_loss
+                summaries += off_summaries
+            if self.use_pixel_control:
+                if pi.pc_q is None:
+                    raise ValueError('use_pixel_control=True but {} built no pixel-control head'.format(
+                        type(pi).__name__))
+                pi.pc_action = tf.placeholder(tf.float32, [None, depth], name='pc_action')
+                pi.pc_q_target = tf.placeholder(tf.float32, [None, None, None], name='pc_q_target')
+                pc_loss, pc_summaries = self.pc_loss(actions=pi.pc_action, targets=pi.pc_q_target,
+                                                     pi_pc_q=pi.pc_q, name='pixel_control', verbose=True)
+                loss = loss + self.pc_lambda * pc_loss
+                summaries += pc_summaries
+            if self.use_value_replay:
+                pi.vr_target = tf.placeholder(tf.float32, [None], name='vr_target')
+                vr_loss, vr_summaries = self.vr_loss(r_target=pi.vr_target, pi_vf=pi.vr_value, name='value_replay',
+                                                     verbose=True, mask=pi.off_pi_mask)
+                loss = loss + self.vr_lambda * vr_loss
+                summaries += vr_summaries
+            if self.use_reward_prediction:
+                pi.rp_target = tf.placeholder(tf.float32, [None, 3], name='rp_target')
+                rp_loss, rp_summaries = self.rp_loss(rp_targets=pi.rp_target, pi_rp_logits=pi.rp_logits,
+                                                     name='reward_prediction', verbose=True)
+                loss = loss + self.rp_lambda * rp_loss
+                summaries += rp_summaries
+        return loss, summaries
+
+    def _make_train_op(self, pi, pi_prime, pi_global):
+        """Adam on the global variables with the local gradients clipped at global norm 40; sync ops.
+
+        Returns:
+            train op.
+        """
+        pairs = list(zip(pi.var_list, pi_global.var_list))
+        mismatched = [(local.name, glob.name) for local, glob in pairs
+                      if local.get_shape().as_list() != glob.get_shape().as_list()]
+        if len(pi.var_list) != len(pi_global.var_list) or mismatched:
+            raise RuntimeError('local and global policies do not pair variable by variable: {}'.format(mismatched))
+        self.optimizer = tf.train.AdamOptimizer(tf.cast(self.train_learn_rate, tf.float32), epsilon=self.opt_epsilon)
+        grads = tf.gradients(self.loss, pi.var_list)
+        self.grads, _ = tf.clip_by_global_norm(grads, GRADIENT_CLIP_NORM)
+        self.grads_global_norm = tf.global_norm([grad for grad in self.grads if grad is not None])
+        self.sync = self.sync_pi = tf.group(*[local.assign(glob) for local, glob in pairs])
+        if self.use_target_policy:
+            self.sync_pi_prime = tf.group(*[prime.assign(local) for prime, local in
+                                            zip(pi_prime.var_list, pi.var_list)])
+        train_op = self.optimizer.apply_gradients(
+            [(grad, glob) for grad, (_, glob) in zip(self.grads, pairs) if grad is not None])
+        self.inc_step = self.global_step.assign_add(tf.cast(tf.reduce_sum(pi.on_pi_mask), tf.int32))
+        return train_op
+
+    def _combine_summaries(self, policy, model_summaries):
+        """Model summary op and episode summaries (see `summaries.make_episode_summaries`)."""
+        model_summaries = list(model_summaries or [])
+        if self.use_global_network:
+            with tf.name_scope('model'):
+                model_summaries += [
+                    tf.summary.scalar('grad_global_norm', self.grads_global_norm),
+                    tf.summary.scalar('learn_rate', self.learn_rate_decayed),
+                    tf.summary.scalar('total_loss', self.loss),
+                    tf.summary.scalar('var_global_norm', tf.global_norm(policy.var_list)),
+                ]
+        model_summary = tf.summary.merge(model_summaries, name='model_summary') if model_summaries else None
+        render_modes = list(getattr(self.env_list[0], 'render_modes', [])) + self.aux_render_modes
+        return model_summary, make_episode_summaries(render_modes, self.test_mode)
+
+    # ---------------------------------------------------------------------------------------------- runners
+
+    def _make_runners(self, policy):
+        memory_config = None
+        if self.use_memory:
+            memory_config = dict(class_ref=Memory, kwargs=dict(
+                history_size=self.replay_memory_size, max_sample_size=self.replay_rollout_length,
+                priority_sample_size=self.rp_sequence_size, reward_threshold=self.rp_reward_threshold,
+                use_priority_sampling=self.use_reward_prediction, task=self.task, log_level=self.log_level,
+                seed=None if self.random_seed is None else self.random_seed + self.task))
+        runners = []
+        for index, env in enumerate(self.env_list):
+            kwargs = dict(env=env, policy=policy, task=self.task + 0.01 * index, rollout_length=self.rollout_length,
+                          episode_summary_freq=self.episode_summary_freq, env_render_freq=self.env_render_freq,
+                          test=self.test_mode, ep_summary=self.ep_summary, memory_config=memory_config,
+                          log_level=self.log_level, global_step_op=self.global_step,
+                          aux_render_modes=self.aux_render_modes)
+            kwargs.update(self.runner_config.get('kwargs', {}))
+            runners.append(self.runner_config['class_ref'](**kwargs))
+        return runners
+
+    def get_sample_config(self, _new_trial=None, **kwargs):
+        """Next episode's data sample config from the train/test cycle.
+
+        Runs `episode_train_test_cycle[0]` train episodes then `[1]` test episodes, repeatedly. A new trial is
+        requested when the sample type changes and every `episodes_per_trial` episodes (or as `_new_trial` says).
+
+        Returns:
+            {'episode_config': {...}, 'trial_config': {...}} for `env.reset(**config)`.
+        """
+        num_train, num_test = self.episode_train_test_cycle
+        if self.current_train_episode < num_train:
+            self.current_train_episode += 1
+            sample_type = 0
+        elif self.current_test_episode < num_test:
+            self.current_test_episode += 1
+            sample_type = 1
+        else:
+            self.current_train_episode = self.current_test_episode = 0
+            return self.get_sample_config(_new_trial=_new_trial, **kwargs)
+        if _new_trial is None:
+            _new_trial = sample_type != self.last_sample_type or self.trial_episode % self.episodes_per_trial == 0
+        self.trial_episode = 1 if _new_trial else self.trial_episode + 1
+        self.last_sample_type = sample_type
+        return {
+            'episode_config': dict(get_new=True, sample_type=sample_type, b_alpha=1.0, b_beta=1.0),
+            'trial_config': dict(get_new=bool(_new_trial), sample_type=sample_type, b_alpha=1.0, b_beta=1.0),
+        }
+
+    def start(self, sess, summary_writer, **kwargs):
+        """Copies global weights to the local policy and starts the runners.
+
+        Args:
+            sess: session of this worker.
+            summary_writer: tf.summary.FileWriter of this worker.
+        """
+        if self.sync is not None:
+            sess.run(self.sync)
+        for runner in self.runners:
+            runner.start_runner(sess, summary_writer, **kwargs)
+        self.summary_writer = summary_writer
+
+    def stop(self):
+        """Stops the runners (they close nothing: envs belong to the caller)."""
+        for runner in self.runners:
+            runner.stop()
+
+    def get_data(self, **kwargs):
+        """One data dict from every runner, merged as {key: [runner_0 value, runner_1 value, ...]}."""
+        collected = [runner.get_data(**kwargs) for runner in self.runners]
+        return {key: [data[key] for data in collected] for key in collected[0]}
+
+    # -------------------------------------------------------------------------------------------- feeding
+
+    def _process_rollouts(self, rollouts, size=None):
+        return batch_stack([rollout.process(gamma=self.model_gamma, gae_lambda=self.model_gae_lambda,
+                                            size=size or self.rollout_length, time_flat=self.time_flat)
+                            for rollout in rollouts])
+
+    @staticmethod
+    def _policy_inputs(pi, prefix, batch):
+        """Feed of a policy's on- or off-policy inputs (`prefix` 'on' or 'off') from a processed batch."""
+        feed = feed_dict_from_nested(getattr(pi, prefix + '_state_in'), batch['state'])
+        feed.update(feed_dict_rnn_context(getattr(pi, prefix + '_lstm_state_pl_flatten'), batch['context']))
+        feed.update({
+            getattr(pi, prefix + '_last_a_in'): batch['last_action'],
+            getattr(pi, prefix + '_last_reward_in'): batch['last_reward'],
+            getattr(pi, prefix + '_batch_size'): batch['batch_size'],
+            getattr(pi, prefix + '_time_length'): batch['time_steps'],
+        })
+        return feed
+
+    def _targets_feed(self, pi, prefix, batch):
+        return {
+            getattr(pi, prefix + '_pi_act_target'): batch['action'],
+            getattr(pi, prefix + '_pi_adv_target'): batch['advantage'],
+            getattr(pi, prefix + '_pi_r_target'): batch['r'],
+            getattr(pi, prefix + '_pi_mask'): batch['mask'],
+        }
+
+    def _get_main_feeder(self, sess, on_policy_batch=None, off_policy_batch=None, rp_batch=None, is_train=True,
+                         pi=None, pi_prime=None):
+        """Feed dict of one train step.
+
+        Returns:
+            dict placeholder -> value.
+        """
+        feed = self._policy_inputs(pi, 'on', on_policy_batch)
+        feed.update(self._targets_feed(pi, 'on', on_policy_batch))
+        feed[pi.train_phase] = bool(is_train)
+        if self.use_target_policy:
+            feed.update(self._policy_inputs(pi_prime, 'on', on_policy_batch))
+        if off_policy_batch is not None:
+            feed.update(self._policy_inputs(pi, 'off', off_policy_batch))
+            feed.update(self._targets_feed(pi, 'off', off_policy_batch))
+            if self.use_target_policy and self.use_off_policy_aac:
+                feed.update(self._policy_inputs(pi_prime, 'off', off_policy_batch))
+            if self.use_pixel_control:
+                feed.update({pi.pc_action: off_policy_batch['action'],
+                             pi.pc_q_target: off_policy_batch['pixel_change']})
+            if self.use_value_replay:
+                feed[pi.vr_target] = off_policy_batch['r']
+        if rp_batch is not None:
+            feed.update(feed_dict_from_nested(pi.rp_state_in, rp_batch['state']))
+            feed.update({pi.rp_target: rp_batch['rp_target'], pi.rp_batch_size: rp_batch['batch_size']})
+        return feed
+
+    def process_data(self, sess, data, is_train, pi, pi_prime=None):
+        """Processes runner data (only its train rollouts) into a train-step feed dict.
+
+        Args:
+            sess: session.
+            data: merged runner data (see `get_data`).
+            is_train: list of bools, one per on-policy rollout.
+            pi, pi_prime: local policies.
+
+        Returns:
+            feed dict.
+        """
+        on_policy = [rollout for rollout, train in zip(data['on_policy'], is_train) if train]
+        on_batch = self._process_rollouts(on_policy)
+        off_batch = rp_batch = None
+        if self.use_memory:
+            off_policy = [rollout for rollout in data['off_policy'] if rollout is not None and rollout.size]
+            if off_policy:
+                off_batch = self._process_rollouts(off_policy, size=self.replay_rollout_length)
+            if self.use_reward_prediction:
+                rp_rollouts = [rollout for rollout in data['off_policy_rp'] if rollout is not None]
+                if rp_rollouts:
+                    rp_batch = batch_stack([rollout.process_rp(self.rp_reward_threshold) for rollout in rp_rollouts])
+        return self._get_main_feeder(sess, on_batch, off_batch, rp_batch, True, pi, pi_prime)
+
+    @staticmethod
+    def rollout_is_train(rollout):
+        """True unless any frame of the rollout comes from a test episode (metadata type != 0)."""
+        try:
+            return not np.any(np.asarray(rollout['state']['metadata']['type']))
+        except KeyError:
+            return True
+
+    # ---------------------------------------------------------------------------------------------- process
+
+    def process(self, sess, **kwargs):
+        """One train iteration (see `_process`)."""
+        return self._process(sess)
+
+    def _process(self, sess):
+        """Takes one rollout from every runner; trains on the train rollouts; writes summaries.
+
+        Returns:
+            number of env frames trained on (0 for a test-only batch).
+        """
+        data = self.get_data()
+        if self.use_target_policy and self.local_steps % self.pi_prime_update_period == 0:
+            sess.run(self.sync_pi_prime)
+        is_train = [self.rollout_is_train(rollout) for rollout in data['on_policy']]
+        model_summary, frames = None, 0
+        if any(is_train):
+            sess.run(self.sync_pi)
+            feed_dict = self.process_data(sess, data, is_train, self.local_network, self.local_network_prime)
+            write_summary = self.model_summary_op is not None and self.local_steps % self.model_summary_freq == 0
+            fetches = [self.train_op]
+            fetches_last = fetches + [self.inc_step] + ([self.model_summary_op] if write_summary else [])
+            for _ in range(self.num_epochs - 1):
+                sess.run(fetches, feed_dict=feed_dict)
+            fetched = sess.run(fetches_last, feed_dict=feed_dict)
+            model_summary = fetched[2] if write_summary else None
+            frames = int(np.sum(feed_dict[self.local_network.on_pi_mask]))
+            self.local_steps += 1
+        self.process_summary(sess, data, model_summary)
+        return frames
+
+    def process_summary(self, sess, data, model_data=None, step=None, episode=None):
+        """Writes episode statistics, renderings and the model summary.
+
+        Args:
+            sess: session.
+            data: merged runner data.
+            model_data: serialized model summary or None.
+            step, episode: summary steps (default: current global step and episode).
+        """
+        if self.summary_writer is None:
+            return
+        step = sess.run(self.global_step) if step is None else step
+        episode = sess.run(self.global_episode) if episode is None else episode
+        writer = self.summary_writer
+        train_stats = average_stats(data['ep_summary'])
+        if train_stats:
+            op = self.ep_summary['atari_stat_op' if self.test_mode else 'btgym_stat_op']
+            writer.add_summary(sess.run(op, stat_feed(self.ep_summary, train_stats)), episode)
+        test_stats = average_stats(data['test_ep_summary'])
+        if test_stats:
+            writer.add_summary(sess.run(self.ep_summary['test_btgym_stat_op'],
+                                        stat_feed(self.ep_summary, test_stats)), episode)
+        renderings = next((images for images in data['render_summary'] if images), None)
+        if self.task == 0 and renderings and self.ep_summary['render_op'] is not None:
+            feed = {self.ep_summary[mode]: image for mode, image in renderings.items() if mode in self.ep_summary}
+            writer.add_summary(sess.run(self.ep_summary['render_op'], feed), episode)
+        if model_data is not None:
+            writer.add_summary(tf.Summary.FromString(model_data), step)
+        writer.flush()
+
+
+def _fixed_kwargs(cls_name, kwargs, fixed):
+    clash = sorted(set(kwargs) & set(fixed))
+    if clash:
+        raise TypeError('{} fixes {}; do not pass them (use BaseAAC or Unreal to set them)'.format(cls_name, clash))
+    return dict(kwargs, **fixed)
+
+
+class Unreal(BaseAAC):
+    """UNREAL: A3C with the auxiliary tasks of https://arxiv.org/abs/1611.05397 (all flags available)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**_fixed_kwargs('Unreal', kwargs, {'name': 'UNREAL'}))
+
+
+class A3C(BaseAAC):
+    """A3C (https://arxiv.org/abs/1602.01783): on-policy actor-critic loss only, no auxiliary tasks."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**_fixed_kwargs('A3C', kwargs, dict(
+            on_policy_loss=aac_loss_def, use_off_policy_aac=False, use_reward_prediction=False,
+            use_pixel_control=False, use_value_replay=False, _use_target_policy=False, name='A3C')))
+
+
+class PPO(BaseAAC):
+    """PPO (https://arxiv.org/abs/1707.06347) with the clipped surrogate; pi' is the local policy copy of the
+    previous update."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**_fixed_kwargs('PPO', kwargs, dict(
+            on_policy_loss=ppo_loss_def, off_policy_loss=ppo_loss_def, _use_target_policy=True, name='PPO')))

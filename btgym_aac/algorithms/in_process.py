@@ -1,0 +1,139 @@
+"""Training in one process, without the launcher: the global and local policies share one local session.
+
+For tests, notebooks and debugging. The configs follow the launcher's conventions (`class_ref` + `kwargs`).
+"""
+import os
+import threading
+import time
+
+import numpy as np
+
+from btgym_aac.compat import tf
+from btgym_aac.logs import WARNING
+
+
+class EpisodeRecorder:
+    """Wraps an environment and records every finished episode's total reward and length.
+
+    All other attributes are the wrapped environment's.
+
+    Args:
+        env: environment with the gymnasium `reset` / `step` API.
+    """
+
+    def __init__(self, env):
+        self.env = env
+        self.episodes = []
+        self._lock = threading.Lock()
+        self._reward = 0.0
+        self._length = 0
+        self._is_test = False
+
+    def __getattr__(self, name):
+        return getattr(self.env, name)
+
+    def reset(self, *args, **kwargs):
+        observation, info = self.env.reset(*args, **kwargs)
+        self._reward, self._length = 0.0, 0
+        metadata = observation.get('metadata', {}) if isinstance(observation, dict) else {}
+        self._is_test = bool(np.any(metadata.get('type', 0)))
+        return observation, info
+
+    def step(self, action):
+        observation, reward, terminated, truncated, info = self.env.step(action)
+        self._reward += float(reward)
+        self._length += 1
+        if terminated or truncated:
+            with self._lock:
+                self.episodes.append({'total_reward': self._reward, 'steps': self._length,
+                                      'test': self._is_test, 'final_value': info.get('broker_value')})
+        return observation, reward, terminated, truncated, info
+
+
+def build_from_config(config, **overrides):
+    """Instantiates `config['class_ref'](**config['kwargs'], **overrides)`."""
+    if not isinstance(config, dict) or 'class_ref' not in config:
+        raise ValueError('a config must be a dict with `class_ref` and optional `kwargs`, got {!r}'.format(config))
+    return config['class_ref'](**dict(config.get('kwargs', {}), **overrides))
+
+
+def train_in_process(env_config, policy_config, trainer_config, max_env_steps, log_dir=None, random_seed=None,
+                     num_envs=1, log_level=WARNING):
+    """Trains a trainer (A3C, Unreal, PPO, ...) in this process until `max_env_steps` env steps.
+
+    Args:
+        env_config: {'class_ref': env class, 'kwargs': dict}; `num_envs` environments are built from it.
+        policy_config: {'class_ref': policy class, 'kwargs': dict}.
+        trainer_config: {'class_ref': trainer class, 'kwargs': dict}.
+        max_env_steps: stop when the global step reaches this.
+        log_dir: TensorBoard summaries go to `<log_dir>/worker_0` (None: no summaries).
+        random_seed: seeds numpy, TF and the environments' episode sampling.
+        num_envs: environments (runners) of the worker.
+        log_level: logbook level of the trainer.
+
+    Returns:
+        dict with `global_step`, `episodes` (finished train episodes), `test_episodes`,
+        `mean_reward_last_10` (mean total reward of the last 10 train episodes, None before any),
+        `episode_rewards` (all train episodes), `wall_time` (seconds) and `train_steps`.
+    """
+    envs = []
+    try:
+        for index in range(num_envs):
+            seed = None if random_seed is None else random_seed + index
+            envs.append(EpisodeRecorder(build_from_config(env_config, **_env_seed_kwargs(env_config, seed))))
+        return _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_seed, log_level)
+    finally:
+        for env in envs:
+            env.close()
+
+
+def _env_seed_kwargs(env_config, seed):
+    """The seed argument of the env class (`random_seed` of BTgymEnv, `seed` of TestModeEnv), unless the config
+    sets it already."""
+    from btgym_aac.env import BTgymEnv
+    from btgym_aac.env.gym_wrappers import TestModeEnv
+
+    names = [name for cls, name in ((BTgymEnv, 'random_seed'), (TestModeEnv, 'seed'))
+             if issubclass(env_config['class_ref'], cls)]
+    if seed is None or not names or names[0] in env_config.get('kwargs', {}):
+        return {}
+    return {names[0]: seed}
+
+
+def _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_seed, log_level):
+    graph = tf.Graph()
+    with graph.as_default():
+        trainer_kwargs = dict(trainer_config.get('kwargs', {}))
+        trainer_kwargs.setdefault('log_level', log_level)
+        trainer = trainer_config['class_ref'](env=envs, task=0, policy_config=policy_config,
+                                              random_seed=random_seed, **trainer_kwargs)
+        init_op = tf.global_variables_initializer()
+        graph.finalize()
+    writer = tf.summary.FileWriter(os.path.join(log_dir, 'worker_0'), graph) if log_dir else None
+    start = time.perf_counter()
+    train_steps = 0
+    with tf.Session(graph=graph, config=tf.ConfigProto(intra_op_parallelism_threads=1,
+                                                       inter_op_parallelism_threads=2)) as sess:
+        sess.run(init_op)
+        trainer.start(sess, writer)
+        try:
+            global_step = 0
+            while global_step < max_env_steps:
+                trainer.process(sess)
+                train_steps += 1
+                global_step = int(sess.run(trainer.global_step))
+        finally:
+            trainer.stop()
+            if writer is not None:
+                writer.close()
+    episodes = [episode for env in envs for episode in env.episodes]
+    train = [episode['total_reward'] for episode in episodes if not episode['test']]
+    return {
+        'global_step': global_step,
+        'episodes': len(train),
+        'test_episodes': len(episodes) - len(train),
+        'mean_reward_last_10': float(np.mean(train[-10:])) if train else None,
+        'episode_rewards': train,
+        'wall_time': time.perf_counter() - start,
+        'train_steps': train_steps,
+    }

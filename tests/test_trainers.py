@@ -1,0 +1,202 @@
+"""Trainers: one process() of A3C, Unreal (all auxiliary tasks) and PPO changes the global weights, advances the
+global step by the real frames trained on and writes summaries; test rollouts train nothing."""
+import glob
+import types
+
+import numpy as np
+import pytest
+
+from btgym_aac import BTgymDataset, BTgymEnv
+from btgym_aac.algorithms import A3C, PPO, BaseAAC, Unreal, train_in_process
+from btgym_aac.algorithms.policy import Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy
+from btgym_aac.compat import tf
+from btgym_aac.data import make_sine_data
+from btgym_aac.env import gym_wrappers
+from btgym_aac.strategy import DevStrat_4_11
+
+SHORT_EPISODE = {'days': 0, 'hours': 8, 'minutes': 0}
+SMALL_CONV = dict(conv_2d_num_filters=(8, 8, 8, 8))
+
+
+def trading_env(**kwargs):
+    kwargs.setdefault('episode_duration', SHORT_EPISODE)
+    return BTgymEnv(strategy=DevStrat_4_11, render_enabled=False, random_seed=0, **kwargs)
+
+
+class Session:
+    """A trainer, its session and summary writer, with helpers to run and inspect one train step."""
+
+    def __init__(self, trainer_class, env, policy_class, policy_kwargs, log_dir, **trainer_kwargs):
+        self.graph = tf.Graph()
+        with self.graph.as_default():
+            self.trainer = trainer_class(env=env, task=0, policy_config={'class_ref': policy_class,
+                                                                         'kwargs': policy_kwargs},
+                                         random_seed=0, model_summary_freq=1, **trainer_kwargs)
+            init_op = tf.global_variables_initializer()
+        self.graph.finalize()
+        self.sess = tf.Session(graph=self.graph)
+        self.sess.run(init_op)
+        self.log_dir = str(log_dir)
+        self.writer = tf.summary.FileWriter(self.log_dir)
+        self.trainer.start(self.sess, self.writer)
+        self.data = None
+        get_data = self.trainer.get_data
+
+        def recording_get_data(**kwargs):
+            self.data = get_data(**kwargs)
+            return self.data
+
+        self.trainer.get_data = recording_get_data
+
+    def global_weights(self):
+        return self.sess.run(self.trainer.network.var_list)
+
+    def global_step(self):
+        return int(self.sess.run(self.trainer.global_step))
+
+    def train_step(self):
+        """Runs process(); returns (frames reported, real train frames in the data, step advance, weights moved)."""
+        before, step = self.global_weights(), self.global_step()
+        frames = self.trainer.process(self.sess)
+        after = self.global_weights()
+        real = sum(rollout.size for rollout in self.data['on_policy'] if BaseAAC.rollout_is_train(rollout))
+        moved = any(not np.array_equal(a, b) for a, b in zip(before, after))
+        return frames, real, self.global_step() - step, moved
+
+    def summary_tags(self):
+        self.writer.flush()
+        tags = set()
+        for path in glob.glob(self.log_dir + '/events.*'):
+            for event in tf.train.summary_iterator(path):
+                tags.update(value.tag for value in event.summary.value)
+        return tags
+
+    def close(self):
+        self.trainer.stop()
+        self.writer.close()
+        self.sess.close()
+        for env in self.trainer.env_list:
+            env.close()
+
+
+def assert_trained(session, expect_tags):
+    frames, real, advance, moved = session.train_step()
+    assert moved, 'global weights did not change'
+    assert frames == real == advance > 0
+    tags = session.summary_tags()
+    for tag in expect_tags:
+        assert any(t.endswith(tag) for t in tags), (tag, sorted(tags))
+
+
+@pytest.mark.parametrize('time_flat', [True, False])
+def test_a3c_process_trains_on_real_frames(tmp_path, time_flat):
+    session = Session(A3C, trading_env(), Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
+                      rollout_length=8, time_flat=time_flat)
+    try:
+        for _ in range(4):  # several rollouts, the terminal (short, padded when not time_flat) one included
+            assert_trained(session, ['grad_global_norm', 'learn_rate', 'total_loss', 'policy_loss', 'value_loss'])
+    finally:
+        session.close()
+
+
+def test_a3c_rl2_policy_two_envs(tmp_path):
+    session = Session(A3C, [trading_env(), trading_env()], AacStackedRL2Policy,
+                      dict(lstm_layers=(16, 16), lstm_2_init_period=3, **SMALL_CONV), tmp_path,
+                      rollout_length=6, time_flat=True)
+    try:
+        assert session.trainer.episodes_per_trial == 3
+        for _ in range(3):
+            assert_trained(session, ['var_global_norm'])
+    finally:
+        session.close()
+
+
+def test_unreal_all_aux_tasks_on_trading_env(tmp_path):
+    session = Session(Unreal, trading_env(), Aac1dPolicy,
+                      dict(lstm_layers=(16,), **SMALL_CONV), tmp_path, rollout_length=10, time_flat=False,
+                      use_value_replay=True, use_reward_prediction=True, use_pixel_control=True,
+                      replay_memory_size=40, rp_reward_threshold=0.001)
+    try:
+        assert_trained(session, ['v_loss', 'class_loss', 'q_loss', 'policy_loss'])
+    finally:
+        session.close()
+
+
+def test_unreal_all_aux_tasks_on_image_env(tmp_path):
+    env = gym_wrappers.TestModeEnv(env_id='ALE/Pong-v5', seed=0)
+    session = Session(Unreal, env, BaseAacPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
+                      rollout_length=10, test_mode=True, use_value_replay=True, use_reward_prediction=True,
+                      use_pixel_control=True, replay_memory_size=30)
+    try:
+        assert_trained(session, ['v_loss', 'class_loss', 'q_loss'])
+    finally:
+        session.close()
+
+
+def test_ppo_two_epochs(tmp_path):
+    session = Session(PPO, trading_env(), Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
+                      rollout_length=8, num_epochs=2)
+    try:
+        assert session.trainer.network_prime.var_list is None  # no unused global pi'
+        assert_trained(session, ['l_clip_loss', 'value_loss'])
+        assert_trained(session, ['l_clip_loss'])
+    finally:
+        session.close()
+
+
+def test_test_rollouts_train_nothing(tmp_path):
+    dataset = BTgymDataset(dataframe=make_sine_data(num_bars=8000), episode_duration=SHORT_EPISODE,
+                           target_period={'days': 2, 'hours': 0, 'minutes': 0})
+    env = BTgymEnv(dataset=dataset, strategy=DevStrat_4_11, render_enabled=False, random_seed=0)
+    session = Session(A3C, env, Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
+                      rollout_length=8, episode_train_test_cycle=(0, 1))
+    try:
+        for _ in range(3):
+            frames, real, advance, moved = session.train_step()
+            assert (frames, real, advance, moved) == (0, 0, 0, False)
+            assert all(not BaseAAC.rollout_is_train(rollout) for rollout in session.data['on_policy'])
+    finally:
+        session.close()
+
+
+def test_mixed_train_and_test_rollouts_train_on_the_train_ones():
+    trainer = types.SimpleNamespace(episode_train_test_cycle=(1, 1), current_train_episode=0,
+                                    current_test_episode=0, last_sample_type=None, trial_episode=0,
+                                    episodes_per_trial=1)
+    trainer.get_sample_config = types.MethodType(BaseAAC.get_sample_config, trainer)
+    types_seen = [trainer.get_sample_config()['episode_config']['sample_type'] for _ in range(6)]
+    assert types_seen == [0, 1, 0, 1, 0, 1]
+
+
+def test_sample_config_new_trial_every_episodes_per_trial():
+    trainer = types.SimpleNamespace(episode_train_test_cycle=(5, 0), current_train_episode=0,
+                                    current_test_episode=0, last_sample_type=None, trial_episode=0,
+                                    episodes_per_trial=3)
+    trainer.get_sample_config = types.MethodType(BaseAAC.get_sample_config, trainer)
+    new_trial = [trainer.get_sample_config()['trial_config']['get_new'] for _ in range(7)]
+    assert new_trial == [True, False, False, True, False, False, True]
+
+
+def test_subclass_refuses_the_flags_it_fixes():
+    with pytest.raises(TypeError, match='A3C fixes'):
+        A3C(env=None, task=0, policy_config=None, use_value_replay=True)
+    with pytest.raises(TypeError, match='PPO fixes'):
+        PPO(env=None, task=0, policy_config=None, on_policy_loss=None)
+
+
+def test_bad_spaces_are_refused():
+    env = types.SimpleNamespace(observation_space=None, action_space=None)
+    with pytest.raises(TypeError, match='DictSpace'):
+        A3C(env=env, task=0, policy_config={'class_ref': AacDensePolicy})
+
+
+def test_train_in_process_cartpole_smoke():
+    result = train_in_process(
+        env_config={'class_ref': gym_wrappers.TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}},
+        policy_config={'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}},
+        trainer_config={'class_ref': A3C, 'kwargs': {'test_mode': True, 'rollout_length': 10}},
+        max_env_steps=300, random_seed=1)
+    assert result['global_step'] >= 300
+    assert result['episodes'] >= 3
+    assert all(reward >= 1 for reward in result['episode_rewards'])
+    assert result['mean_reward_last_10'] == pytest.approx(np.mean(result['episode_rewards'][-10:]))
