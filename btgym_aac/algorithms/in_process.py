@@ -58,7 +58,7 @@ def build_from_config(config, **overrides):
 
 
 def train_in_process(env_config, policy_config, trainer_config, max_env_steps, log_dir=None, random_seed=None,
-                     num_envs=1, log_level=WARNING):
+                     num_envs=1, log_level=WARNING, target_mean_reward=None, target_window=20):
     """Trains a trainer (A3C, Unreal, PPO, ...) in this process until `max_env_steps` env steps.
 
     Args:
@@ -70,18 +70,23 @@ def train_in_process(env_config, policy_config, trainer_config, max_env_steps, l
         random_seed: seeds numpy, TF and the environments' episode sampling.
         num_envs: environments (runners) of the worker.
         log_level: logbook level of the trainer.
+        target_mean_reward: stop early once the mean total reward of the last `target_window` train episodes
+            reaches this (None: train for `max_env_steps`).
+        target_window: episodes averaged for `target_mean_reward`.
 
     Returns:
         dict with `global_step`, `episodes` (finished train episodes), `test_episodes`,
         `mean_reward_last_10` (mean total reward of the last 10 train episodes, None before any),
-        `episode_rewards` (all train episodes), `wall_time` (seconds) and `train_steps`.
+        `episode_rewards` (all train episodes), `wall_time` (seconds), `train_steps` and `target_reached_at`
+        (global step at which `target_mean_reward` was reached, or None).
     """
     envs = []
     try:
         for index in range(num_envs):
             seed = None if random_seed is None else random_seed + index
             envs.append(EpisodeRecorder(build_from_config(env_config, **_env_seed_kwargs(env_config, seed))))
-        return _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_seed, log_level)
+        target = None if target_mean_reward is None else (float(target_mean_reward), int(target_window))
+        return _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_seed, log_level, target)
     finally:
         for env in envs:
             env.close()
@@ -100,7 +105,20 @@ def _env_seed_kwargs(env_config, seed):
     return {names[0]: seed}
 
 
-def _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_seed, log_level):
+def _train_rewards(envs):
+    episodes = [episode for env in envs for episode in env.episodes]
+    return [episode['total_reward'] for episode in episodes if not episode['test']], len(episodes)
+
+
+def _target_reached(envs, target):
+    if target is None:
+        return False
+    rewards, _ = _train_rewards(envs)
+    threshold, window = target
+    return len(rewards) >= window and float(np.mean(rewards[-window:])) >= threshold
+
+
+def _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_seed, log_level, target):
     graph = tf.Graph()
     with graph.as_default():
         trainer_kwargs = dict(trainer_config.get('kwargs', {}))
@@ -111,7 +129,7 @@ def _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_s
         graph.finalize()
     writer = tf.summary.FileWriter(os.path.join(log_dir, 'worker_0'), graph) if log_dir else None
     start = time.perf_counter()
-    train_steps = 0
+    train_steps, reached_at = 0, None
     with tf.Session(graph=graph, config=tf.ConfigProto(intra_op_parallelism_threads=1,
                                                        inter_op_parallelism_threads=2)) as sess:
         sess.run(init_op)
@@ -122,18 +140,21 @@ def _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_s
                 trainer.process(sess)
                 train_steps += 1
                 global_step = int(sess.run(trainer.global_step))
+                if _target_reached(envs, target):
+                    reached_at = global_step
+                    break
         finally:
             trainer.stop()
             if writer is not None:
                 writer.close()
-    episodes = [episode for env in envs for episode in env.episodes]
-    train = [episode['total_reward'] for episode in episodes if not episode['test']]
+    train, num_episodes = _train_rewards(envs)
     return {
         'global_step': global_step,
         'episodes': len(train),
-        'test_episodes': len(episodes) - len(train),
+        'test_episodes': num_episodes - len(train),
         'mean_reward_last_10': float(np.mean(train[-10:])) if train else None,
         'episode_rewards': train,
         'wall_time': time.perf_counter() - start,
         'train_steps': train_steps,
+        'target_reached_at': reached_at,
     }

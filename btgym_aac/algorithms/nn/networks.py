@@ -136,11 +136,14 @@ def lstm_network(x, lstm_sequence_length, lstm_class=tf.nn.rnn_cell.BasicLSTMCel
     return outputs, init_state, final_state, state_pl_flat
 
 
-def dense_aac_network(x, ac_space_depth, name='dense_aac', linear_layer_ref=noisy_linear, reuse=False):
+def dense_aac_network(x, ac_space_depth, name='dense_aac', linear_layer_ref=noisy_linear, reuse=False,
+                      logits_layer_norm=True):
     """Actor-critic head.
 
-    Logits are `layer_norm(linear(x, A, 'action'), center=True, scale=False)`: standardised across actions plus
-    a learnable per-action offset (reference quirk kept: it bounds how peaked the policy can get).
+    With `logits_layer_norm` (the original's head), logits are `layer_norm(linear(x, A, 'action'), center=True,
+    scale=False)`: standardised across actions plus a learnable per-action offset. This bounds how peaked the
+    policy can get, and with two actions the standardised logits are always +-1, so almost no gradient reaches
+    the state-dependent part: turn it off for two-action environments such as CartPole.
 
     Args:
         x: tensor [B, D].
@@ -148,6 +151,7 @@ def dense_aac_network(x, ac_space_depth, name='dense_aac', linear_layer_ref=nois
         name: variable scope.
         linear_layer_ref: dense layer builder (`layers.linear` or `layers.noisy_linear`).
         reuse: reuse the variables of an existing scope.
+        logits_layer_norm: layer-normalise the logits (see above).
 
     Returns:
         logits [B, A]; value [B]; sample: one-hot draw for the first row, [A].
@@ -155,7 +159,7 @@ def dense_aac_network(x, ac_space_depth, name='dense_aac', linear_layer_ref=nois
     with tf.variable_scope(name, reuse=reuse):
         action = linear_layer_ref(x=x, size=ac_space_depth, name='action',
                                   initializer=normalized_columns_initializer(0.01), reuse=reuse)
-        logits = layer_norm(action, center=True, scale=False)
+        logits = layer_norm(action, center=True, scale=False) if logits_layer_norm else action
         value = linear_layer_ref(x=x, size=1, name='value', initializer=normalized_columns_initializer(1.0),
                                  reuse=reuse)
         vf = tf.reshape(value, [-1])

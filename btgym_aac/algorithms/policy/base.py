@@ -144,7 +144,7 @@ class BaseAacPolicy:
 
     def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=tf.nn.rnn_cell.BasicLSTMCell,
                  lstm_layers=(256,), action_dp_alpha=200.0, aux_estimate=False, static_rnn=False,
-                 linear_layer_ref=noisy_linear, pixel_control=None, **kwargs):
+                 linear_layer_ref=noisy_linear, pixel_control=None, logits_layer_norm=True, **kwargs):
         """
         Args:
             ob_space: DictSpace with an `external` [H, W, C] key (optional `internal`, `metadata`, ...).
@@ -159,6 +159,7 @@ class BaseAacPolicy:
                 dynamic one; both give the same results on length-1 sequences.
             linear_layer_ref: dense layer of the actor-critic, reward-prediction and pixel-control heads.
             pixel_control: build the pixel-control head; None means `aux_estimate`.
+            logits_layer_norm: layer-normalised logits as the original (see `networks.dense_aac_network`).
             **kwargs: encoder and pixel-control options (`conv_2d_*`, `pc_estimator_stride`, `duell_pc_*`);
                 anything else (e.g. the trainer's `task`, `cluster_spec`) is ignored.
         """
@@ -169,6 +170,7 @@ class BaseAacPolicy:
         self.lstm_layers = checked_layers(lstm_layers)
         self.static_rnn = static_rnn
         self.linear_layer_ref = linear_layer_ref
+        self.logits_layer_norm = logits_layer_norm
         self.network_kwargs = kwargs
 
         on_graph = self._build_aac_graph('on', reuse=False)
@@ -238,7 +240,8 @@ class BaseAacPolicy:
         )
         lstm_out = tf.reshape(lstm_out, [frames, self.lstm_layers[-1]])
         logits, vf, sample = dense_aac_network(lstm_out, self.ac_space.one_hot_depth,
-                                               linear_layer_ref=self.linear_layer_ref, reuse=reuse)
+                                               linear_layer_ref=self.linear_layer_ref, reuse=reuse,
+                                               logits_layer_norm=self.logits_layer_norm)
         return AacGraph(features, logits, vf, sample, lstm_out, init_state, state_out, state_pl_flat)
 
     def _bind_graphs(self, on_graph, off_graph):

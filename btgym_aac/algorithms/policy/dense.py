@@ -32,12 +32,15 @@ class AacDensePolicy(BaseAacPolicy):
 
     Identical to `BaseAacPolicy` (last action, last reward and flattened `internal` join the encoded `external`
     features before the LSTM; reward prediction uses the shared encoder) except that `external` is encoded by
-    `dense_encoder`. There is no pixel-control head (`pc_q` is None; `pixel_control=True` raises ValueError).
+    `dense_encoder` and the heads default to plain linear layers with unnormalised logits (classic-control
+    tasks often have two actions, where the original's layer-normalised logits cannot learn). There is no
+    pixel-control head (`pc_q` is None; `pixel_control=True` raises ValueError).
     """
 
     supports_pixel_control = False
 
-    def __init__(self, ob_space, ac_space, rp_sequence_size, dense_layers=(64, 64), lstm_layers=(64,), **kwargs):
+    def __init__(self, ob_space, ac_space, rp_sequence_size, dense_layers=(64, 64), lstm_layers=(64,),
+                 linear_layer_ref=linear, logits_layer_norm=False, **kwargs):
         """
         Args:
             ob_space: DictSpace with an `external` vector (any static shape, flattened).
@@ -45,11 +48,14 @@ class AacDensePolicy(BaseAacPolicy):
             rp_sequence_size: reward-prediction sample length in frames (>= 2).
             dense_layers: units per encoder layer.
             lstm_layers: units per LSTM layer.
+            linear_layer_ref: dense layer of the heads.
+            logits_layer_norm: layer-normalised logits (the original's head).
             **kwargs: other `BaseAacPolicy` arguments (`lstm_class`, `aux_estimate`, `static_rnn`,
                 `linear_layer_ref`, ...); unknown ones (e.g. `task`, `cluster_spec`) are ignored.
         """
         self.dense_layers = checked_layers(dense_layers, 'dense_layers')
-        super().__init__(ob_space, ac_space, rp_sequence_size, lstm_layers=lstm_layers, **kwargs)
+        super().__init__(ob_space, ac_space, rp_sequence_size, lstm_layers=lstm_layers,
+                         linear_layer_ref=linear_layer_ref, logits_layer_norm=logits_layer_norm, **kwargs)
 
     def _encode_external(self, x, reuse):
         return dense_encoder(x, self.dense_layers, reuse=reuse)
