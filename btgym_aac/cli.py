@@ -1,7 +1,143 @@
-"""The `btgym-aac` command."""
+"""The `btgym-aac` command: train, cluster-node, export, demo."""
 import argparse
+import json
 import os
+import runpy
 import sys
+
+DEFAULT_LOG_DIR = 'runs/btgym_aac'
+DEFAULT_MAX_STEPS = 20000
+CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config', 'launcher_config')
+
+
+def default_configs(algo='a3c'):
+    """The reference configuration: DevStrat_4_11 on the built-in sine data, RL2 stacked-LSTM policy.
+
+    Args:
+        algo: 'a3c', 'unreal' or 'ppo'.
+
+    Returns:
+        dict of env_config, cluster_config, policy_config, trainer_config, launcher_config.
+    """
+    import numpy as np
+
+    from btgym_aac.algorithms.aac import A3C, PPO, Unreal
+    from btgym_aac.algorithms.policy import AacStackedRL2Policy
+    from btgym_aac.env import BTgymEnv
+    from btgym_aac.strategy import DevStrat_4_11
+
+    trainers = {'a3c': A3C, 'unreal': Unreal, 'ppo': PPO}
+    return dict(
+        env_config={'class_ref': BTgymEnv, 'kwargs': dict(
+            strategy=DevStrat_4_11, start_cash=2000, commission=0.0001, leverage=10.0, order_size=2000,
+            drawdown_call=10, target_call=10, skip_frame=10, gamma=0.99, reward_scale=7,
+            state_ext_scale=np.linspace(3e3, 1e3, 5), episode_duration={'days': 1, 'hours': 23, 'minutes': 40},
+            time_gap={'hours': 10}, render_modes=['episode', 'human', 'internal', 'external'])},
+        cluster_config={'num_workers': 2, 'num_ps': 1, 'num_envs': 1, 'log_dir': DEFAULT_LOG_DIR},
+        policy_config={'class_ref': AacStackedRL2Policy, 'kwargs': {'lstm_layers': (256, 256),
+                                                                    'lstm_2_init_period': 60}},
+        trainer_config={'class_ref': trainers[algo], 'kwargs': dict(
+            opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99,
+            model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=10,
+            episode_summary_freq=1, env_render_freq=10)},
+        launcher_config={'max_env_steps': DEFAULT_MAX_STEPS, 'save_secs': 60},
+    )
+
+
+def load_config_file(path):
+    """Runs a Python config file and returns the notebook-style dicts it defines.
+
+    Raises:
+        FileNotFoundError: no such file. ValueError: it defines none of the config dicts.
+    """
+    if not os.path.isfile(path):
+        raise FileNotFoundError('config file {!r} does not exist'.format(path))
+    namespace = runpy.run_path(path, run_name='btgym_aac_config')
+    configs = {name: namespace[name] for name in CONFIG_NAMES if name in namespace}
+    if not configs:
+        raise ValueError('config file {} defines none of {}'.format(path, ', '.join(CONFIG_NAMES)))
+    return configs
+
+
+def _configs_from_args(args):
+    configs = default_configs(args.algo or 'a3c')
+    if args.config:
+        for name, config in load_config_file(args.config).items():
+            configs[name] = config
+        if args.algo:
+            configs['trainer_config'] = dict(configs['trainer_config'],
+                                             class_ref=default_configs(args.algo)['trainer_config']['class_ref'])
+    cluster = configs['cluster_config'] = dict(configs['cluster_config'])
+    launcher = configs['launcher_config'] = dict(configs.get('launcher_config', {}))
+    env_kwargs = dict(configs['env_config'].get('kwargs', {}))
+    for flag, key in (('workers', 'num_workers'), ('envs_per_worker', 'num_envs'), ('log_dir', 'log_dir'),
+                      ('port', 'port')):
+        if getattr(args, flag, None) is not None:
+            cluster[key] = getattr(args, flag)
+    if getattr(args, 'max_steps', None) is not None:
+        launcher['max_env_steps'] = args.max_steps
+    if getattr(args, 'seed', None) is not None:
+        launcher['root_random_seed'] = args.seed
+    if getattr(args, 'data', None):
+        env_kwargs['filename'] = args.data if len(args.data) > 1 else args.data[0]
+        env_kwargs.pop('dataset', None)
+    configs['env_config'] = dict(configs['env_config'], kwargs=env_kwargs)
+    return configs
+
+
+def _make_launcher(configs, **overrides):
+    from btgym_aac.distributed.launcher import Launcher
+
+    kwargs = dict(configs.get('launcher_config', {}), **overrides)
+    return Launcher(env_config=configs['env_config'], cluster_config=configs['cluster_config'],
+                    policy_config=configs['policy_config'], trainer_config=configs['trainer_config'], **kwargs)
+
+
+def _train(args):
+    """Trains with the launcher: the reference configuration, or CONFIG.py's dicts, with flag overrides."""
+    configs = _configs_from_args(args)
+    purge = 2 if args.fresh else 0
+    launcher = _make_launcher(configs, purge_previous=purge)
+    print('logs and checkpoints: {} (tensorboard --logdir {})'.format(launcher.log_dir, launcher.log_dir))
+    try:
+        result = launcher.run()
+    except KeyboardInterrupt:
+        print('\ninterrupted: workers stopped, the chief saved a checkpoint in {}'.format(launcher.current_ckpt_dir))
+        return 130
+    except RuntimeError as exc:
+        print('training failed: {}'.format(exc), file=sys.stderr)
+        return 1
+    print('done: {global_step} env steps, {episodes} episodes in {seconds:.0f} s; checkpoint in {ckpt}'.format(
+        ckpt=launcher.current_ckpt_dir, **result))
+    return 0
+
+
+def _cluster_node(args):
+    """Runs one parameter server or worker of a cluster described by a JSON spec (one node of many hosts)."""
+    from btgym_aac.distributed.worker import run_task
+
+    with open(args.cluster) as f:
+        cluster_spec = json.load(f)
+    for job in ('ps', 'worker'):
+        if not cluster_spec.get(job):
+            raise ValueError('cluster spec {} has no `{}` addresses'.format(args.cluster, job))
+    if not 0 <= args.task < len(cluster_spec[args.job]):
+        raise ValueError('task {} is not in the cluster spec ({} {} tasks)'.format(
+            args.task, len(cluster_spec[args.job]), args.job))
+    configs = _configs_from_args(args)
+    launcher = _make_launcher(configs, cluster_spec=cluster_spec, show_progress=False, purge_previous=0)
+    run_task(launcher.task_config(args.job, args.task))
+    return 0
+
+
+def _export(args):
+    """Copies the latest checkpoint of a run's log dir to DEST (usable as `initial_ckpt_dir`)."""
+    from btgym_aac.distributed.checkpoints import export_checkpoint
+
+    source = os.path.join(args.log_dir, args.ckpt_subdir)
+    path = export_checkpoint(source, args.dest)
+    print('exported {}'.format(path))
+    return 0
 
 
 def _demo(args):
@@ -38,10 +174,46 @@ def _demo(args):
     return 0
 
 
+def _add_run_flags(parser):
+    parser.add_argument('config', nargs='?', help='Python file defining env_config, cluster_config, '
+                        'policy_config, trainer_config (and optionally launcher_config)')
+    parser.add_argument('--algo', choices=('a3c', 'unreal', 'ppo'), help='trainer (default a3c)')
+    parser.add_argument('--workers', type=int, help='number of workers (default 2)')
+    parser.add_argument('--envs-per-worker', type=int, help='environments per worker (default 1)')
+    parser.add_argument('--max-steps', type=int, help='env steps to train (default {})'.format(DEFAULT_MAX_STEPS))
+    parser.add_argument('--log-dir', help='logs and checkpoints (default {})'.format(DEFAULT_LOG_DIR))
+    parser.add_argument('--data', nargs='+', metavar='CSV', help='train on these OHLC CSV files')
+    parser.add_argument('--seed', type=int, help='root random seed')
+    parser.add_argument('--port', type=int, help='first cluster port (default: free ports)')
+
+
 def build_parser():
     """Returns the argparse parser of the `btgym-aac` command."""
     parser = argparse.ArgumentParser(prog='btgym-aac', description=__doc__)
     commands = parser.add_subparsers(dest='command', required=True)
+
+    train = commands.add_parser('train', help='train on a local cluster', description=_train.__doc__)
+    _add_run_flags(train)
+    resume = train.add_mutually_exclusive_group()
+    resume.add_argument('--fresh', action='store_true', help='delete the log dir contents and start anew')
+    resume.add_argument('--resume', action='store_true', help='continue from the log dir checkpoint (default)')
+    train.set_defaults(run=_train)
+
+    node = commands.add_parser('cluster-node', help='run one task of a multi-host cluster',
+                               description=_cluster_node.__doc__)
+    _add_run_flags(node)
+    node.add_argument('--cluster', required=True, metavar='SPEC.json',
+                      help='JSON {"ps": ["host:port", ...], "worker": ["host:port", ...]}')
+    node.add_argument('--job', required=True, choices=('ps', 'worker'))
+    node.add_argument('--task', required=True, type=int)
+    node.set_defaults(run=_cluster_node)
+
+    export = commands.add_parser('export', help='copy the latest checkpoint of a run', description=_export.__doc__)
+    export.add_argument('log_dir', metavar='LOG_DIR')
+    export.add_argument('dest', metavar='DEST')
+    export.add_argument('--ckpt-subdir', default='current_train_checkpoint')
+    export.set_defaults(run=_export)
+
     demo = commands.add_parser('demo', help='run one episode on the built-in data and save its renderings',
                                description=_demo.__doc__)
     demo.add_argument('--out', default='out/demo', help='folder for the PNG files (default: out/demo)')
@@ -51,9 +223,13 @@ def build_parser():
 
 
 def main(argv=None):
-    """Entry point of the `btgym-aac` console script."""
+    """Entry point of the `btgym-aac` console script; returns the exit status."""
     args = build_parser().parse_args(argv)
-    return args.run(args)
+    try:
+        return args.run(args)
+    except (FileNotFoundError, ValueError, OSError) as exc:
+        print('btgym-aac {}: {}'.format(args.command, exc), file=sys.stderr)
+        return 2
 
 
 if __name__ == '__main__':

@@ -69,19 +69,20 @@ class ToyEnv:
     overall step `fail_at_step`.
     """
 
-    def __init__(self, episode_length=3, render_enabled=False, fail_at_step=None, step_delay=0.0):
+    def __init__(self, episode_length=3, render_enabled=False, fail_at_step=None, step_delay=0.0, frame_shape=(1,)):
         self.action_space = ActionDictSpace(assets=('default_asset',), base_actions=('left', 'right'))
         self.episode_length = episode_length
         self.render_enabled = render_enabled
         self.fail_at_step = fail_at_step
         self.step_delay = step_delay
+        self.frame_shape = frame_shape
         self.threads = set()
         self.total_steps = 0
         self.t = 0
         self.done = True
 
     def _observation(self):
-        return {'external': np.array([self.t / 10.0])}
+        return {'external': np.full(self.frame_shape, self.t / 10.0)}
 
     def reset(self, seed=None, options=None):
         self.threads.add(threading.get_ident())
@@ -329,13 +330,22 @@ def test_short_rollouts_never_step_a_finished_episode(rollout_length, sizes):
     (True, 0.01, [0, 2, 4]), (True, 0, [0, 2, 4]), (True, 1, []), (False, 0, []),
 ])
 def test_render_summaries_come_from_rendering_envs_of_the_chief(render_enabled, task, rendered_episodes):
-    env = ToyEnv(episode_length=2, render_enabled=render_enabled)
+    env = ToyEnv(episode_length=2, render_enabled=render_enabled, frame_shape=(2, 2, 1))
     items = take(run_fn(env, ScriptedPolicy(env.action_space), rollout_length=2, test_mode=True, task=task,
                         env_render_freq=2), 5)
     rendered = [index for index, item in enumerate(items) if item['render_summary'] is not None]
     assert rendered == rendered_episodes
     for index in rendered:
-        np.testing.assert_allclose(items[index]['render_summary']['render_atari'], [[0.2 * 255]])
+        image = items[index]['render_summary']['render_atari']
+        assert image.dtype == np.uint8 and image.shape == (1, 2, 2, 1)
+        np.testing.assert_array_equal(image, np.full((1, 2, 2, 1), int(0.2 * 255)))
+
+
+def test_vector_observations_give_no_test_mode_picture():
+    env = ToyEnv(episode_length=2, render_enabled=True)
+    items = take(run_fn(env, ScriptedPolicy(env.action_space), rollout_length=2, test_mode=True, task=0,
+                        env_render_freq=1), 3)
+    assert all(item['render_summary'] is None for item in items)
 
 
 def test_trading_env_renders_its_modes():

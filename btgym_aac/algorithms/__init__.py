@@ -10,6 +10,7 @@ _PUBLIC = {
     'Unreal': 'btgym_aac.algorithms.aac',
     'PPO': 'btgym_aac.algorithms.aac',
     'train_in_process': 'btgym_aac.algorithms.in_process',
+    'Launcher': 'btgym_aac.distributed.launcher',
     'RunnerThread': 'btgym_aac.algorithms.runner',
     'BaseEnvRunnerFn': 'btgym_aac.algorithms.runner',
     'BaseSynchroRunner': 'btgym_aac.algorithms.runner',

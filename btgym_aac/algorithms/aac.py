@@ -213,7 +213,8 @@ class BaseAAC:
 
     def _build_graph(self):
         if self.use_global_network:
-            ps_device = tf.train.replica_device_setter(1, worker_device=self.worker_device) \
+            ps_device = tf.train.replica_device_setter(ps_tasks=len(self.cluster_spec['ps']),
+                                                       worker_device=self.worker_device) \
                 if self.cluster_spec is not None else None
             with self._device(ps_device):
                 self.network = self._make_policy('global')

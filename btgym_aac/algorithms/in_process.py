@@ -84,7 +84,7 @@ def train_in_process(env_config, policy_config, trainer_config, max_env_steps, l
     try:
         for index in range(num_envs):
             seed = None if random_seed is None else random_seed + index
-            envs.append(EpisodeRecorder(build_from_config(env_config, **_env_seed_kwargs(env_config, seed))))
+            envs.append(EpisodeRecorder(build_from_config(env_config, **env_seed_kwargs(env_config, seed))))
         target = None if target_mean_reward is None else (float(target_mean_reward), int(target_window))
         return _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_seed, log_level, target)
     finally:
@@ -92,7 +92,7 @@ def train_in_process(env_config, policy_config, trainer_config, max_env_steps, l
             env.close()
 
 
-def _env_seed_kwargs(env_config, seed):
+def env_seed_kwargs(env_config, seed):
     """The seed argument of the env class (`random_seed` of BTgymEnv, `seed` of TestModeEnv), unless the config
     sets it already."""
     from btgym_aac.env import BTgymEnv

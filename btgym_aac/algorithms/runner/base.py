@@ -106,12 +106,16 @@ def should_render(env, task, local_episode, env_render_freq):
 
 
 def render_env(env, test_mode, state):
-    """Render summary ``{mode: uint8 image [1, H, W, 3]}``.
+    """Render summary ``{mode: uint8 image [1, H, W, 3]}``, or None when there is nothing to picture.
 
-    BTGym: one image per ``env.render_modes``. Test mode: ``{'render_atari': state['external'][None] * 255}``.
+    BTGym: one image per ``env.render_modes``. Test mode: ``{'render_atari': state['external'][None] * 255}``
+    for image observations [H, W, 1]; vector observations (e.g. CartPole) give None.
     """
     if test_mode:
-        return {'render_atari': np.asarray(state['external'])[None] * 255}
+        frame = np.asarray(state['external'])
+        if frame.ndim != 3 or frame.shape[-1] != 1:
+            return None
+        return {'render_atari': (frame[None] * 255).astype(np.uint8)}
     return {mode: np.asarray(env.render(mode))[None] for mode in env.render_modes}
 
 

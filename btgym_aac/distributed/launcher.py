@@ -1,0 +1,280 @@
+"""Launcher: starts a parameter-server + workers cluster as spawned processes and runs it to `max_env_steps`.
+
+`run()` returns when the workers reach `max_env_steps` (they save, close their environments and exit; the
+parameter servers are then stopped). A worker that dies is reported with its exit status and restarted, up to
+`max_restarts` times; Ctrl-C stops everything cleanly. Only processes this launcher started are ever stopped.
+"""
+import copy
+import multiprocessing
+import os
+import queue
+import shutil
+import sys
+import time
+
+import numpy as np
+
+from btgym_aac.distributed.checkpoints import export_checkpoint, latest_checkpoint
+from btgym_aac.distributed.cluster import make_cluster_spec
+from btgym_aac.distributed.worker import run_task
+from btgym_aac.logs import get_logger
+
+STOP_GRACE_SECONDS = 60
+POLL_SECONDS = 0.5
+
+
+def _default_configs():
+    from btgym_aac.algorithms.aac import A3C
+    from btgym_aac.algorithms.policy import BaseAacPolicy
+    from btgym_aac.env import BTgymEnv
+
+    return dict(
+        env_config={'class_ref': BTgymEnv, 'kwargs': {}},
+        cluster_config={'host': '127.0.0.1', 'port': None, 'num_workers': 1, 'num_ps': 1, 'num_envs': 1,
+                        'log_dir': './tmp/btgym_aac_log', 'initial_ckpt_dir': None,
+                        'log_ckpt_subdir': 'current_train_checkpoint'},
+        policy_config={'class_ref': BaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}},
+        trainer_config={'class_ref': A3C, 'kwargs': {}},
+    )
+
+
+def merge_config(defaults, update):
+    """Recursively merges `update` into a copy of `defaults` (nested dicts key by key, other values replaced).
+
+    Raises:
+        ValueError: `update` is not a dict (or None).
+    """
+    if update is None:
+        return copy.copy(defaults)
+    if not isinstance(update, dict):
+        raise ValueError('expected a config dict, got {!r}'.format(update))
+    merged = dict(defaults)
+    for key, value in update.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_config(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+class Launcher:
+    """Distributed training session of one host (or one process per node with `btgym-aac cluster-node`).
+
+    Args:
+        env_config: {'class_ref': env class, 'kwargs': dict}.
+        cluster_config: dict with `host`, `port` (first port, None: free ports), `num_workers`, `num_ps`,
+            `num_envs` (per worker), `log_dir`, `initial_ckpt_dir` (pre-trained model), `log_ckpt_subdir`.
+        policy_config: {'class_ref', 'kwargs'} of the policy.
+        trainer_config: {'class_ref', 'kwargs'} of the trainer (A3C, Unreal, PPO, ...).
+        max_env_steps: training length in env steps over all workers.
+        save_secs: seconds between the chief's checkpoints.
+        root_random_seed: seeds every task (None: random).
+        test_mode: train on gymnasium test environments.
+        purge_previous: what to do with an existing log_dir: 0 keep it (resume from its checkpoint), 1 ask (only
+            when run interactively), 2 delete its contents.
+        render_last_env: render only the chief's last env (else all the chief's envs).
+        log_level, verbose: logging (0 notice, 1 info, 2 debug).
+        max_restarts: restarts allowed per worker task after a crash.
+        show_progress: print a progress line.
+        cluster_spec: a ready cluster dict ({'ps': [...], 'worker': [...]}, e.g. spanning hosts) instead of the
+            one made from `cluster_config`.
+    """
+
+    def __init__(self, env_config=None, cluster_config=None, policy_config=None, trainer_config=None,
+                 max_env_steps=100e6, save_secs=600, root_random_seed=None, test_mode=False, purge_previous=0,
+                 render_last_env=True, log_level=None, verbose=0, max_restarts=3, show_progress=True,
+                 cluster_spec=None):
+        self.log = get_logger('Launcher', 'shell', verbose, log_level)
+        self.log_level = self.log.level
+        defaults = _default_configs()
+        self.env_config = merge_config(defaults['env_config'], env_config)
+        self.cluster_config = merge_config(defaults['cluster_config'], cluster_config)
+        self.policy_config = merge_config(defaults['policy_config'], policy_config)
+        self.trainer_config = merge_config(defaults['trainer_config'], trainer_config)
+        for name, config in (('env_config', self.env_config), ('policy_config', self.policy_config),
+                             ('trainer_config', self.trainer_config)):
+            if config.get('class_ref') is None:
+                raise ValueError('{} needs a `class_ref`'.format(name))
+        self.max_env_steps = int(max_env_steps)
+        self.save_secs = save_secs
+        self.test_mode = test_mode
+        self.render_last_env = render_last_env
+        self.max_restarts = max_restarts
+        self.show_progress = show_progress
+        self.log_dir = os.path.abspath(os.path.expanduser(self.cluster_config['log_dir']))
+        self.current_ckpt_dir = os.path.join(self.log_dir, self.cluster_config['log_ckpt_subdir'].strip('/'))
+        initial = self.cluster_config['initial_ckpt_dir']
+        self.initial_ckpt_dir = os.path.abspath(os.path.expanduser(initial)) if initial else None
+        if self.initial_ckpt_dir and latest_checkpoint(self.initial_ckpt_dir) is None:
+            raise FileNotFoundError('initial_ckpt_dir {!r} holds no checkpoint'.format(self.initial_ckpt_dir))
+        self._prepare_log_dir(purge_previous)
+        if cluster_spec is None:
+            cluster_spec = make_cluster_spec(self.cluster_config['host'], self.cluster_config['port'],
+                                             self.cluster_config['num_workers'], self.cluster_config['num_ps'])
+        self.cluster_spec = cluster_spec
+        num_workers = len(cluster_spec['worker'])
+        rng = np.random.default_rng(root_random_seed)
+        self.task_seeds = [int(seed) for seed in rng.integers(0, 2 ** 30, size=num_workers)]
+        self.processes = {}
+        self.restarts = {}
+        self.progress = {}
+        self.episodes_before_restart = {}
+
+    def _prepare_log_dir(self, purge_previous):
+        if os.path.isdir(self.log_dir) and os.listdir(self.log_dir):
+            purge = purge_previous == 2
+            if purge_previous == 1:
+                if not sys.stdin or not sys.stdin.isatty():
+                    raise RuntimeError('purge_previous=1 asks before deleting {} but there is no terminal to ask; '
+                                       'use purge_previous=0 (keep, resume) or 2 (delete)'.format(self.log_dir))
+                purge = input('{} already exists. Delete its contents [y/N]? '.format(self.log_dir)).strip() == 'y'
+            if purge:
+                for entry in os.listdir(self.log_dir):
+                    path = os.path.join(self.log_dir, entry)
+                    shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+                self.log.notice('purged {}'.format(self.log_dir))
+        os.makedirs(self.log_dir, exist_ok=True)
+
+    def task_config(self, job_name, task):
+        """Config of one cluster task, as passed to `worker.run_task`."""
+        config = dict(job_name=job_name, task=task, cluster_spec=self.cluster_spec, log_level=self.log_level)
+        if job_name == 'worker':
+            config.update(
+                env_config=self.env_config, policy_config=self.policy_config, trainer_config=self.trainer_config,
+                log_dir=self.log_dir, current_ckpt_dir=self.current_ckpt_dir,
+                initial_ckpt_dir=self.initial_ckpt_dir, max_env_steps=self.max_env_steps,
+                save_secs=self.save_secs, random_seed=self.task_seeds[task],
+                num_envs=self.cluster_config['num_envs'], render_last_env=self.render_last_env,
+                test_mode=self.test_mode)
+        return config
+
+    # ----------------------------------------------------------------------------------------------- running
+
+    def _start(self, context, job_name, task, progress):
+        process = context.Process(target=run_task, args=(self.task_config(job_name, task), progress),
+                                  name='btgym_aac-{}-{}'.format(job_name, task))
+        process.start()
+        self.processes[(job_name, task)] = process
+        return process
+
+    def run(self):
+        """Starts the cluster and trains to `max_env_steps`.
+
+        Returns:
+            dict with `global_step`, `episodes`, `mean_reward` (recent train episodes), `seconds`, `restarts`
+            and `log_dir`.
+
+        Raises:
+            RuntimeError: a worker kept crashing or a parameter server died.
+            KeyboardInterrupt: after stopping everything on Ctrl-C.
+        """
+        context = multiprocessing.get_context('spawn')
+        progress = context.Queue()
+        start = time.time()
+        self.log.notice('cluster {}; logs and checkpoints in {}'.format(self.cluster_spec, self.log_dir))
+        try:
+            for task in range(len(self.cluster_spec['ps'])):
+                self._start(context, 'ps', task, None)
+            for task in range(len(self.cluster_spec['worker'])):
+                self._start(context, 'worker', task, progress)
+            self._supervise(context, progress, start)
+        except BaseException:
+            self._stop_all()
+            raise
+        self._stop_all()
+        self._print_progress(start, final=True)
+        return self.summary(start)
+
+    def _supervise(self, context, progress, start):
+        finished = set()
+        num_workers = len(self.cluster_spec['worker'])
+        last_print = 0.0
+        while len(finished) < num_workers:
+            self._drain(progress)
+            for (job_name, task), process in list(self.processes.items()):
+                if process.is_alive() or (job_name, task) in finished:
+                    continue
+                if job_name == 'ps':
+                    raise RuntimeError('parameter server {} died with exit code {}'.format(task, process.exitcode))
+                if process.exitcode == 0:
+                    finished.add((job_name, task))
+                    continue
+                self._restart(context, task, process.exitcode, progress)
+            if self.show_progress and time.time() - last_print >= 2.0:
+                self._print_progress(start)
+                last_print = time.time()
+            time.sleep(POLL_SECONDS)
+        self._drain(progress)
+
+    def _restart(self, context, task, exitcode, progress):
+        count = self.restarts.get(task, 0)
+        self.log.warning('worker {} died with exit code {}'.format(task, exitcode))
+        if count >= self.max_restarts:
+            raise RuntimeError('worker {} died with exit code {} after {} restarts; see the log above'.format(
+                task, exitcode, count))
+        self.restarts[task] = count + 1
+        self.episodes_before_restart[task] = self.episodes_before_restart.get(task, 0) + \
+            self.progress.pop(task, {}).get('episodes', 0)
+        self.log.notice('restarting worker {} ({} of {})'.format(task, count + 1, self.max_restarts))
+        self._start(context, 'worker', task, progress)
+
+    def _drain(self, progress):
+        while True:
+            try:
+                report = progress.get_nowait()
+            except queue.Empty:
+                return
+            self.progress[report['task']] = report
+
+    def _stop_all(self):
+        """Stops the workers (SIGTERM: the chief saves), then the parameter servers; kills what hangs."""
+        workers = [p for (job, _), p in self.processes.items() if job == 'worker' and p.is_alive()]
+        for process in workers:
+            process.terminate()
+        deadline = time.time() + STOP_GRACE_SECONDS
+        for process in workers:
+            process.join(max(0.1, deadline - time.time()))
+        for (job, _), process in self.processes.items():
+            if process.is_alive():
+                if job == 'worker':
+                    self.log.warning('{} did not stop in time: killing it'.format(process.name))
+                    process.kill()
+                else:
+                    process.terminate()
+            process.join(10)
+
+    # ------------------------------------------------------------------------------------------------ report
+
+    def summary(self, start):
+        """Current totals from the workers' progress reports."""
+        reports = list(self.progress.values())
+        rewards = [reward for report in reports for reward in report['recent_rewards']]
+        return {
+            'global_step': max((report['step'] for report in reports), default=0),
+            'episodes': sum(report['episodes'] for report in reports) + sum(self.episodes_before_restart.values()),
+            'mean_reward': float(np.mean(rewards)) if rewards else None,
+            'seconds': time.time() - start,
+            'restarts': dict(self.restarts),
+            'log_dir': self.log_dir,
+        }
+
+    def _print_progress(self, start, final=False):
+        if not self.show_progress:
+            return
+        info = self.summary(start)
+        step, seconds = info['global_step'], info['seconds']
+        speed = step / seconds if seconds > 0 else 0.0
+        eta = (self.max_env_steps - step) / speed if speed > 0 and step < self.max_env_steps else 0.0
+        reward = '{:+.3f}'.format(info['mean_reward']) if info['mean_reward'] is not None else '-'
+        line = 'env steps {}/{} | {:.1f} steps/s | episodes {} | mean reward {} | ETA {:.0f}s'.format(
+            step, self.max_env_steps, speed, info['episodes'], reward, eta)
+        end = '\n' if final or not sys.stdout.isatty() else '\r'
+        print(line, end=end, flush=True)
+
+    def export_checkpoint(self, save_path):
+        """Copies the latest checkpoint of this run to `save_path` (usable as `initial_ckpt_dir`).
+
+        Returns:
+            path prefix of the exported checkpoint.
+        """
+        return export_checkpoint(self.current_ckpt_dir, save_path)

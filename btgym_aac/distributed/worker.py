@@ -1,0 +1,198 @@
+"""One cluster task in its own (spawned) process: a parameter server, or a worker that trains.
+
+A worker builds its environments, graph and session; the chief (task 0) alone initialises or restores the global
+variables (pre-trained model, else this run's checkpoint, else scratch), other workers wait until the global
+variables are ready. Every worker trains until the global step reaches `max_env_steps`; the chief saves every
+`save_secs` and at the end. Workers report progress to the launcher through a queue.
+"""
+import os
+import signal
+import time
+
+STOP_SIGNALS = (signal.SIGTERM,)
+PROGRESS_SECONDS = 2.0
+
+
+class StopRequested(Exception):
+    """SIGTERM arrived: finish cleanly."""
+
+
+def _raise_stop(signum, frame):
+    raise StopRequested()
+
+
+def run_task(config, progress_queue=None):
+    """Entry point of a cluster task process.
+
+    Args:
+        config: dict with `job_name` ('ps' or 'worker'), `task`, `cluster_spec` and, for workers, `env_config`,
+            `policy_config`, `trainer_config`, `log_dir`, `current_ckpt_dir`, `initial_ckpt_dir`,
+            `max_env_steps`, `save_secs`, `random_seed`, `num_envs`, `render_last_env`, `test_mode`,
+            `log_level`.
+        progress_queue: multiprocessing queue for progress reports (worker only), or None.
+    """
+    from btgym_aac.compat import tf
+    from btgym_aac.logs import get_logger
+
+    log = get_logger('Worker', config['task'], log_level=config.get('log_level'))
+    cluster = tf.train.ClusterSpec(config['cluster_spec'])
+    if config['job_name'] == 'ps':
+        server = tf.train.Server(cluster, job_name='ps', task_index=config['task'],
+                                 config=tf.ConfigProto(device_filters=['/job:ps']))
+        log.info('parameter server {} started'.format(config['task']))
+        server.join()
+        return
+    for signum in STOP_SIGNALS:
+        signal.signal(signum, _raise_stop)
+    server = tf.train.Server(cluster, job_name='worker', task_index=config['task'],
+                             config=tf.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
+    Worker(config, server, log, progress_queue).run()
+
+
+def _env_kwargs(config, index):
+    """Per-env kwargs: task number, rendering (chief's last env only when `render_last_env`), seed."""
+    from btgym_aac.algorithms.in_process import env_seed_kwargs
+
+    env_config = config['env_config']
+    kwargs = dict(env_config.get('kwargs', {}))
+    num_envs, task = config['num_envs'], config['task']
+    render = task == 0 and (index == num_envs - 1 if config['render_last_env'] else True)
+    kwargs['render_enabled'] = bool(kwargs.get('render_enabled', True)) and render
+    kwargs['task'] = task + 0.01 * index if num_envs > 1 else task
+    seed = None if config['random_seed'] is None else config['random_seed'] + index
+    kwargs.update(env_seed_kwargs(env_config, seed))
+    return kwargs
+
+
+class Worker:
+    """Training loop of one worker task (see the module docstring).
+
+    Args:
+        config: see `run_task`.
+        server: this task's tf.train.Server.
+        log: logbook logger.
+        progress_queue: multiprocessing queue or None.
+    """
+
+    def __init__(self, config, server, log, progress_queue=None):
+        self.config = config
+        self.server = server
+        self.log = log
+        self.progress_queue = progress_queue
+        self.task = config['task']
+        self.is_chief = self.task == 0
+        self.envs = []
+
+    def run(self):
+        from btgym_aac.algorithms.in_process import EpisodeRecorder
+
+        try:
+            env_config = self.config['env_config']
+            for index in range(self.config['num_envs']):
+                env = env_config['class_ref'](**_env_kwargs(self.config, index))
+                self.envs.append(EpisodeRecorder(env))
+            self._train()
+        except StopRequested:
+            self.log.notice('stop requested')
+        except KeyboardInterrupt:
+            self.log.notice('interrupted')
+        finally:
+            for env in self.envs:
+                env.close()
+
+    def _build(self):
+        from btgym_aac.compat import tf
+        from btgym_aac.distributed.checkpoints import FastSaver
+
+        config = self.config
+        trainer_config = config['trainer_config']
+        trainer_kwargs = dict(trainer_config.get('kwargs', {}), test_mode=config['test_mode'])
+        trainer_kwargs.setdefault('log_level', config.get('log_level'))
+        self.trainer = trainer_config['class_ref'](
+            env=self.envs, task=self.task, policy_config=config['policy_config'],
+            cluster_spec=config['cluster_spec'], random_seed=config['random_seed'], **trainer_kwargs)
+        global_vars = [v for v in tf.global_variables() if 'local' not in v.name]
+        local_vars = [v for v in tf.global_variables() if 'local' in v.name] + tf.local_variables()
+        self.saver = FastSaver(var_list=global_vars, max_to_keep=2, save_relative_paths=True)
+        self.init_op = tf.variables_initializer(global_vars)
+        self.local_init_op = tf.variables_initializer(local_vars)
+        self.ready_op = tf.report_uninitialized_variables(global_vars)
+        self.num_global_vars = len(global_vars)
+        self.session_config = tf.ConfigProto(
+            device_filters=['/job:ps', '/job:worker/task:{}/cpu:0'.format(self.task)],
+            intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
+
+    def _chief_session(self):
+        """The chief initialises (or restores) the global variables unless the parameter server has them."""
+        from btgym_aac.compat import tf
+        from btgym_aac.distributed.checkpoints import restore_order
+
+        sess = tf.Session(self.server.target, config=self.session_config)
+        uninitialized = sess.run(self.ready_op)
+        if len(uninitialized) == 0:
+            self.log.notice('global variables are live on the parameter server: rejoining')
+        else:
+            sess.run(self.init_op)
+            restore_order(sess, self.saver, self.trainer.reset_global_step, self.config['initial_ckpt_dir'],
+                          self.config['current_ckpt_dir'], self.log)
+        sess.run(self.local_init_op)
+        return sess
+
+    def _worker_session(self):
+        from btgym_aac.compat import tf
+
+        manager = tf.train.SessionManager(local_init_op=self.local_init_op, ready_op=self.ready_op,
+                                          ready_for_local_init_op=self.ready_op, recovery_wait_secs=1)
+        return manager.wait_for_session(self.server.target, config=self.session_config, max_wait_secs=600)
+
+    def _train(self):
+        from btgym_aac.compat import tf
+
+        graph = tf.Graph()
+        with graph.as_default():
+            self._build()
+        graph.finalize()
+        with graph.as_default():
+            sess = self._chief_session() if self.is_chief else self._worker_session()
+        summary_dir = os.path.join(self.config['log_dir'], 'worker_{}'.format(self.task))
+        writer = tf.summary.FileWriter(summary_dir, graph if self.is_chief else None)
+        ckpt_path = os.path.join(self.config['current_ckpt_dir'], 'model_parameters')
+        self.trainer.start(sess, writer)
+        max_steps, save_secs = self.config['max_env_steps'], self.config['save_secs']
+        step = start_step = int(sess.run(self.trainer.global_step))
+        self.log.notice('started at global step {}'.format(step))
+        last_save = last_report = start_time = time.time()
+        try:
+            while step < max_steps:
+                self.trainer.process(sess)
+                step = int(sess.run(self.trainer.global_step))
+                now = time.time()
+                if self.is_chief and now - last_save >= save_secs:
+                    self._save(sess, ckpt_path, step, start_step, start_time)
+                    last_save = now
+                if now - last_report >= PROGRESS_SECONDS:
+                    self._report(step, now - start_time)
+                    last_report = now
+        finally:
+            if self.is_chief:
+                self._save(sess, ckpt_path, int(sess.run(self.trainer.global_step)), start_step, start_time)
+            self._report(step, time.time() - start_time, finished=True)
+            self.trainer.stop()
+            writer.close()
+            sess.close()
+        self.log.notice('reached {} steps, exiting'.format(step))
+
+    def _save(self, sess, ckpt_path, step, start_step, start_time):
+        os.makedirs(os.path.dirname(ckpt_path), exist_ok=True)
+        self.saver.save(sess, ckpt_path, global_step=step)
+        speed = (step - start_step) / max(time.time() - start_time, 1e-9)
+        self.log.notice('saved checkpoint at step {}; cluster speed {:.1f} env steps/s'.format(step, speed))
+
+    def _report(self, step, seconds, finished=False):
+        if self.progress_queue is None:
+            return
+        episodes = [episode for env in self.envs for episode in env.episodes if not episode['test']]
+        self.progress_queue.put({
+            'task': self.task, 'step': step, 'seconds': seconds, 'finished': finished,
+            'episodes': len(episodes), 'recent_rewards': [episode['total_reward'] for episode in episodes[-10:]],
+        })
