@@ -4,13 +4,16 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench clean
+.PHONY: train demo test test-slow bench clean
 
 $(STAMP): setup.py
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	touch $(STAMP)
+
+train: $(STAMP)
+	$(BIN)/btgym-aac train
 
 demo: $(STAMP)
 	$(BIN)/btgym-aac demo --out out/demo
@@ -23,6 +26,7 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/env_throughput.py --out benchmarks/results
+	$(BIN)/python benchmarks/train_throughput.py --out benchmarks/results
 
 clean:
-	rm -rf out build *.egg-info
+	rm -rf out runs build *.egg-info

@@ -119,6 +119,7 @@ class Launcher:
         self.restarts = {}
         self.progress = {}
         self.episodes_before_restart = {}
+        self.first_step_seconds = None
 
     def _prepare_log_dir(self, purge_previous):
         if os.path.isdir(self.log_dir) and os.listdir(self.log_dir):
@@ -161,8 +162,8 @@ class Launcher:
         """Starts the cluster and trains to `max_env_steps`.
 
         Returns:
-            dict with `global_step`, `episodes`, `mean_reward` (recent train episodes), `seconds`, `restarts`
-            and `log_dir`.
+            dict with `global_step`, `episodes`, `mean_reward` (recent train episodes), `seconds`, `restarts`,
+            `first_step_seconds` (from `run()` to the first progress report of a trained step) and `log_dir`.
 
         Raises:
             RuntimeError: a worker kept crashing or a parameter server died.
@@ -190,7 +191,7 @@ class Launcher:
         num_workers = len(self.cluster_spec['worker'])
         last_print = 0.0
         while len(finished) < num_workers:
-            self._drain(progress)
+            self._drain(progress, start)
             for (job_name, task), process in list(self.processes.items()):
                 if process.is_alive() or (job_name, task) in finished:
                     continue
@@ -204,7 +205,7 @@ class Launcher:
                 self._print_progress(start)
                 last_print = time.time()
             time.sleep(POLL_SECONDS)
-        self._drain(progress)
+        self._drain(progress, start)
 
     def _restart(self, context, task, exitcode, progress):
         count = self.restarts.get(task, 0)
@@ -218,13 +219,15 @@ class Launcher:
         self.log.notice('restarting worker {} ({} of {})'.format(task, count + 1, self.max_restarts))
         self._start(context, 'worker', task, progress)
 
-    def _drain(self, progress):
+    def _drain(self, progress, start):
         while True:
             try:
                 report = progress.get_nowait()
             except queue.Empty:
                 return
             self.progress[report['task']] = report
+            if self.first_step_seconds is None and report['step'] > 0:
+                self.first_step_seconds = time.time() - start
 
     def _stop_all(self):
         """Stops the workers (SIGTERM: the chief saves), then the parameter servers; kills what hangs."""
@@ -255,6 +258,7 @@ class Launcher:
             'mean_reward': float(np.mean(rewards)) if rewards else None,
             'seconds': time.time() - start,
             'restarts': dict(self.restarts),
+            'first_step_seconds': self.first_step_seconds,
             'log_dir': self.log_dir,
         }
 

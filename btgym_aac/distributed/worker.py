@@ -161,7 +161,8 @@ class Worker:
         max_steps, save_secs = self.config['max_env_steps'], self.config['save_secs']
         step = start_step = int(sess.run(self.trainer.global_step))
         self.log.notice('started at global step {}'.format(step))
-        last_save = last_report = start_time = time.time()
+        last_save = start_time = time.time()
+        last_report = 0.0
         try:
             while step < max_steps:
                 self.trainer.process(sess)

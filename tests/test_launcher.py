@@ -1,0 +1,143 @@
+"""Launcher on loopback: runs that finish by themselves, resume, pre-trained starts, export, taken ports, a killed
+worker, and a cluster of hand-started `btgym-aac cluster-node` processes."""
+import glob
+import json
+import multiprocessing
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from btgym_aac.algorithms import A3C, Launcher
+from btgym_aac.algorithms.policy import AacDensePolicy
+from btgym_aac.cli import main as cli_main
+from btgym_aac.compat import tf
+from btgym_aac.distributed.checkpoints import latest_checkpoint
+from btgym_aac.distributed.cluster import PortInUseError, free_ports
+from btgym_aac.env import gym_wrappers
+
+CKPT = 'current_train_checkpoint'
+
+
+def cartpole_launcher(log_dir, max_env_steps, num_workers=2, learn_rate=1e-3, **kwargs):
+    return Launcher(
+        env_config={'class_ref': gym_wrappers.TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}},
+        cluster_config=dict({'num_workers': num_workers, 'log_dir': str(log_dir)}, **kwargs.pop('cluster', {})),
+        policy_config={'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}},
+        trainer_config={'class_ref': A3C, 'kwargs': {'rollout_length': 20, 'opt_learn_rate': learn_rate}},
+        test_mode=True, max_env_steps=max_env_steps, save_secs=5, root_random_seed=0, show_progress=False,
+        **kwargs)
+
+
+def checkpoint_step(directory):
+    return int(latest_checkpoint(directory).rsplit('-', 1)[1])
+
+
+def checkpoint_weights(directory):
+    reader = tf.train.load_checkpoint(latest_checkpoint(directory))
+    names = sorted(name for name in reader.get_variable_to_shape_map() if name.startswith('global/')
+                   and 'Adam' not in name and 'global_step' not in name and 'global_episode' not in name)
+    return {name: reader.get_tensor(name) for name in names}
+
+
+def test_run_finishes_resumes_exports_and_starts_pretrained(tmp_path):
+    log_dir = tmp_path / 'run'
+    result = cartpole_launcher(log_dir, 1500).run()
+    assert result['global_step'] >= 1500 and result['restarts'] == {}
+    assert multiprocessing.active_children() == []
+    first_step = checkpoint_step(str(log_dir / CKPT))
+    assert first_step >= 1500
+    for task in (0, 1):
+        assert glob.glob(str(log_dir / 'worker_{}'.format(task) / 'events.*'))
+
+    result = cartpole_launcher(log_dir, first_step + 600).run()
+    resumed_step = checkpoint_step(str(log_dir / CKPT))
+    assert first_step + 600 <= resumed_step < first_step + 1500  # continued from the saved step, not from 0
+
+    export_dir = tmp_path / 'exported'
+    assert cli_main(['export', str(log_dir), str(export_dir)]) == 0
+    assert checkpoint_step(str(export_dir)) == resumed_step
+    exported = checkpoint_weights(str(export_dir))
+    assert exported and exported.keys() == checkpoint_weights(str(log_dir / CKPT)).keys()
+
+    pretrained_dir = tmp_path / 'pretrained'
+    cartpole_launcher(pretrained_dir, 300, learn_rate=1e-12,
+                      cluster={'initial_ckpt_dir': str(export_dir)}).run()
+    assert 300 <= checkpoint_step(str(pretrained_dir / CKPT)) < 1000  # counted from 0 again
+    for name, value in checkpoint_weights(str(pretrained_dir / CKPT)).items():
+        np.testing.assert_allclose(value, exported[name], atol=1e-6, err_msg=name)
+
+
+def test_missing_initial_checkpoint_is_reported(tmp_path):
+    with pytest.raises(FileNotFoundError, match='holds no checkpoint'):
+        cartpole_launcher(tmp_path / 'run', 100, cluster={'initial_ckpt_dir': str(tmp_path / 'nothing')})
+
+
+def test_taken_port_is_reported_and_left_alone(tmp_path):
+    with socket.socket() as holder:
+        holder.bind(('127.0.0.1', 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        with pytest.raises(PortInUseError, match=str(port)):
+            cartpole_launcher(tmp_path / 'run', 100, cluster={'port': port})
+        holder.getsockname()  # still ours: nothing was killed or closed
+
+
+def test_killed_worker_is_restarted_and_the_run_completes(tmp_path):
+    launcher = cartpole_launcher(tmp_path / 'run', 3000)
+    killed = []
+
+    def kill_worker_1():
+        deadline = time.time() + 120
+        while time.time() < deadline and not killed:
+            report = launcher.progress.get(1)
+            if report and report['step'] > 500:
+                os.kill(launcher.processes[('worker', 1)].pid, signal.SIGKILL)
+                killed.append(report['step'])
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=kill_worker_1, daemon=True)
+    thread.start()
+    result = launcher.run()
+    thread.join(5)
+    assert killed, 'worker 1 was never seen running'
+    assert result['restarts'] == {1: 1}
+    assert result['global_step'] >= 3000
+    assert multiprocessing.active_children() == []
+
+
+def test_hand_started_cluster_nodes_form_a_working_cluster(tmp_path):
+    ports = free_ports('127.0.0.1', 3)
+    spec = {'ps': ['127.0.0.1:{}'.format(ports[0])],
+            'worker': ['127.0.0.1:{}'.format(port) for port in ports[1:]]}
+    spec_path = tmp_path / 'cluster.json'
+    spec_path.write_text(json.dumps(spec))
+    config_path = tmp_path / 'config.py'
+    config_path.write_text(textwrap.dedent('''
+        from btgym_aac.algorithms import A3C
+        from btgym_aac.algorithms.policy import AacDensePolicy
+        from btgym_aac.env.gym_wrappers import TestModeEnv
+        env_config = {'class_ref': TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}}
+        policy_config = {'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}}
+        trainer_config = {'class_ref': A3C, 'kwargs': {'rollout_length': 20}}
+        cluster_config = {'log_dir': %r}
+        launcher_config = {'test_mode': True, 'max_env_steps': 1000, 'save_secs': 5}
+    ''' % str(tmp_path / 'run')))
+    command = [sys.executable, '-m', 'btgym_aac.cli', 'cluster-node', '--cluster', str(spec_path), str(config_path)]
+    nodes = [subprocess.Popen(command + ['--job', job, '--task', str(task)], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.DEVNULL) for job, task in (('ps', 0), ('worker', 0), ('worker', 1))]
+    try:
+        assert [node.wait(timeout=240) for node in nodes[1:]] == [0, 0]
+        assert checkpoint_step(str(tmp_path / 'run' / CKPT)) >= 1000
+    finally:
+        for node in nodes:
+            if node.poll() is None:
+                node.terminate()
+                node.wait(30)
