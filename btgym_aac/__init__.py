@@ -2,7 +2,7 @@
 
 Public names are imported lazily, so `import btgym_aac` stays cheap and never imports TensorFlow by itself.
 """
-import importlib
+from btgym_aac.lazy import lazy_names
 
 __version__ = '0.1.0'
 
@@ -20,12 +20,4 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name):
-    if name in _PUBLIC:
-        return getattr(importlib.import_module(_PUBLIC[name]), name)
-    raise AttributeError('module {!r} has no attribute {!r}'.format(__name__, name))
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC, globals())

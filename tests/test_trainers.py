@@ -159,20 +159,41 @@ def test_test_rollouts_train_nothing(tmp_path):
         session.close()
 
 
-def test_mixed_train_and_test_rollouts_train_on_the_train_ones():
-    trainer = types.SimpleNamespace(episode_train_test_cycle=(1, 1), current_train_episode=0,
+def test_batch_mixing_train_and_test_rollouts_trains_on_the_train_ones(tmp_path):
+    def env():
+        dataset = BTgymDataset(dataframe=make_sine_data(num_bars=8000), episode_duration=SHORT_EPISODE,
+                               target_period={'days': 2, 'hours': 0, 'minutes': 0})
+        return BTgymEnv(dataset=dataset, strategy=DevStrat_4_11, render_enabled=False, random_seed=0)
+
+    session = Session(A3C, [env(), env()], Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
+                      rollout_length=8, episode_train_test_cycle=(1, 1))
+    try:
+        frames, real, advance, moved = session.train_step()
+        kinds = sorted(BaseAAC.rollout_is_train(rollout) for rollout in session.data['on_policy'])
+        assert kinds == [False, True]
+        assert moved and frames == real == advance > 0
+        assert real < sum(rollout.size for rollout in session.data['on_policy'])
+    finally:
+        session.close()
+
+
+def cycle_only_trainer(cycle, episodes_per_trial):
+    """Just the state `BaseAAC.get_sample_config` reads, with the method bound to it."""
+    trainer = types.SimpleNamespace(episode_train_test_cycle=cycle, current_train_episode=0,
                                     current_test_episode=0, last_sample_type=None, trial_episode=0,
-                                    episodes_per_trial=1)
+                                    episodes_per_trial=episodes_per_trial)
     trainer.get_sample_config = types.MethodType(BaseAAC.get_sample_config, trainer)
+    return trainer
+
+
+def test_sample_config_cycles_train_and_test_episodes():
+    trainer = cycle_only_trainer((1, 1), episodes_per_trial=1)
     types_seen = [trainer.get_sample_config()['episode_config']['sample_type'] for _ in range(6)]
     assert types_seen == [0, 1, 0, 1, 0, 1]
 
 
 def test_sample_config_new_trial_every_episodes_per_trial():
-    trainer = types.SimpleNamespace(episode_train_test_cycle=(5, 0), current_train_episode=0,
-                                    current_test_episode=0, last_sample_type=None, trial_episode=0,
-                                    episodes_per_trial=3)
-    trainer.get_sample_config = types.MethodType(BaseAAC.get_sample_config, trainer)
+    trainer = cycle_only_trainer((5, 0), episodes_per_trial=3)
     new_trial = [trainer.get_sample_config()['trial_config']['get_new'] for _ in range(7)]
     assert new_trial == [True, False, False, True, False, False, True]
 

@@ -2,7 +2,7 @@
 
 Names are imported lazily: `import btgym_aac.algorithms` does not import TensorFlow until a name is used.
 """
-import importlib
+from btgym_aac.lazy import lazy_names
 
 _PUBLIC = {
     'BaseAAC': 'btgym_aac.algorithms.aac',
@@ -28,12 +28,4 @@ _PUBLIC = {
 
 __all__ = sorted(_PUBLIC)
 
-
-def __getattr__(name):
-    if name in _PUBLIC:
-        return getattr(importlib.import_module(_PUBLIC[name]), name)
-    raise AttributeError('module {!r} has no attribute {!r}'.format(__name__, name))
-
-
-def __dir__():
-    return sorted(list(globals()) + __all__)
+__getattr__, __dir__ = lazy_names(__name__, _PUBLIC, globals())
