@@ -36,6 +36,21 @@ def cartpole_launcher(log_dir, max_env_steps, num_workers=2, learn_rate=1e-3, **
         **kwargs)
 
 
+def live_processes_in_group(group):
+    """PIDs of the running (not zombie) processes of a process group, read from /proc."""
+    pids = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open('/proc/{}/stat'.format(entry)) as f:
+                    fields = f.read().rsplit(')', 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[2]) == group and fields[0] != 'Z':
+                pids.append(int(entry))
+    return pids
+
+
 def checkpoint_step(directory):
     return int(latest_checkpoint(directory).rsplit('-', 1)[1])
 
@@ -141,3 +156,34 @@ def test_hand_started_cluster_nodes_form_a_working_cluster(tmp_path):
             if node.poll() is None:
                 node.terminate()
                 node.wait(30)
+
+
+def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
+    config_path = tmp_path / 'config.py'
+    config_path.write_text(textwrap.dedent('''
+        from btgym_aac.algorithms import A3C
+        from btgym_aac.algorithms.policy import AacDensePolicy
+        from btgym_aac.env.gym_wrappers import TestModeEnv
+        env_config = {'class_ref': TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}}
+        policy_config = {'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}}
+        trainer_config = {'class_ref': A3C, 'kwargs': {'rollout_length': 20}}
+        launcher_config = {'test_mode': True, 'max_env_steps': 10 ** 9, 'save_secs': 3600}
+    '''))
+    log_dir = tmp_path / 'run'
+    command = [sys.executable, '-m', 'btgym_aac.cli', 'train', str(config_path), '--log-dir', str(log_dir),
+               '--workers', '2']
+    cluster = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                               start_new_session=True)
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and not glob.glob(str(log_dir / 'worker_1' / 'events.*')):
+            time.sleep(0.5)
+        time.sleep(3)
+        os.killpg(cluster.pid, signal.SIGINT)
+        assert cluster.wait(timeout=120) == 130
+        assert latest_checkpoint(str(log_dir / CKPT)) is not None
+        time.sleep(1)
+        assert live_processes_in_group(cluster.pid) == []
+    finally:
+        if cluster.poll() is None:
+            os.killpg(cluster.pid, signal.SIGKILL)

@@ -7,6 +7,7 @@ parameter servers are then stopped). A worker that dies is reported with its exi
 import copy
 import multiprocessing
 import os
+import pickle
 import queue
 import shutil
 import sys
@@ -20,6 +21,7 @@ from btgym_aac.distributed.worker import run_task
 from btgym_aac.logs import get_logger
 
 STOP_GRACE_SECONDS = 60
+RUN_CONFIG_FILE = 'run_config.pkl'
 POLL_SECONDS = 0.5
 
 
@@ -115,6 +117,7 @@ class Launcher:
         num_workers = len(cluster_spec['worker'])
         rng = np.random.default_rng(root_random_seed)
         self.task_seeds = [int(seed) for seed in rng.integers(0, 2 ** 30, size=num_workers)]
+        self.save_run_config()
         self.processes = {}
         self.restarts = {}
         self.progress = {}
@@ -136,6 +139,14 @@ class Launcher:
                 self.log.notice('purged {}'.format(self.log_dir))
         os.makedirs(self.log_dir, exist_ok=True)
 
+    def save_run_config(self):
+        """Writes the run's configs to `<log_dir>/run_config.pkl` (read by `btgym_aac.evaluation.load_policy`)."""
+        configs = dict(env_config=self.env_config, policy_config=self.policy_config,
+                       trainer_config=self.trainer_config, cluster_config=self.cluster_config,
+                       test_mode=self.test_mode)
+        with open(os.path.join(self.log_dir, RUN_CONFIG_FILE), 'wb') as f:
+            pickle.dump(configs, f)
+
     def task_config(self, job_name, task):
         """Config of one cluster task, as passed to `worker.run_task`."""
         config = dict(job_name=job_name, task=task, cluster_spec=self.cluster_spec, log_level=self.log_level)
@@ -152,7 +163,8 @@ class Launcher:
     # ----------------------------------------------------------------------------------------------- running
 
     def _start(self, context, job_name, task, progress):
-        process = context.Process(target=run_task, args=(self.task_config(job_name, task), progress),
+        config = dict(self.task_config(job_name, task), ignore_sigint=True)
+        process = context.Process(target=run_task, args=(config, progress),
                                   name='btgym_aac-{}-{}'.format(job_name, task))
         process.start()
         self.processes[(job_name, task)] = process

@@ -28,7 +28,8 @@ def run_task(config, progress_queue=None):
         config: dict with `job_name` ('ps' or 'worker'), `task`, `cluster_spec` and, for workers, `env_config`,
             `policy_config`, `trainer_config`, `log_dir`, `current_ckpt_dir`, `initial_ckpt_dir`,
             `max_env_steps`, `save_secs`, `random_seed`, `num_envs`, `render_last_env`, `test_mode`,
-            `log_level`.
+            `log_level`; optional `ignore_sigint` (launcher-started parameter servers ignore Ctrl-C: the
+            launcher stops them after the chief's last save, which needs them).
         progress_queue: multiprocessing queue for progress reports (worker only), or None.
     """
     from btgym_aac.compat import tf
@@ -37,6 +38,8 @@ def run_task(config, progress_queue=None):
     log = get_logger('Worker', config['task'], log_level=config.get('log_level'))
     cluster = tf.train.ClusterSpec(config['cluster_spec'])
     if config['job_name'] == 'ps':
+        if config.get('ignore_sigint'):
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
         server = tf.train.Server(cluster, job_name='ps', task_index=config['task'],
                                  config=tf.ConfigProto(device_filters=['/job:ps']))
         log.info('parameter server {} started'.format(config['task']))
