@@ -1,4 +1,4 @@
-"""The `btgym-aac` command: train, cluster-node, export, demo."""
+"""The `btgym-aac` command: train, evaluate, cluster-node, export, demo."""
 import argparse
 import json
 import os
@@ -140,6 +140,20 @@ def _export(args):
     return 0
 
 
+def _evaluate(args):
+    """Evaluates a run's latest checkpoint against buy-and-hold and random baselines on the same episodes; writes
+    report.json and PNG plots to --out (default LOG_DIR/evaluation) and prints the mean metrics."""
+    from btgym_aac.evaluation import evaluate
+    from btgym_aac.evaluation.report import format_table
+
+    report = evaluate(args.log_dir, data=args.data, episodes=args.episodes, out=args.out, seed=args.seed)
+    print('checkpoint {} (global step {}), {} {} episodes from seed {}'.format(
+        report['checkpoint'], report['global_step'], report['episodes'], report['episode_type'], report['seed']))
+    print(format_table(report))
+    print('report and plots: {}'.format(report['out']))
+    return 0
+
+
 def _demo(args):
     """Runs one random-action episode on the built-in sine data and writes its renderings as PNG files."""
     import matplotlib.image
@@ -198,6 +212,15 @@ def build_parser():
     resume.add_argument('--fresh', action='store_true', help='delete the log dir contents and start anew')
     resume.add_argument('--resume', action='store_true', help='continue from the log dir checkpoint (default)')
     train.set_defaults(run=_train)
+
+    evaluate = commands.add_parser('evaluate', help='evaluate a trained run against baselines',
+                                   description=_evaluate.__doc__)
+    evaluate.add_argument('log_dir', metavar='LOG_DIR', help='log dir of a btgym-aac train run')
+    evaluate.add_argument('--data', nargs='+', metavar='CSV', help='evaluate on these OHLC CSV files')
+    evaluate.add_argument('--episodes', type=int, default=5, help='episodes per agent (default: 5)')
+    evaluate.add_argument('--out', help='folder for report.json and the plots (default: LOG_DIR/evaluation)')
+    evaluate.add_argument('--seed', type=int, default=0, help='seed of the first episode (default: 0)')
+    evaluate.set_defaults(run=_evaluate)
 
     node = commands.add_parser('cluster-node', help='run one task of a multi-host cluster',
                                description=_cluster_node.__doc__)

@@ -13,7 +13,8 @@ from btgym_aac.logs import WARNING
 
 
 class EpisodeRecorder:
-    """Wraps an environment and records every finished episode's total reward and length.
+    """Wraps an environment and records every finished episode: total reward, length, test flag, final broker
+    value (None outside BTgymEnv), this env's cumulative steps and seconds since wrapping.
 
     All other attributes are the wrapped environment's.
 
@@ -28,6 +29,8 @@ class EpisodeRecorder:
         self._reward = 0.0
         self._length = 0
         self._is_test = False
+        self._total_steps = 0
+        self._start = time.perf_counter()
 
     def __getattr__(self, name):
         return getattr(self.env, name)
@@ -43,10 +46,13 @@ class EpisodeRecorder:
         observation, reward, terminated, truncated, info = self.env.step(action)
         self._reward += float(reward)
         self._length += 1
+        self._total_steps += 1
         if terminated or truncated:
             with self._lock:
                 self.episodes.append({'total_reward': self._reward, 'steps': self._length,
-                                      'test': self._is_test, 'final_value': info.get('broker_value')})
+                                      'test': self._is_test, 'final_value': info.get('broker_value'),
+                                      'env_steps': self._total_steps,
+                                      'seconds': time.perf_counter() - self._start})
         return observation, reward, terminated, truncated, info
 
 
@@ -77,7 +83,8 @@ def train_in_process(env_config, policy_config, trainer_config, max_env_steps, l
     Returns:
         dict with `global_step`, `episodes` (finished train episodes), `test_episodes`,
         `mean_reward_last_10` (mean total reward of the last 10 train episodes, None before any),
-        `episode_rewards` (all train episodes), `wall_time` (seconds), `train_steps` and `target_reached_at`
+        `episode_rewards` (all train episodes), `train_episodes` (their `EpisodeRecorder` records),
+        `wall_time` (seconds), `train_steps` and `target_reached_at`
         (global step at which `target_mean_reward` was reached, or None).
     """
     envs = []
@@ -105,9 +112,14 @@ def env_seed_kwargs(env_config, seed):
     return {names[0]: seed}
 
 
+def _train_episodes(envs):
+    episodes = sorted((episode for env in envs for episode in env.episodes), key=lambda e: e['seconds'])
+    return [episode for episode in episodes if not episode['test']], len(episodes)
+
+
 def _train_rewards(envs):
-    episodes = [episode for env in envs for episode in env.episodes]
-    return [episode['total_reward'] for episode in episodes if not episode['test']], len(episodes)
+    train, num_episodes = _train_episodes(envs)
+    return [episode['total_reward'] for episode in train], num_episodes
 
 
 def _target_reached(envs, target):
@@ -147,13 +159,15 @@ def _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_s
             trainer.stop()
             if writer is not None:
                 writer.close()
-    train, num_episodes = _train_rewards(envs)
+    episodes, num_episodes = _train_episodes(envs)
+    train = [episode['total_reward'] for episode in episodes]
     return {
         'global_step': global_step,
         'episodes': len(train),
         'test_episodes': num_episodes - len(train),
         'mean_reward_last_10': float(np.mean(train[-10:])) if train else None,
         'episode_rewards': train,
+        'train_episodes': episodes,
         'wall_time': time.perf_counter() - start,
         'train_steps': train_steps,
         'target_reached_at': reached_at,

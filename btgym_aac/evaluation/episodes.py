@@ -1,0 +1,133 @@
+"""Evaluation episodes: the run's environment rebuilt for evaluation, seeded episode windows, and one played
+episode recorded step by step."""
+import dataclasses
+import os
+
+from btgym_aac.env import BTgymEnv
+from btgym_aac.evaluation.loading import make_env
+from btgym_aac.evaluation.metrics import episode_metrics
+from btgym_aac.evaluation.trade_log import TRADE_LOG_NAME, TradeLog
+
+TRAIN, TEST = 0, 1
+DATA_SOURCE_KWARGS = ('dataset', 'dataframe', 'filename')
+
+
+def make_evaluation_env(run_config, data=None):
+    """The run's BTgymEnv without rendering, with a `TradeLog` analyzer, optionally on other CSV files.
+
+    Args:
+        run_config: saved configs (see `loading.read_run_config`).
+        data: None (the run's data), a CSV path or a list of CSV paths replacing the run's data source
+            (`dataset`, `dataframe` or `filename`); the env's other dataset kwargs such as `episode_duration` and
+            `target_period` are kept (settings held inside a `dataset` object are not).
+
+    Returns:
+        BTgymEnv.
+
+    Raises:
+        ValueError: the run did not train on a BTgymEnv (test-mode gymnasium runs have no broker to evaluate).
+        FileNotFoundError: a data file does not exist.
+    """
+    env_class = run_config['env_config']['class_ref']
+    if run_config.get('test_mode') or not issubclass(env_class, BTgymEnv):
+        raise ValueError('evaluation needs a run trained on a BTgymEnv; this run used {} (test_mode={})'.format(
+            env_class.__name__, bool(run_config.get('test_mode'))))
+    overrides = {}
+    if data:
+        files = [data] if isinstance(data, str) else list(data)
+        missing = [path for path in files if not os.path.isfile(path)]
+        if missing:
+            raise FileNotFoundError('data file(s) not found: {}'.format(', '.join(missing)))
+        kwargs = run_config['env_config'].get('kwargs', {})
+        run_config = dict(run_config, env_config=dict(run_config['env_config'], kwargs={
+            key: value for key, value in kwargs.items() if key not in DATA_SOURCE_KWARGS}))
+        overrides['filename'] = files if len(files) > 1 else files[0]
+    env = make_env(run_config, **overrides)
+    env.engine.addanalyzer(TradeLog, _name=TRADE_LOG_NAME)
+    return env
+
+
+def episode_sample_type(env):
+    """TEST (1) when the env's dataset has a test interval, else TRAIN (0)."""
+    start, stop = getattr(env.dataset, 'test_interval', (0, 0))
+    return TEST if stop > start else TRAIN
+
+
+def reset_options(sample_type):
+    """`env.reset` options asking for a new episode (and trial) of `sample_type`."""
+    config = {'get_new': True, 'sample_type': sample_type}
+    return {'episode_config': dict(config), 'trial_config': dict(config)}
+
+
+@dataclasses.dataclass
+class EpisodeRecord:
+    """One played episode.
+
+    Attributes:
+        seed: the `env.reset` seed that chose its data window.
+        bar_times, bar_values: time and broker value of every bar played.
+        step_times, step_values: time and broker value at the reset and after every agent step.
+        actions, rewards: action index and reward of every agent step.
+        probabilities: the agent's action probabilities at every step (empty for agents without them).
+        trade_log: `TradeLog` analysis (fills, closed trades, end reason).
+    """
+    seed: int
+    bar_times: list
+    bar_values: list
+    step_times: list
+    step_values: list
+    actions: list
+    rewards: list
+    probabilities: list
+    trade_log: dict
+
+    def metrics(self):
+        """Per-episode metrics (see `metrics.episode_metrics`)."""
+        return episode_metrics(self.rewards, self.bar_values, self.step_values, self.trade_log)
+
+    def window(self):
+        """{'seed', 'first_bar_time', 'last_bar_time', 'end_reason'} of the episode."""
+        return {'seed': self.seed, 'first_bar_time': self.bar_times[0],
+                'last_bar_time': self.bar_times[-1], 'end_reason': self.trade_log['end_reason']}
+
+
+def play_episode(env, agent, seed, options):
+    """Plays one episode with `agent` on the window chosen by `env.reset(seed=seed, options=options)`.
+
+    Resetting with a seed restarts the env's sample sequence, so the same seed and options replay the same data
+    window for every agent.
+
+    Args:
+        env: env from `make_evaluation_env`.
+        agent: object with `reset(observation)`, `act(observation) -> int`, `observe(reward)` and optionally
+            `last_probabilities` (see `LoadedPolicy`).
+        seed: episode seed.
+        options: `reset_options(...)`.
+
+    Returns:
+        EpisodeRecord.
+    """
+    observation, info = env.reset(seed=seed, options=options)
+    agent.reset(observation)
+    record = EpisodeRecord(seed=seed, bar_times=[], bar_values=[],
+                           step_times=[info['time']], step_values=[info['broker_value']], actions=[], rewards=[],
+                           probabilities=[], trade_log={})
+    bars = list(info['bars'])
+    done = False
+    while not done:
+        action = agent.act(observation)
+        probabilities = getattr(agent, 'last_probabilities', None)
+        if probabilities is not None:
+            record.probabilities.append(probabilities)
+        observation, reward, terminated, truncated, info = env.step(action)
+        agent.observe(reward)
+        done = terminated or truncated
+        bars.extend(info['bars'])
+        record.actions.append(action)
+        record.rewards.append(float(reward))
+        record.step_times.append(info['time'])
+        record.step_values.append(info['broker_value'])
+    record.bar_times = [bar['time'] for bar in bars]
+    record.bar_values = [bar['broker_value'] for bar in bars]
+    record.trade_log = env.get_stat()[TRADE_LOG_NAME]
+    return record

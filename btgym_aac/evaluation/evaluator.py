@@ -1,0 +1,84 @@
+"""`evaluate`: a trained run's policy and two baselines on the same seeded episodes, with a report and plots."""
+import os
+
+from btgym_aac.evaluation.baselines import BuyAndHoldAgent, RandomAgent
+from btgym_aac.evaluation.episodes import (TEST, episode_sample_type, make_evaluation_env, play_episode,
+                                           reset_options)
+from btgym_aac.evaluation.loading import load_policy, read_run_config
+from btgym_aac.evaluation.plots import plot_action_probabilities, plot_equity
+from btgym_aac.evaluation.report import build_report, write_report
+
+POLICY, BUY_AND_HOLD, RANDOM = 'policy', 'buy_and_hold', 'random'
+
+
+def _checkpoint_step(path):
+    suffix = path.rsplit('-', 1)[-1]
+    return int(suffix) if suffix.isdigit() else None
+
+
+def _write_plots(out, records, action_names):
+    paths = []
+    for index, policy_record in enumerate(records[POLICY]):
+        episode = {name: episodes[index] for name, episodes in records.items()}
+        title = 'episode {} (seed {}): broker value'.format(index, policy_record.seed)
+        paths.append(plot_equity(os.path.join(out, 'equity_episode_{}.png'.format(index)), episode, title))
+        title = 'episode {} (seed {}): policy action probabilities'.format(index, policy_record.seed)
+        paths.append(plot_action_probabilities(os.path.join(out, 'actions_episode_{}.png'.format(index)),
+                                               policy_record, action_names, title))
+    return [os.path.basename(path) for path in paths]
+
+
+def evaluate(log_dir, data=None, episodes=5, out=None, seed=0):
+    """Evaluates a run's latest checkpoint against buy-and-hold and a random policy.
+
+    The policy acts deterministically (most probable action; NoisyNet layers with their mean weights). Episode
+    `i` of every agent is reset with seed `seed + i`, which restarts the env's sample sequence, so all agents
+    play the same data windows (checked by the first bar time of each episode). Episodes come from
+    the dataset's test interval when it has one (`target_period`), else from its train interval; the report's
+    `episode_type` says which. Metric definitions are in the report's `definitions`.
+
+    Args:
+        log_dir: log dir of a Launcher run (run_config.pkl and checkpoints).
+        data: None (the run's data) or CSV path(s) replacing it.
+        episodes: number of episodes per agent.
+        out: output folder (default `<log_dir>/evaluation`); gets report.json, `equity_episode_<i>.png` and
+            `actions_episode_<i>.png`.
+        seed: first episode seed; the random baseline uses it too.
+
+    Returns:
+        the report dict (also written to `<out>/report.json`).
+
+    Raises:
+        FileNotFoundError: missing log dir, run_config.pkl, checkpoint or data file.
+        ValueError: bad `episodes`, or a run that did not train on a BTgymEnv.
+    """
+    if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
+        raise ValueError('episodes must be a positive integer, got {!r}'.format(episodes))
+    log_dir = os.path.abspath(log_dir)
+    run_config = read_run_config(log_dir)
+    env = make_evaluation_env(run_config, data)
+    try:
+        sample_type = episode_sample_type(env)
+        options = reset_options(sample_type)
+        with load_policy(log_dir, env=env) as policy:
+            agents = {POLICY: policy, BUY_AND_HOLD: BuyAndHoldAgent(env.portfolio_actions),
+                      RANDOM: RandomAgent(env.action_space.one_hot_depth, seed)}
+            records = {name: [play_episode(env, agent, seed + index, options) for index in range(int(episodes))]
+                       for name, agent in agents.items()}
+            checkpoint, action_names = policy.checkpoint, policy.action_names
+    finally:
+        env.close()
+    report = build_report(records, {
+        'log_dir': log_dir,
+        'checkpoint': checkpoint,
+        'global_step': _checkpoint_step(checkpoint),
+        'data': 'run data' if not data else ([data] if isinstance(data, str) else list(data)),
+        'episode_type': 'test' if sample_type == TEST else 'train',
+        'seed': seed,
+    })
+    out = os.path.abspath(out or os.path.join(log_dir, 'evaluation'))
+    os.makedirs(out, exist_ok=True)
+    report['out'] = out
+    report['plots'] = _write_plots(out, records, action_names)
+    write_report(report, out)
+    return report

@@ -1,0 +1,286 @@
+"""Loading a trained policy from a run's log dir: its saved configs, its checkpoint, and an acting wrapper.
+
+A run's log dir holds `run_config.pkl` (written by the Launcher) and the chief's checkpoints in
+`<log_dir>/<log_ckpt_subdir>` (default `current_train_checkpoint`). The global policy is rebuilt in its own graph
+under the `global` variable scope with the kwargs the trainer gave it, so variable names and shapes match the
+checkpoint; only the policy's variables are restored (optimizer slots and step counters are left in the file).
+"""
+import inspect
+import os
+import pickle
+
+import numpy as np
+
+from btgym_aac.algorithms.aac import BaseAAC
+from btgym_aac.algorithms.math_utils import softmax
+from btgym_aac.compat import tf
+from btgym_aac.distributed.checkpoints import latest_checkpoint
+from btgym_aac.distributed.launcher import RUN_CONFIG_FILE
+from btgym_aac.env import BTgymEnv
+
+GLOBAL_SCOPE = 'global'
+AUX_TASK_FLAGS = ('use_value_replay', 'use_pixel_control', 'use_reward_prediction')
+NOISE_SCALE_NAMES = ('w_sigma', 'b_sigma')
+
+
+def read_run_config(log_dir):
+    """Reads the configs a Launcher saved in `<log_dir>/run_config.pkl`.
+
+    Args:
+        log_dir: the run's log dir.
+
+    Returns:
+        dict with env_config, policy_config, trainer_config, cluster_config, test_mode.
+
+    Raises:
+        FileNotFoundError: `log_dir` is not a directory or holds no run_config.pkl.
+    """
+    if not os.path.isdir(log_dir):
+        raise FileNotFoundError('log dir {!r} does not exist (expected the log dir of a btgym-aac train run)'
+                                .format(log_dir))
+    path = os.path.join(log_dir, RUN_CONFIG_FILE)
+    if not os.path.isfile(path):
+        raise FileNotFoundError('{!r} holds no {} (it is written by the Launcher when a run starts; is this the '
+                                'log dir of a btgym-aac train run?)'.format(log_dir, RUN_CONFIG_FILE))
+    with open(path, 'rb') as f:
+        return pickle.load(f)
+
+
+def resolve_checkpoint(log_dir, run_config, checkpoint=None):
+    """Path prefix of the checkpoint to restore.
+
+    Args:
+        log_dir: the run's log dir.
+        run_config: its saved configs (for `cluster_config['log_ckpt_subdir']`).
+        checkpoint: None (latest of the run), a checkpoint directory, or a checkpoint path prefix.
+
+    Raises:
+        FileNotFoundError: no such checkpoint.
+    """
+    if checkpoint is None:
+        subdir = run_config['cluster_config'].get('log_ckpt_subdir', 'current_train_checkpoint').strip('/')
+        directory = os.path.join(log_dir, subdir)
+        path = latest_checkpoint(directory)
+        if path is None:
+            raise FileNotFoundError('no checkpoint in {!r}: the run has not saved yet'.format(directory))
+        return path
+    if os.path.isdir(checkpoint):
+        path = latest_checkpoint(checkpoint)
+        if path is None:
+            raise FileNotFoundError('checkpoint directory {!r} holds no checkpoint'.format(checkpoint))
+        return path
+    if not os.path.isfile(checkpoint + '.index'):
+        raise FileNotFoundError('checkpoint {!r} does not exist (no {}.index)'.format(checkpoint, checkpoint))
+    return checkpoint
+
+
+def make_env(run_config, **overrides):
+    """Builds the run's environment without rendering.
+
+    Args:
+        run_config: saved configs.
+        **overrides: env kwargs replacing the saved ones.
+
+    Returns:
+        environment instance (the caller closes it).
+    """
+    env_config = run_config['env_config']
+    kwargs = dict(env_config.get('kwargs', {}), **overrides)
+    if issubclass(env_config['class_ref'], BTgymEnv):
+        kwargs['render_enabled'] = False
+    return env_config['class_ref'](**kwargs)
+
+
+def global_policy_kwargs(run_config, ob_space, ac_space):
+    """Kwargs the trainer gave the global policy (see `BaseAAC.__init__`), rebuilt from the saved trainer kwargs.
+
+    Args:
+        run_config: saved configs.
+        ob_space, ac_space: the env's spaces.
+
+    Returns:
+        dict of policy kwargs.
+    """
+    defaults = {name: parameter.default for name, parameter in inspect.signature(BaseAAC.__init__).parameters.items()
+                if parameter.default is not inspect.Parameter.empty}
+    trainer = dict(defaults, **run_config['trainer_config'].get('kwargs', {}))
+    kwargs = dict(run_config['policy_config'].get('kwargs', {}))
+    kwargs.update(ob_space=ob_space, ac_space=ac_space, rp_sequence_size=trainer['rp_sequence_size'],
+                  aux_estimate=any(trainer[flag] for flag in AUX_TASK_FLAGS), static_rnn=trainer['time_flat'],
+                  task=0, cluster_spec=None)
+    if trainer['use_pixel_control']:
+        kwargs.setdefault('pixel_control', True)
+    return kwargs
+
+
+def _check_checkpoint_holds(path, variables):
+    """Raises ValueError naming the policy variables the checkpoint lacks or holds with another shape."""
+    saved = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+    problems = []
+    for variable in variables:
+        name, shape = variable.op.name, variable.get_shape().as_list()
+        if name not in saved:
+            problems.append('{} missing'.format(name))
+        elif list(saved[name]) != shape:
+            problems.append('{} saved as {}, policy has {}'.format(name, list(saved[name]), shape))
+    if problems:
+        raise ValueError('checkpoint {} does not fit the policy rebuilt from run_config.pkl: {}'.format(
+            path, '; '.join(problems)))
+
+
+def noise_scale_variables(variables):
+    """The NoisyNet noise scales (`<layer>/w_sigma`, `<layer>/b_sigma`, see `layers.noisy_linear`) among `variables`."""
+    return [variable for variable in variables if variable.op.name.rsplit('/', 1)[-1] in NOISE_SCALE_NAMES]
+
+
+class LoadedPolicy:
+    """A restored policy acting in one environment, one episode at a time.
+
+    Usage::
+
+        agent = load_policy(log_dir)
+        observation, info = env.reset()
+        agent.reset(observation)
+        while not done:
+            action = agent.act(observation)
+            observation, reward, done, _, info = env.step(action)
+            agent.observe(reward)
+        agent.close()
+
+    The wrapper keeps the policy's recurrent context, the last action's code and the last reward between calls,
+    as the trainers' runners do.
+
+    Attributes:
+        policy: the rebuilt policy (graph objects).
+        session: its tf.Session.
+        checkpoint: path prefix of the restored checkpoint.
+        action_names: names of the action indices (the env's `portfolio_actions`).
+        last_probabilities: action probabilities of the latest `act` (None before the first).
+    """
+
+    def __init__(self, policy, session, checkpoint):
+        self.policy = policy
+        self.session = session
+        self.checkpoint = checkpoint
+        self.ac_space = policy.ac_space
+        self.asset = self.ac_space.assets[0]
+        self.action_names = tuple(self.ac_space.base_actions)
+        self.last_probabilities = None
+        self.context = None
+        self.last_action = None
+        self.last_reward = None
+
+    def reset(self, observation=None):
+        """Starts an episode with a fresh context, the 'hold' action as last action and a zero last reward.
+
+        Args:
+            observation: the episode's first observation; RL² policies get it as `state` (with `context=None`
+                their LSTM 2 starts from zeros too, as for a test episode).
+        """
+        if observation is None:
+            self.context = self.session.run(self.policy.on_lstm_init_state)
+        else:
+            self.context = self.policy.get_initial_features(state=observation, context=None, sess=self.session)
+        self.last_action = np.asarray(self.ac_space.encode(self.ac_space.get_initial_action()))
+        self.last_reward = np.asarray(0.0)
+        self.last_probabilities = None
+
+    def _forward(self, observation, deterministic):
+        if self.context is None:
+            self.reset(observation)
+        return self.policy.act(observation, self.context, self.last_action[None], self.last_reward[None],
+                               deterministic=deterministic, sess=self.session)
+
+    def action_probabilities(self, observation):
+        """Probabilities of every action in `observation` given the current context; the context does not advance.
+
+        Returns:
+            float64 array [number of actions].
+        """
+        _, logits, _, _ = self._forward(observation, deterministic=True)
+        return softmax(np.asarray(logits, dtype=np.float64))
+
+    def act(self, observation, deterministic=True):
+        """Chooses an action and advances the context.
+
+        Args:
+            observation: the env's observation (starts an episode with `reset(observation)` if none is running).
+            deterministic: the most probable action (True) or a draw from the policy's probabilities.
+
+        Returns:
+            int action index for the env's single asset.
+        """
+        pack, logits, _, context = self._forward(observation, deterministic)
+        self.context = context
+        self.last_action = np.asarray(pack['encoded'])
+        self.last_probabilities = softmax(np.asarray(logits, dtype=np.float64))
+        return int(pack['environment'][self.asset])
+
+    def observe(self, reward):
+        """Records the reward the env returned for the latest action (the next `act`'s last reward)."""
+        self.last_reward = np.asarray(float(reward))
+
+    def close(self):
+        """Closes the session."""
+        self.session.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc_info):
+        self.close()
+
+
+def _check_action_space(ac_space):
+    if not ac_space.is_discrete or len(ac_space.assets) != 1:
+        raise ValueError('evaluation needs a discrete single-asset action space, got {}'.format(ac_space))
+
+
+def load_policy(log_dir, checkpoint=None, env=None, noisy=False):
+    """Rebuilds a run's global policy in its own graph and session and restores it from a checkpoint.
+
+    Args:
+        log_dir: log dir of a Launcher run (holds run_config.pkl and the checkpoint folder).
+        checkpoint: None (the run's latest), a checkpoint directory or a checkpoint path prefix.
+        env: an environment whose spaces the policy was trained on (None: one is built from the saved env
+            config for its spaces, then closed).
+        noisy: keep NoisyNet layers' noise (redrawn at every session run); False (default) zeroes their noise
+            scales after restoring, so they act with their mean weights and the policy is a deterministic
+            function of its inputs.
+
+    Returns:
+        LoadedPolicy.
+
+    Raises:
+        FileNotFoundError: missing log dir, run_config.pkl or checkpoint.
+        ValueError: the checkpoint does not fit the rebuilt policy, or the action space is not discrete with a
+            single asset.
+    """
+    run_config = read_run_config(log_dir)
+    path = resolve_checkpoint(log_dir, run_config, checkpoint)
+    if env is None:
+        spaces_env = make_env(run_config)
+        ob_space, ac_space = spaces_env.observation_space, spaces_env.action_space
+        spaces_env.close()
+    else:
+        ob_space, ac_space = env.observation_space, env.action_space
+    _check_action_space(ac_space)
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.variable_scope(GLOBAL_SCOPE):
+            policy = run_config['policy_config']['class_ref'](**global_policy_kwargs(run_config, ob_space, ac_space))
+        variables = tf.global_variables()
+        _check_checkpoint_holds(path, variables)
+        saver = tf.train.Saver(var_list=variables)
+        silence_noise = tf.group(*[scale.assign(tf.zeros_like(scale)) for scale in noise_scale_variables(variables)])
+    graph.finalize()
+    session = tf.Session(graph=graph, config=tf.ConfigProto(intra_op_parallelism_threads=1,
+                                                            inter_op_parallelism_threads=2))
+    try:
+        saver.restore(session, path)
+        if not noisy:
+            session.run(silence_noise)
+    except Exception:
+        session.close()
+        raise
+    return LoadedPolicy(policy, session, path)

@@ -1,0 +1,82 @@
+"""Per-episode trading metrics from broker values, rewards and the trade log (plain numpy, no TensorFlow)."""
+import numpy as np
+
+METRIC_NAMES = ('total_reward', 'start_value', 'final_value', 'return_pct', 'orders', 'trades', 'win_rate',
+                'max_drawdown_pct', 'sharpe', 'steps')
+"""Numeric per-episode metrics, in report order."""
+
+
+def return_pct(start_value, final_value):
+    """Percent change from `start_value` to `final_value`."""
+    return 100.0 * (final_value - start_value) / start_value
+
+
+def max_drawdown_pct(values):
+    """Largest fall from a running peak, in percent of that peak.
+
+    Args:
+        values: broker values in time order (non-empty, positive).
+
+    Returns:
+        float >= 0.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        raise ValueError('max_drawdown_pct needs at least one value')
+    peaks = np.maximum.accumulate(values)
+    return float(np.max((peaks - values) / peaks) * 100.0)
+
+
+def sharpe_ratio(values):
+    """Sharpe ratio of the step returns `v[k] / v[k-1] - 1`: mean / standard deviation (ddof 1).
+
+    Per step and not annualised (an agent step is `skip_frame` bars; multiply by sqrt(steps per year) to
+    annualise). Returns 0.0 with fewer than two returns or when all returns are equal (e.g. no position held).
+
+    Args:
+        values: broker values at every agent step, in time order.
+    """
+    values = np.asarray(values, dtype=np.float64)
+    returns = values[1:] / values[:-1] - 1.0
+    if returns.size < 2:
+        return 0.0
+    spread = returns.std(ddof=1)
+    if spread <= 1e-12 * max(1.0, float(np.abs(returns).max())):
+        return 0.0
+    return float(returns.mean() / spread)
+
+
+def win_rate(trades):
+    """Fraction of closed trades with a positive net result (`pnlcomm` > 0); 0.0 when no trade closed."""
+    if not trades:
+        return 0.0
+    return sum(trade['pnlcomm'] > 0 for trade in trades) / len(trades)
+
+
+def episode_metrics(rewards, bar_values, step_values, trade_log):
+    """All per-episode metrics.
+
+    Args:
+        rewards: reward of every agent step.
+        bar_values: broker value of every bar played (the first one before any order).
+        step_values: broker value at the reset and after every agent step.
+        trade_log: `TradeLog` analysis ({'fills', 'trades', ...}).
+
+    Returns:
+        dict with the `METRIC_NAMES` keys: total_reward, start_value, final_value, return_pct, orders (filled
+        orders), trades (closed trades), win_rate, max_drawdown_pct (over bars), sharpe (per step, see
+        `sharpe_ratio`), steps.
+    """
+    start_value, final_value = float(bar_values[0]), float(bar_values[-1])
+    return {
+        'total_reward': float(np.sum(rewards)),
+        'start_value': start_value,
+        'final_value': final_value,
+        'return_pct': return_pct(start_value, final_value),
+        'orders': len(trade_log['fills']),
+        'trades': len(trade_log['trades']),
+        'win_rate': win_rate(trade_log['trades']),
+        'max_drawdown_pct': max_drawdown_pct(bar_values),
+        'sharpe': sharpe_ratio(step_values),
+        'steps': len(rewards),
+    }

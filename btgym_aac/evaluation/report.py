@@ -1,0 +1,111 @@
+"""The evaluation report: per-episode and mean metrics of every agent as a JSON-ready dict, and a text table."""
+import json
+import os
+
+import numpy as np
+
+from btgym_aac.evaluation.metrics import METRIC_NAMES
+
+REPORT_FILE = 'report.json'
+WINDOW_KEYS = ('first_bar_time', 'last_bar_time', 'end_reason')
+DEFINITIONS = {
+    'total_reward': 'sum of the env rewards of the episode',
+    'start_value': 'broker value at the first bar (before any order)',
+    'final_value': 'broker value at the last bar (the env closes positions before an episode ends)',
+    'return_pct': '100 * (final_value - start_value) / start_value',
+    'orders': 'filled orders (backtrader order notifications)',
+    'trades': 'closed trades (backtrader trade notifications: a position opened and brought back to zero)',
+    'win_rate': 'closed trades with a positive result after commissions / closed trades; 0 without trades',
+    'max_drawdown_pct': 'largest fall of the per-bar broker value from its running peak, in percent of the peak',
+    'sharpe': 'mean / standard deviation (ddof 1) of the per-step returns of the broker value; per agent step '
+              '(skip_frame bars), not annualised; 0 when the returns are constant',
+    'steps': 'agent steps',
+    'mean': 'mean over the episodes',
+}
+TABLE_COLUMNS = (('total_reward', 'reward', '{:+.3f}'), ('final_value', 'final value', '{:.2f}'),
+                 ('return_pct', 'return %', '{:+.3f}'), ('trades', 'trades', '{:.1f}'),
+                 ('win_rate', 'win rate', '{:.2f}'), ('max_drawdown_pct', 'max DD %', '{:.3f}'),
+                 ('sharpe', 'sharpe', '{:+.3f}'))
+
+
+def _json_value(value):
+    if hasattr(value, 'isoformat'):
+        return value.isoformat()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def check_same_windows(records):
+    """Checks that every agent played the same data windows.
+
+    Args:
+        records: dict agent name -> list of EpisodeRecord (same length).
+
+    Raises:
+        RuntimeError: an episode's seed or first bar time differs between agents.
+    """
+    names = list(records)
+    for index, episodes in enumerate(zip(*records.values())):
+        starts = [(record.seed, record.bar_times[0]) for record in episodes]
+        if any(start != starts[0] for start in starts):
+            raise RuntimeError('episode {} was not replayed on the same window by all agents: {}'.format(
+                index, dict(zip(names, starts))))
+
+
+def agent_summary(episodes):
+    """Per-episode lists and means of one agent's metrics.
+
+    Args:
+        episodes: list of EpisodeRecord.
+
+    Returns:
+        {'per_episode': {metric or window key: [one value per episode]}, 'mean': {metric: float}}.
+    """
+    metrics = [record.metrics() for record in episodes]
+    windows = [record.window() for record in episodes]
+    per_episode = {name: [_json_value(m[name]) for m in metrics] for name in METRIC_NAMES}
+    per_episode.update({key: [_json_value(w[key]) for w in windows] for key in WINDOW_KEYS})
+    mean = {name: float(np.mean(per_episode[name])) for name in METRIC_NAMES}
+    return {'per_episode': per_episode, 'mean': mean}
+
+
+def build_report(records, info):
+    """The report dict (JSON-ready).
+
+    Args:
+        records: dict agent name -> list of EpisodeRecord, all on the same windows.
+        info: run facts merged at the top level (log_dir, checkpoint, global_step, data, episode_type, seed...).
+
+    Returns:
+        dict with the `info` keys, `episodes`, `windows` (seed, first and last bar time of every episode),
+        `agents` ({name: agent_summary}) and `definitions`.
+    """
+    check_same_windows(records)
+    first_agent = next(iter(records.values()))
+    windows = [{key: _json_value(value) for key, value in record.window().items() if key != 'end_reason'}
+               for record in first_agent]
+    report = dict(info)
+    report.update(episodes=len(first_agent), windows=windows,
+                  agents={name: agent_summary(episodes) for name, episodes in records.items()},
+                  definitions=dict(DEFINITIONS))
+    return report
+
+
+def write_report(report, out):
+    """Writes `report` as `<out>/report.json`; returns the file path."""
+    path = os.path.join(out, REPORT_FILE)
+    with open(path, 'w') as f:
+        json.dump(report, f, indent=2)
+    return path
+
+
+def format_table(report):
+    """Text table of every agent's mean metrics, one row per agent."""
+    width = max(len(name) for name in report['agents']) + 2
+    header = 'agent'.ljust(width) + ''.join(title.rjust(13) for _, title, _ in TABLE_COLUMNS)
+    lines = [header, '-' * len(header)]
+    for name, summary in report['agents'].items():
+        cells = ''.join(fmt.format(summary['mean'][key]).rjust(13) for key, _, fmt in TABLE_COLUMNS)
+        lines.append(name.ljust(width) + cells)
+    return '\n'.join(lines)

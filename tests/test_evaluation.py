@@ -1,0 +1,240 @@
+"""Evaluation of a short Launcher run: restored policy, report, baselines on the same windows, plots and the CLI."""
+import json
+import os
+import shutil
+import statistics
+from datetime import datetime, timedelta
+
+import matplotlib.image
+import numpy as np
+import pytest
+
+from btgym_aac.algorithms import A3C, Launcher
+from btgym_aac.algorithms.policy import Aac1dPolicy
+from btgym_aac.cli import main as cli_main
+from btgym_aac.compat import tf
+from btgym_aac.data import make_random_walk_data, make_sine_data, write_histdata_csv
+from btgym_aac.distributed.checkpoints import latest_checkpoint
+from btgym_aac.env import BTgymEnv
+from btgym_aac.evaluation import evaluate, load_policy
+from btgym_aac.evaluation.episodes import make_evaluation_env, play_episode, reset_options
+from btgym_aac.evaluation.loading import read_run_config
+from btgym_aac.evaluation.metrics import METRIC_NAMES, max_drawdown_pct, sharpe_ratio, win_rate
+from btgym_aac.strategy import DevStrat_4_11
+
+HOLD, BUY, SELL, CLOSE = range(4)
+START_CASH, COMMISSION, ORDER_SIZE = 2000.0, 0.0001, 2000
+EPISODES, SEED = 2, 3
+BAR = timedelta(minutes=1)
+SKIP_FRAME = DevStrat_4_11.skip_frame
+AGENTS = ('policy', 'buy_and_hold', 'random')
+
+
+@pytest.fixture(scope='module')
+def run(tmp_path_factory):
+    """A 300-step A3C run on noisy sine data whose last day is the test interval."""
+    data = make_sine_data(num_bars=6000, noise=2e-5, seed=1)
+    log_dir = tmp_path_factory.mktemp('evaluation') / 'run'
+    Launcher(
+        env_config={'class_ref': BTgymEnv, 'kwargs': dict(
+            dataframe=data, strategy=DevStrat_4_11, start_cash=START_CASH, commission=COMMISSION, leverage=10.0,
+            order_size=ORDER_SIZE, drawdown_call=50, target_call=50,
+            episode_duration={'days': 0, 'hours': 8, 'minutes': 0}, target_period={'days': 1})},
+        cluster_config={'num_workers': 1, 'num_ps': 1, 'log_dir': str(log_dir)},
+        policy_config={'class_ref': Aac1dPolicy,
+                       'kwargs': {'lstm_layers': (16,), 'conv_2d_num_filters': (8, 8, 8, 8)}},
+        trainer_config={'class_ref': A3C, 'kwargs': {'rollout_length': 20, 'time_flat': True}},
+        max_env_steps=300, save_secs=5, root_random_seed=0, show_progress=False,
+    ).run()
+    return {'log_dir': str(log_dir), 'data': data}
+
+
+@pytest.fixture(scope='module')
+def report(run, tmp_path_factory):
+    return evaluate(run['log_dir'], episodes=EPISODES, out=str(tmp_path_factory.mktemp('report')), seed=SEED)
+
+
+def test_load_policy_restores_the_checkpoint_without_noise(run):
+    checkpoint = tf.train.load_checkpoint(latest_checkpoint(os.path.join(run['log_dir'], 'current_train_checkpoint')))
+    for noisy in (False, True):
+        with load_policy(run['log_dir'], noisy=noisy) as agent:
+            variables = agent.session.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
+            values = agent.session.run(variables)
+        assert variables and all(variable.op.name.startswith('global/') for variable in variables)
+        scales = 0
+        for variable, value in zip(variables, values):
+            saved = checkpoint.get_tensor(variable.op.name)
+            if variable.op.name.endswith(('/w_sigma', '/b_sigma')):
+                scales += 1
+                assert np.any(saved != 0)
+                np.testing.assert_array_equal(value, saved if noisy else np.zeros_like(saved))
+            else:
+                np.testing.assert_array_equal(value, saved, err_msg=variable.op.name)
+        assert scales > 0
+
+
+def test_loaded_policy_acts_greedily_with_valid_actions(run):
+    env = make_evaluation_env(read_run_config(run['log_dir']))
+    try:
+        with load_policy(run['log_dir'], env=env) as agent:
+            observation, _ = env.reset(seed=0, options=reset_options(1))
+            agent.reset(observation)
+            zero_context = agent.context
+            for _ in range(6):
+                probabilities = agent.action_probabilities(observation)
+                assert probabilities.shape == (4,) and probabilities.sum() == pytest.approx(1.0)
+                np.testing.assert_allclose(agent.action_probabilities(observation), probabilities)
+                action = agent.act(observation)
+                assert action in range(4) and action == int(np.argmax(probabilities))
+                np.testing.assert_allclose(agent.last_probabilities, probabilities, rtol=1e-6)
+                observation, reward, terminated, _, _ = env.step(action)
+                agent.observe(reward)
+                assert not terminated
+            assert any(np.any(a != b) for a, b in zip(tf.nest.flatten(agent.context), tf.nest.flatten(zero_context)))
+            assert agent.last_reward == reward
+    finally:
+        env.close()
+
+
+def test_load_policy_errors_name_what_is_missing(run, tmp_path):
+    with pytest.raises(FileNotFoundError, match='does not exist'):
+        load_policy(str(tmp_path / 'nowhere'))
+    with pytest.raises(FileNotFoundError, match='run_config.pkl'):
+        load_policy(str(tmp_path))
+    shutil.copy(os.path.join(run['log_dir'], 'run_config.pkl'), str(tmp_path))
+    with pytest.raises(FileNotFoundError, match='no checkpoint'):
+        load_policy(str(tmp_path))
+
+
+def test_metric_functions_against_hand_computed_values():
+    assert max_drawdown_pct([100.0, 110.0, 99.0, 120.0, 90.0, 95.0]) == pytest.approx(25.0)
+    assert max_drawdown_pct([100.0, 101.0, 102.0]) == 0.0
+    values = [100.0, 101.0, 100.0, 102.0]
+    returns = [0.01, 100.0 / 101.0 - 1.0, 0.02]
+    assert sharpe_ratio(values) == pytest.approx(statistics.mean(returns) / statistics.stdev(returns))
+    assert sharpe_ratio([100.0] * 5) == 0.0
+    assert win_rate([{'pnlcomm': 1.0}, {'pnlcomm': -0.5}, {'pnlcomm': 0.0}]) == pytest.approx(1 / 3)
+    assert win_rate([]) == 0.0
+
+
+def test_report_is_complete_and_finite(run, report):
+    assert report['episode_type'] == 'test' and report['episodes'] == EPISODES and report['seed'] == SEED
+    assert report['global_step'] >= 300 and os.path.isfile(report['checkpoint'] + '.index')
+    assert set(report['agents']) == set(AGENTS)
+    split = run['data'].index[-1] - timedelta(days=1)
+    for name in AGENTS:
+        summary = report['agents'][name]
+        for metric in METRIC_NAMES:
+            values = summary['per_episode'][metric]
+            assert len(values) == EPISODES and np.all(np.isfinite(values)), (name, metric)
+            assert summary['mean'][metric] == pytest.approx(np.mean(values))
+        per_episode = summary['per_episode']
+        assert per_episode['start_value'] == [START_CASH] * EPISODES
+        for start, final, pct in zip(per_episode['start_value'], per_episode['final_value'],
+                                     per_episode['return_pct']):
+            assert pct == pytest.approx(100 * (final - start) / start)
+        assert all(0 <= rate <= 1 for rate in per_episode['win_rate'])
+        assert all(time > split.isoformat() for time in per_episode['first_bar_time'])  # test interval
+    with open(os.path.join(report['out'], 'report.json')) as f:
+        assert json.load(f) == report
+
+
+def test_baselines_play_the_same_windows_as_the_policy(report):
+    per_episode = {name: report['agents'][name]['per_episode'] for name in AGENTS}
+    for key in ('first_bar_time', 'last_bar_time', 'end_reason'):
+        assert per_episode['policy'][key] == per_episode['buy_and_hold'][key] == per_episode['random'][key], key
+    assert per_episode['policy']['end_reason'] == ['END OF DATA'] * EPISODES
+    assert len(set(per_episode['policy']['first_bar_time'])) == EPISODES  # different seeds, different windows
+    assert [window['first_bar_time'] for window in report['windows']] == per_episode['policy']['first_bar_time']
+
+
+def test_buy_and_hold_final_value_equals_the_price_change_minus_commissions(run, report):
+    prices = run['data']['open']
+    per_episode = report['agents']['buy_and_hold']['per_episode']
+    assert per_episode['orders'] == [2] * EPISODES and per_episode['trades'] == [1] * EPISODES
+    for first, last, final in zip(per_episode['first_bar_time'], per_episode['last_bar_time'],
+                                  per_episode['final_value']):
+        decision = datetime.fromisoformat(first) + SKIP_FRAME * BAR
+        bought = prices.loc[decision + 2 * BAR]  # submitted on the next bar, filled at the one after
+        sold = prices.loc[datetime.fromisoformat(last) - BAR]  # end rule: closed one bar before the end
+        expected = START_CASH + ORDER_SIZE * (sold - bought) - COMMISSION * ORDER_SIZE * (bought + sold)
+        assert final == pytest.approx(expected, abs=1e-9)
+
+
+class _ScriptedAgent:
+    def __init__(self, script):
+        self.script = list(script)
+
+    def reset(self, observation=None):
+        self.step = 0
+
+    def act(self, observation):
+        action = self.script[self.step] if self.step < len(self.script) else HOLD
+        self.step += 1
+        return action
+
+    def observe(self, reward):
+        pass
+
+
+def test_trade_log_counts_fills_and_trades_of_scripted_orders(run):
+    env = make_evaluation_env(read_run_config(run['log_dir']))
+    try:
+        record = play_episode(env, _ScriptedAgent([BUY, HOLD, CLOSE, SELL, SELL, HOLD, BUY, BUY]), 7,
+                              reset_options(0))
+    finally:
+        env.close()
+    prices = run['data']['open']
+    fills = record.trade_log['fills']
+    assert [(fill['side'], fill['size'], fill['position']) for fill in fills] == [
+        ('buy', 2000, 2000), ('sell', -2000, 0), ('sell', -2000, -2000), ('sell', -2000, -4000),
+        ('buy', 2000, -2000), ('buy', 2000, 0)]
+    decisions = {0: 0, 2: 1, 3: 2, 4: 3, 6: 4, 7: 5}  # step -> fill index
+    for step, index in decisions.items():
+        fill_time = record.step_times[step] + 2 * BAR
+        assert fills[index]['time'] == fill_time and fills[index]['price'] == prices.loc[fill_time]
+    trades = record.trade_log['trades']
+    assert len(trades) == 2
+    long_pnl = ORDER_SIZE * (fills[1]['price'] - fills[0]['price'])
+    assert trades[0]['pnlcomm'] == pytest.approx(
+        long_pnl - COMMISSION * ORDER_SIZE * (fills[0]['price'] + fills[1]['price']), abs=1e-9)
+    metrics = record.metrics()
+    assert metrics['orders'] == 6 and metrics['trades'] == 2
+    assert metrics['win_rate'] == sum(trade['pnlcomm'] > 0 for trade in trades) / 2
+
+
+def test_plots_are_non_blank_pngs(report):
+    assert sorted(report['plots']) == sorted(
+        ['{}_episode_{}.png'.format(kind, index) for kind in ('equity', 'actions') for index in range(EPISODES)])
+    for name in report['plots']:
+        image = matplotlib.image.imread(os.path.join(report['out'], name))
+        assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 400
+        colors = np.unique(image[..., :3].reshape(-1, 3), axis=0)
+        assert len(colors) > 20, name
+
+
+def test_cli_writes_the_same_report_and_prints_a_table(run, report, tmp_path, capsys):
+    out = tmp_path / 'cli'
+    assert cli_main(['evaluate', run['log_dir'], '--episodes', str(EPISODES), '--seed', str(SEED),
+                     '--out', str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert all(name in printed for name in AGENTS) and 'return %' in printed
+    with open(out / 'report.json') as f:
+        written = json.load(f)
+    for name in AGENTS:
+        assert written['agents'][name]['per_episode'] == report['agents'][name]['per_episode']
+
+
+def test_cli_bad_log_dir_exits_2_with_a_message(tmp_path, capsys):
+    assert cli_main(['evaluate', str(tmp_path / 'missing')]) == 2
+    assert 'does not exist' in capsys.readouterr().err
+
+
+def test_evaluate_on_csv_files(run, tmp_path):
+    path = str(tmp_path / 'DAT_ASCII_TEST_M1.csv')
+    write_histdata_csv(make_random_walk_data(num_bars=6000, start='2018-03-01', seed=4), path)
+    result = evaluate(run['log_dir'], data=[path], episodes=1, out=str(tmp_path / 'csv'), seed=0)
+    assert result['data'] == [path] and result['episode_type'] == 'test'
+    assert result['agents']['policy']['per_episode']['first_bar_time'][0] >= '2018-03-04'
+    with pytest.raises(FileNotFoundError, match='not found'):
+        evaluate(run['log_dir'], data=[str(tmp_path / 'nothing.csv')], episodes=1)
