@@ -4,6 +4,9 @@ import json
 import os
 import runpy
 import sys
+import time
+
+STARTED = time.time()
 
 DEFAULT_LOG_DIR = 'runs/btgym_aac'
 DEFAULT_MAX_STEPS = 20000
@@ -99,6 +102,7 @@ def _train(args):
     purge = 2 if args.fresh else 0
     launcher = _make_launcher(configs, purge_previous=purge)
     print('logs and checkpoints: {} (tensorboard --logdir {})'.format(launcher.log_dir, launcher.log_dir))
+    run_started = time.time()
     try:
         result = launcher.run()
     except KeyboardInterrupt:
@@ -109,6 +113,9 @@ def _train(args):
         return 1
     print('done: {global_step} env steps, {episodes} episodes in {seconds:.0f} s; checkpoint in {ckpt}'.format(
         ckpt=launcher.current_ckpt_dir, **result))
+    if result['first_step_seconds'] is not None:
+        print('first trained step {:.1f} s after the command started'.format(
+            run_started - STARTED + result['first_step_seconds']))
     return 0
 
 

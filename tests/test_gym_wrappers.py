@@ -80,12 +80,12 @@ def test_cartpole_spaces():
 def test_cartpole_trajectory_matches_plain_env_until_termination():
     env, plain, observation, plain_observation = cartpole_pair(seed=3)
     assert set(observation) == {'external'}
-    steps = 0
+    steps, terminated = 0, False
     while True:
         assert observation['external'].dtype == np.float32 and observation['external'].shape == (4,)
         assert observation in env.observation_space
         np.testing.assert_array_equal(observation['external'], plain_observation)
-        if steps and terminated:
+        if terminated:
             break
         observation, reward, terminated, truncated, info = env.step({'default_asset': 1})
         plain_observation, plain_reward, plain_terminated, _, _ = plain.step(1)
