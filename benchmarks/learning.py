@@ -47,7 +47,9 @@ def run_config(name, seed, max_steps):
         trainer_kwargs.update(num_epochs=2)
     result = train_in_process(env_config, policy_config, {'class_ref': trainer, 'kwargs': trainer_kwargs},
                               max_env_steps=max_steps, random_seed=seed)
-    curve = [{key: episode[key] for key in ('env_steps', 'seconds', 'total_reward', 'final_value')}
+    curve = [{'env_steps': episode['env_steps'], 'seconds': round(episode['seconds'], 2),
+              'total_reward': round(episode['total_reward'], 4),
+              'final_value': None if episode['final_value'] is None else round(episode['final_value'], 4)}
              for episode in result['train_episodes']]
     return {'name': name, 'seed': seed, 'env_steps': result['global_step'], 'wall_time': result['wall_time'],
             'curve': curve}
@@ -106,7 +108,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'learning.json'), 'w') as f:
         json.dump({'benchmark': 'learning', 'summary': table, 'runs': runs,
-                   'machine': {'python': platform.python_version(), 'cpus': os.cpu_count()}}, f, indent=1)
+                   'machine': {'python': platform.python_version(), 'cpus': os.cpu_count()}}, f)
     plot(runs, os.path.join(args.out, 'learning.png'))
     print('{:<16}{:>28}{:>18}'.format('setup', 'mean reward, last 10 eps', 'env steps/s'))
     for name, entry in table.items():
