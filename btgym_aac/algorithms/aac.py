@@ -176,6 +176,7 @@ class BaseAAC:
         self.trial_episode = 0
         self.last_sample_type = None
         self.local_steps = 0
+        self.last_global_step = None
         self.sync = self.sync_pi = self.sync_pi_prime = None
         self.summary_writer = None
         self.worker_device = '/job:worker/task:{}/cpu:0'.format(task)
@@ -547,6 +548,7 @@ class BaseAAC:
             for _ in range(self.num_epochs - 1):
                 sess.run(fetches, feed_dict=feed_dict)
             fetched = sess.run(fetches_last, feed_dict=feed_dict)
+            self.last_global_step = int(fetched[1])
             model_summary = fetched[2] if write_summary else None
             frames = int(np.sum(feed_dict[self.local_network.on_pi_mask]))
             self.local_steps += 1
@@ -554,34 +556,39 @@ class BaseAAC:
         return frames
 
     def process_summary(self, sess, data, model_data=None, step=None, episode=None):
-        """Writes episode statistics, renderings and the model summary.
+        """Writes episode statistics, renderings and the model summary (only what there is: counters are read from
+        the parameter server only when needed).
 
         Args:
             sess: session.
             data: merged runner data.
             model_data: serialized model summary or None.
-            step, episode: summary steps (default: current global step and episode).
+            step, episode: summary steps (default: the global step of the last train step, the global episode).
         """
         if self.summary_writer is None:
             return
-        step = sess.run(self.global_step) if step is None else step
-        episode = sess.run(self.global_episode) if episode is None else episode
-        writer = self.summary_writer
+        summaries = []
         train_stats = average_stats(data['ep_summary'])
         if train_stats:
             op = self.ep_summary['atari_stat_op' if self.test_mode else 'btgym_stat_op']
-            writer.add_summary(sess.run(op, stat_feed(self.ep_summary, train_stats)), episode)
+            summaries.append(sess.run(op, stat_feed(self.ep_summary, train_stats)))
         test_stats = average_stats(data['test_ep_summary'])
         if test_stats:
-            writer.add_summary(sess.run(self.ep_summary['test_btgym_stat_op'],
-                                        stat_feed(self.ep_summary, test_stats)), episode)
+            summaries.append(sess.run(self.ep_summary['test_btgym_stat_op'], stat_feed(self.ep_summary, test_stats)))
         renderings = next((images for images in data['render_summary'] if images), None)
         if self.task == 0 and renderings and self.ep_summary['render_op'] is not None:
             feed = {self.ep_summary[mode]: image for mode, image in renderings.items() if mode in self.ep_summary}
-            writer.add_summary(sess.run(self.ep_summary['render_op'], feed), episode)
+            summaries.append(sess.run(self.ep_summary['render_op'], feed))
+        if summaries:
+            episode = sess.run(self.global_episode) if episode is None else episode
+            for summary in summaries:
+                self.summary_writer.add_summary(summary, episode)
         if model_data is not None:
-            writer.add_summary(tf.Summary.FromString(model_data), step)
-        writer.flush()
+            if step is None:
+                step = self.last_global_step if self.last_global_step is not None else sess.run(self.global_step)
+            self.summary_writer.add_summary(tf.Summary.FromString(model_data), step)
+        if summaries or model_data is not None:
+            self.summary_writer.flush()
 
 
 def _fixed_kwargs(cls_name, kwargs, fixed):

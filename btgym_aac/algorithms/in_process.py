@@ -149,9 +149,9 @@ def _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_s
         try:
             global_step = 0
             while global_step < max_env_steps:
-                trainer.process(sess)
+                frames = trainer.process(sess)
                 train_steps += 1
-                global_step = int(sess.run(trainer.global_step))
+                global_step = trainer.last_global_step if frames else int(sess.run(trainer.global_step))
                 if _target_reached(envs, target):
                     reached_at = global_step
                     break

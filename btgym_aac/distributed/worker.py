@@ -7,18 +7,10 @@ variables are ready. Every worker trains until the global step reaches `max_env_
 """
 import os
 import signal
+import threading
 import time
 
-STOP_SIGNALS = (signal.SIGTERM,)
 PROGRESS_SECONDS = 2.0
-
-
-class StopRequested(Exception):
-    """SIGTERM arrived: finish cleanly."""
-
-
-def _raise_stop(signum, frame):
-    raise StopRequested()
 
 
 def run_task(config, progress_queue=None):
@@ -31,6 +23,9 @@ def run_task(config, progress_queue=None):
             `log_level`; optional `ignore_sigint` (launcher-started parameter servers ignore Ctrl-C: the
             launcher stops them after the chief's last save, which needs them).
         progress_queue: multiprocessing queue for progress reports (worker only), or None.
+
+    A worker stops at SIGTERM or Ctrl-C (SIGINT) by finishing its current train step, saving (chief) and closing:
+    the signals only set a flag, so they can never cut the final save short.
     """
     from btgym_aac.compat import tf
     from btgym_aac.logs import get_logger
@@ -45,11 +40,12 @@ def run_task(config, progress_queue=None):
         log.info('parameter server {} started'.format(config['task']))
         server.join()
         return
-    for signum in STOP_SIGNALS:
-        signal.signal(signum, _raise_stop)
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
     server = tf.train.Server(cluster, job_name='worker', task_index=config['task'],
                              config=tf.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
-    Worker(config, server, log, progress_queue).run()
+    Worker(config, server, log, progress_queue, stop).run()
 
 
 def _env_kwargs(config, index):
@@ -75,10 +71,12 @@ class Worker:
         server: this task's tf.train.Server.
         log: logbook logger.
         progress_queue: multiprocessing queue or None.
+        stop: threading.Event set to stop training (None: never).
     """
 
-    def __init__(self, config, server, log, progress_queue=None):
+    def __init__(self, config, server, log, progress_queue=None, stop=None):
         self.config = config
+        self.stop = stop or threading.Event()
         self.server = server
         self.log = log
         self.progress_queue = progress_queue
@@ -95,10 +93,6 @@ class Worker:
                 env = env_config['class_ref'](**_env_kwargs(self.config, index))
                 self.envs.append(EpisodeRecorder(env))
             self._train()
-        except StopRequested:
-            self.log.notice('stop requested')
-        except KeyboardInterrupt:
-            self.log.notice('interrupted')
         finally:
             for env in self.envs:
                 env.close()
@@ -167,9 +161,9 @@ class Worker:
         last_save = start_time = time.time()
         last_report = 0.0
         try:
-            while step < max_steps:
-                self.trainer.process(sess)
-                step = int(sess.run(self.trainer.global_step))
+            while step < max_steps and not self.stop.is_set():
+                frames = self.trainer.process(sess)
+                step = self.trainer.last_global_step if frames else int(sess.run(self.trainer.global_step))
                 now = time.time()
                 if self.is_chief and now - last_save >= save_secs:
                     self._save(sess, ckpt_path, step, start_step, start_time)
@@ -178,6 +172,8 @@ class Worker:
                     self._report(step, now - start_time)
                     last_report = now
         finally:
+            if self.stop.is_set():
+                self.log.notice('stop requested at step {}'.format(step))
             if self.is_chief:
                 self._save(sess, ckpt_path, int(sess.run(self.trainer.global_step)), start_step, start_time)
             self._report(step, time.time() - start_time, finished=True)
