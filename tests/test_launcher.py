@@ -66,6 +66,8 @@ def test_run_finishes_resumes_exports_and_starts_pretrained(tmp_path):
     log_dir = tmp_path / 'run'
     result = cartpole_launcher(log_dir, 1500).run()
     assert result['global_step'] >= 1500 and result['restarts'] == {}
+    assert set(result['peak_rss_mb']) == {'worker_0', 'worker_1', 'ps_0'}
+    assert all(100 < rss < 20000 for rss in result['peak_rss_mb'].values())  # MB: TF processes, not bytes or GB
     assert multiprocessing.active_children() == []
     first_step = checkpoint_step(str(log_dir / CKPT))
     assert first_step >= 1500

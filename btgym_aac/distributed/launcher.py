@@ -40,6 +40,18 @@ def _default_configs():
     )
 
 
+def _peak_rss_mb(pid):
+    """Peak resident memory of a process in MB from /proc (None where unavailable)."""
+    try:
+        with open('/proc/{}/status'.format(pid)) as f:
+            for line in f:
+                if line.startswith('VmHWM:'):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        return None
+    return None
+
+
 def merge_config(defaults, update):
     """Recursively merges `update` into a copy of `defaults` (nested dicts key by key, other values replaced).
 
@@ -123,6 +135,7 @@ class Launcher:
         self.progress = {}
         self.episodes_before_restart = {}
         self.first_step_seconds = None
+        self.ps_peak_rss_mb = {}
 
     def _prepare_log_dir(self, purge_previous):
         if os.path.isdir(self.log_dir) and os.listdir(self.log_dir):
@@ -175,7 +188,8 @@ class Launcher:
 
         Returns:
             dict with `global_step`, `episodes`, `mean_reward` (recent train episodes), `seconds`, `restarts`,
-            `first_step_seconds` (from `run()` to the first progress report of a trained step) and `log_dir`.
+            `first_step_seconds` (from `run()` to the first progress report of a trained step), `peak_rss_mb`
+            per process (Linux) and `log_dir`.
 
         Raises:
             RuntimeError: a worker kept crashing or a parameter server died.
@@ -243,6 +257,9 @@ class Launcher:
 
     def _stop_all(self):
         """Stops the workers (SIGTERM: the chief saves), then the parameter servers; kills what hangs."""
+        for (job, task), process in self.processes.items():
+            if job == 'ps' and process.is_alive():
+                self.ps_peak_rss_mb[task] = _peak_rss_mb(process.pid)
         workers = [p for (job, _), p in self.processes.items() if job == 'worker' and p.is_alive()]
         for process in workers:
             process.terminate()
@@ -271,6 +288,9 @@ class Launcher:
             'seconds': time.time() - start,
             'restarts': dict(self.restarts),
             'first_step_seconds': self.first_step_seconds,
+            'peak_rss_mb': dict({'worker_{}'.format(task): report.get('peak_rss_mb')
+                                 for task, report in self.progress.items()},
+                                **{'ps_{}'.format(task): rss for task, rss in self.ps_peak_rss_mb.items()}),
             'log_dir': self.log_dir,
         }
 

@@ -6,6 +6,7 @@ variables are ready. Every worker trains until the global step reaches `max_env_
 `save_secs` and at the end. Workers report progress to the launcher through a queue.
 """
 import os
+import resource
 import signal
 import threading
 import time
@@ -195,4 +196,5 @@ class Worker:
         self.progress_queue.put({
             'task': self.task, 'step': step, 'seconds': seconds, 'finished': finished,
             'episodes': len(episodes), 'recent_rewards': [episode['total_reward'] for episode in episodes[-10:]],
+            'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         })
