@@ -29,10 +29,6 @@ PRICE_COLUMNS = ['open', 'high', 'low', 'close']
 RENDER_OBSERVERS = (bt.observers.Broker, bt.observers.BuySell, bt.observers.Trades, Reward, Position, NormPnL)
 
 
-def _stop_handoff(handoff):
-    handoff.stop()
-
-
 class BTgymEnv(gym.Env):
     """Backtrader trading environment with the gymnasium API.
 
@@ -249,7 +245,7 @@ class BTgymEnv(gym.Env):
         cerebro = self._new_cerebro(episode, handoff.decide)
         handoff.start(functools.partial(run_episode, cerebro, self._episode_number))
         self._handoff = handoff
-        self._finalizer = weakref.finalize(self, _stop_handoff, handoff)
+        self._finalizer = weakref.finalize(self, handoff.stop)
         self._episode_done = False
         self._env_step = 0
         observation, _, _, _, info = self._exchange(self.initial_portfolio_action)
