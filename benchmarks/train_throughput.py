@@ -1,15 +1,20 @@
-"""Cluster training speed (env steps/s) for 1 and 2 workers (or any counts given) of the A3C reference
-configuration: BaseAacPolicy with one 256-unit LSTM, rollout 20, time_flat, DevStrat_4_11 with skip_frame 10 on the
-built-in sine data, one parameter server, one env per worker.
+"""Cluster training speed (env steps/s) for 1 and 2 workers (or any counts given) of two configurations:
 
-Speed is measured between the first and the last progress report of the run (start-up excluded); the time from
-`Launcher.run()` to the first trained step and the peak memory of every process are reported too. A separate
-single-process run (`train_in_process`) of the same configuration splits the cost of one env step into policy
-act, env step and train step (train time excluding the wait for rollouts, per env step). Writes JSON and prints
-a table.
+- `a3c`: the A3C reference configuration: BaseAacPolicy with one 256-unit LSTM, rollout 20, time_flat;
+- `unreal`: the UNREAL notebook configuration: AacStackedRL2Policy (256, 256), Unreal without auxiliary tasks;
+
+both on DevStrat_4_11 with skip_frame 10 on the built-in sine data, one parameter server, one env per worker,
+rendering off.
+
+Speed is measured between the first and the last progress report of a run (start-up excluded). Also reported:
+the time from `Launcher.run()` to the first trained step, the peak memory of every process, the scaling ratio
+2 workers / 1 worker, and the cost of one env step split into policy act, env step and train step (train time
+without the wait for rollouts, per env step), measured inside worker 0 of every run.
+Writes `train_throughput.json` and prints a table.
 
 Usage:
-    python benchmarks/train_throughput.py [--workers 1 2] [--max-steps 6000] [--out benchmarks/results]
+    python benchmarks/train_throughput.py [--configs a3c unreal] [--workers 1 2] [--max-steps 6000]
+                                          [--out benchmarks/results]
 """
 import argparse
 import json
@@ -20,26 +25,12 @@ import time
 
 import numpy as np
 
-from btgym_aac.algorithms import A3C, BaseAacPolicy, Launcher, train_in_process
+from btgym_aac.algorithms import A3C, AacStackedRL2Policy, BaseAacPolicy, Launcher, Unreal
 from btgym_aac.env import BTgymEnv
 from btgym_aac.strategy import DevStrat_4_11
 
-ENV_KWARGS = dict(
-    strategy=DevStrat_4_11, skip_frame=10, start_cash=2000, commission=0.0001, leverage=10.0, order_size=2000,
-    drawdown_call=10, target_call=10, reward_scale=7, state_ext_scale=np.linspace(3e3, 1e3, 5),
-    episode_duration={'days': 1, 'hours': 23, 'minutes': 40}, render_enabled=False)
-POLICY_KWARGS = {'lstm_layers': (256,)}
-TRAINER_KWARGS = dict(opt_learn_rate=1e-4, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=100)
+ORIGINAL_BTGYM_A3C_1_WORKER = 28
 TIMERS = {'act': [], 'env_step': [], 'train': [], 'wait': []}
-
-
-def reference_launcher(num_workers, max_env_steps, log_dir):
-    return Launcher(
-        env_config={'class_ref': BTgymEnv, 'kwargs': ENV_KWARGS},
-        cluster_config={'num_workers': num_workers, 'num_ps': 1, 'num_envs': 1, 'log_dir': log_dir},
-        policy_config={'class_ref': BaseAacPolicy, 'kwargs': POLICY_KWARGS},
-        trainer_config={'class_ref': A3C, 'kwargs': TRAINER_KWARGS},
-        max_env_steps=max_env_steps, save_secs=3600, root_random_seed=0, show_progress=False)
 
 
 def _timed(name, method):
@@ -53,11 +44,28 @@ def _timed(name, method):
 
 
 class TimedEnv(BTgymEnv):
+    """BTgymEnv that times its steps and, when closed, writes this process's timers to
+    `<timings_dir>/worker_<task>.json`."""
+
+    def __init__(self, timings_dir=None, **kwargs):
+        self.timings_path = timings_dir and os.path.join(timings_dir, 'worker_{}.json'.format(kwargs.get('task', 0)))
+        super().__init__(**kwargs)
+
     step = _timed('env_step', BTgymEnv.step)
 
+    def close(self):
+        super().close()
+        if self.timings_path:
+            with open(self.timings_path, 'w') as f:
+                json.dump(TIMERS, f)
 
-class TimedPolicy(BaseAacPolicy):
+
+class TimedBaseAacPolicy(BaseAacPolicy):
     act = _timed('act', BaseAacPolicy.act)
+
+
+class TimedRL2Policy(AacStackedRL2Policy):
+    act = _timed('act', AacStackedRL2Policy.act)
 
 
 class TimedA3C(A3C):
@@ -65,27 +73,58 @@ class TimedA3C(A3C):
     get_data = _timed('wait', A3C.get_data)
 
 
-def cost_split(max_env_steps):
-    """Per env step costs in milliseconds, measured in one process."""
-    for timer in TIMERS.values():
-        timer.clear()
-    result = train_in_process({'class_ref': TimedEnv, 'kwargs': ENV_KWARGS},
-                              {'class_ref': TimedPolicy, 'kwargs': POLICY_KWARGS},
-                              {'class_ref': TimedA3C, 'kwargs': TRAINER_KWARGS}, max_env_steps, random_seed=0)
-    train_seconds = sum(TIMERS['train']) - sum(TIMERS['wait'])
+class TimedUnreal(Unreal):
+    _process = _timed('train', Unreal._process)
+    get_data = _timed('wait', Unreal.get_data)
+
+
+ENV_KWARGS = dict(
+    strategy=DevStrat_4_11, skip_frame=10, start_cash=2000, commission=0.0001, leverage=10.0, order_size=2000,
+    drawdown_call=10, target_call=10, gamma=0.99, reward_scale=7, state_ext_scale=np.linspace(3e3, 1e3, 5),
+    episode_duration={'days': 1, 'hours': 23, 'minutes': 40}, render_enabled=False)
+CONFIGS = {
+    'a3c': dict(
+        description='A3C reference: BaseAacPolicy lstm 256, rollout 20, time_flat, DevStrat_4_11, skip_frame 10, '
+                    'sine data, 1 ps, 1 env per worker',
+        policy_config={'class_ref': TimedBaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}},
+        trainer_config={'class_ref': TimedA3C, 'kwargs': dict(
+            opt_learn_rate=1e-4, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=100)}),
+    'unreal': dict(
+        description='UNREAL notebook: AacStackedRL2Policy (256, 256), lstm_2_init_period 60, Unreal without '
+                    'auxiliary tasks, rollout 20, time_flat, DevStrat_4_11, skip_frame 10, sine data, 1 ps, '
+                    '1 env per worker',
+        policy_config={'class_ref': TimedRL2Policy, 'kwargs': {'lstm_layers': (256, 256), 'lstm_2_init_period': 60}},
+        trainer_config={'class_ref': TimedUnreal, 'kwargs': dict(
+            opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99,
+            model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, use_value_replay=False,
+            model_summary_freq=100, episode_summary_freq=1)}),
+}
+
+
+def make_launcher(config, num_workers, max_env_steps, log_dir, timings_dir):
+    return Launcher(
+        env_config={'class_ref': TimedEnv, 'kwargs': dict(ENV_KWARGS, timings_dir=timings_dir)},
+        cluster_config={'num_workers': num_workers, 'num_ps': 1, 'num_envs': 1, 'log_dir': log_dir},
+        policy_config=config['policy_config'], trainer_config=config['trainer_config'],
+        max_env_steps=max_env_steps, save_secs=3600, root_random_seed=0, show_progress=False)
+
+
+def cost_split(timers):
+    """Per env step costs in milliseconds from one worker's timers."""
+    steps = max(len(timers['env_step']), 1)
     return {
-        'policy_act_ms': 1e3 * float(np.mean(TIMERS['act'])),
-        'env_step_ms': 1e3 * float(np.mean(TIMERS['env_step'])),
-        'train_ms_per_env_step': 1e3 * train_seconds / result['global_step'],
-        'in_process_env_steps_per_s': result['global_step'] / result['wall_time'],
+        'policy_act_ms': 1e3 * float(np.mean(timers['act'])),
+        'env_step_ms': 1e3 * float(np.mean(timers['env_step'])),
+        'train_ms_per_env_step': 1e3 * (sum(timers['train']) - sum(timers['wait'])) / steps,
+        'worker_env_steps': len(timers['env_step']),
     }
 
 
-def measure(num_workers, max_env_steps):
-    """Runs one cluster; returns its speed and start-up figures."""
+def measure(config, num_workers, max_env_steps):
+    """Runs one cluster; returns its speed, start-up and memory figures and the cost split of worker 0."""
     reports = []
     with tempfile.TemporaryDirectory() as log_dir:
-        launcher = reference_launcher(num_workers, max_env_steps, log_dir)
+        launcher = make_launcher(config, num_workers, max_env_steps, os.path.join(log_dir, 'run'), log_dir)
         drain = launcher._drain
 
         def recording_drain(progress, start):
@@ -95,6 +134,8 @@ def measure(num_workers, max_env_steps):
         launcher._drain = recording_drain
         start = time.time()
         result = launcher.run()
+        with open(os.path.join(log_dir, 'worker_0.json')) as f:
+            split = cost_split(json.load(f))
     stepped = [(t, step) for t, step in reports if step > 0]
     (t0, s0), (t1, s1) = stepped[0], stepped[-1]
     return {
@@ -104,40 +145,59 @@ def measure(num_workers, max_env_steps):
         'first_step_seconds': result['first_step_seconds'],
         'total_seconds': time.time() - start,
         'peak_rss_mb': result['peak_rss_mb'],
+        'cost_split_worker_0': split,
     }
+
+
+def benchmark(name, workers, max_env_steps):
+    config = CONFIGS[name]
+    runs = [measure(config, n, max_env_steps) for n in workers]
+    speeds = {run['workers']: run['env_steps_per_s'] for run in runs}
+    result = {
+        'configuration': config['description'],
+        'runs': runs,
+        'scaling_2_over_1': speeds[2] / speeds[1] if 1 in speeds and 2 in speeds else None,
+    }
+    if name == 'a3c' and 1 in speeds:
+        result['original_btgym_1_worker_steps_per_s'] = ORIGINAL_BTGYM_A3C_1_WORKER
+        result['speedup_1_worker_over_original'] = speeds[1] / ORIGINAL_BTGYM_A3C_1_WORKER
+    return result
+
+
+def print_table(results):
+    print('{:>8}{:>9}{:>14}{:>20}{:>10}{:>10}{:>12}'.format(
+        'config', 'workers', 'env steps/s', 'first step after s', 'act ms', 'env ms', 'train ms'))
+    for name, result in results.items():
+        for run in result['runs']:
+            split = run['cost_split_worker_0']
+            print('{:>8}{:>9}{:>14.1f}{:>20.1f}{:>10.2f}{:>10.2f}{:>12.2f}'.format(
+                name, run['workers'], run['env_steps_per_s'], run['first_step_seconds'], split['policy_act_ms'],
+                split['env_step_ms'], split['train_ms_per_env_step']))
+        if result['scaling_2_over_1'] is not None:
+            print('{}: scaling 2 / 1 workers {:.2f}'.format(name, result['scaling_2_over_1']))
+        if 'speedup_1_worker_over_original' in result:
+            print('{}: 1 worker / original btgym ({} env steps/s): {:.2f}x'.format(
+                name, ORIGINAL_BTGYM_A3C_1_WORKER, result['speedup_1_worker_over_original']))
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--configs', nargs='+', choices=sorted(CONFIGS), default=['a3c', 'unreal'])
     parser.add_argument('--workers', type=int, nargs='+', default=[1, 2])
     parser.add_argument('--max-steps', type=int, default=6000)
-    parser.add_argument('--split-steps', type=int, default=3000, help='env steps of the cost-split run')
     parser.add_argument('--out', default='benchmarks/results')
     args = parser.parse_args()
-    runs = [measure(n, args.max_steps) for n in args.workers]
-    split = cost_split(args.split_steps)
-    speeds = {run['workers']: run['env_steps_per_s'] for run in runs}
-    result = {
+    results = {name: benchmark(name, args.workers, args.max_steps) for name in args.configs}
+    output = {
         'benchmark': 'train_throughput',
-        'configuration': 'A3C reference: BaseAacPolicy lstm 256, rollout 20, time_flat, DevStrat_4_11, '
-                         'skip_frame 10, sine data, 1 ps, 1 env per worker',
-        'runs': runs,
-        'scaling_2_over_1': speeds[2] / speeds[1] if 1 in speeds and 2 in speeds else None,
-        'cost_split_one_process': split,
-        'original_btgym_1_worker_steps_per_s': 28,
+        'configurations': results,
         'machine': {'python': platform.python_version(), 'cpus': os.cpu_count()},
     }
     os.makedirs(args.out, exist_ok=True)
     path = os.path.join(args.out, 'train_throughput.json')
     with open(path, 'w') as f:
-        json.dump(result, f, indent=2)
-    print('{:>8}{:>16}{:>20}'.format('workers', 'env steps/s', 'first step after s'))
-    for run in runs:
-        print('{:>8}{:>16.1f}{:>20.1f}'.format(run['workers'], run['env_steps_per_s'], run['first_step_seconds']))
-    print('one process: act {policy_act_ms:.2f} ms, env step {env_step_ms:.2f} ms, train {train_ms_per_env_step:.2f} '
-          'ms per env step; {in_process_env_steps_per_s:.0f} env steps/s'.format(**split))
-    if result['scaling_2_over_1'] is not None:
-        print('scaling 2 / 1 workers: {:.2f}'.format(result['scaling_2_over_1']))
+        json.dump(output, f, indent=2)
+    print_table(results)
     print('written: {}'.format(path))
 
 
