@@ -1,20 +1,21 @@
-"""Cluster training speed (env steps/s) for 1 and 2 workers (or any counts given) of two configurations:
+"""Cluster training speed (env steps/s) for 1 and 2 workers (or any counts given) of these configurations:
 
 - `a3c`: the A3C reference configuration: BaseAacPolicy with one 256-unit LSTM, rollout 20, time_flat;
+- `a3c_no_replica`: the same with `acting_replica=False` (runners act in the worker session, as the original);
 - `unreal`: the UNREAL notebook configuration: AacStackedRL2Policy (256, 256), Unreal without auxiliary tasks;
 
-both on DevStrat_4_11 with skip_frame 10 on the built-in sine data, one parameter server, one env per worker,
+all on DevStrat_4_11 with skip_frame 10 on the built-in sine data, one parameter server, one env per worker,
 rendering off.
 
 Speed is measured between the first and the last progress report of a run (start-up excluded). Also reported:
 the time from `Launcher.run()` to the first trained step, the peak memory of every process, the scaling ratio
-2 workers / 1 worker, and the cost of one env step split into policy act, env step and train step (train time
-without the wait for rollouts, per env step), measured inside worker 0 of every run.
-Writes `train_throughput.json` and prints a table.
+2 workers / 1 worker, and the cost of one env step inside worker 0: policy act (with the acting replica's
+refresh every rollout), env step, and train time without the wait for rollouts. Writes `train_throughput.json`
+and prints a table.
 
 Usage:
-    python benchmarks/train_throughput.py [--configs a3c unreal] [--workers 1 2] [--max-steps 6000]
-                                          [--out benchmarks/results]
+    python benchmarks/train_throughput.py [--configs a3c a3c_no_replica unreal] [--workers 1 2]
+                                          [--max-steps 6000] [--out benchmarks/results]
 """
 import argparse
 import json
@@ -26,6 +27,7 @@ import time
 import numpy as np
 
 from btgym_aac.algorithms import A3C, AacStackedRL2Policy, BaseAacPolicy, Launcher, Unreal
+from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.env import BTgymEnv
 from btgym_aac.strategy import DevStrat_4_11
 
@@ -60,20 +62,22 @@ class TimedEnv(BTgymEnv):
                 json.dump(TIMERS, f)
 
 
+class TimedActingReplica(ActingReplica):
+    act = _timed('act', ActingReplica.act)
+
+
 class TimedBaseAacPolicy(BaseAacPolicy):
     act = _timed('act', BaseAacPolicy.act)
 
 
-class TimedRL2Policy(AacStackedRL2Policy):
-    act = _timed('act', AacStackedRL2Policy.act)
-
-
 class TimedA3C(A3C):
+    acting_replica_class = TimedActingReplica
     _process = _timed('train', A3C._process)
     get_data = _timed('wait', A3C.get_data)
 
 
 class TimedUnreal(Unreal):
+    acting_replica_class = TimedActingReplica
     _process = _timed('train', Unreal._process)
     get_data = _timed('wait', Unreal.get_data)
 
@@ -86,14 +90,21 @@ CONFIGS = {
     'a3c': dict(
         description='A3C reference: BaseAacPolicy lstm 256, rollout 20, time_flat, DevStrat_4_11, skip_frame 10, '
                     'sine data, 1 ps, 1 env per worker',
-        policy_config={'class_ref': TimedBaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}},
+        policy_config={'class_ref': BaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}},
         trainer_config={'class_ref': TimedA3C, 'kwargs': dict(
             opt_learn_rate=1e-4, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=100)}),
+    'a3c_no_replica': dict(
+        description='A3C reference as `a3c`, runners acting in the worker session (acting_replica=False)',
+        policy_config={'class_ref': TimedBaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}},
+        trainer_config={'class_ref': TimedA3C, 'kwargs': dict(
+            opt_learn_rate=1e-4, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=100,
+            acting_replica=False)}),
     'unreal': dict(
         description='UNREAL notebook: AacStackedRL2Policy (256, 256), lstm_2_init_period 60, Unreal without '
                     'auxiliary tasks, rollout 20, time_flat, DevStrat_4_11, skip_frame 10, sine data, 1 ps, '
                     '1 env per worker',
-        policy_config={'class_ref': TimedRL2Policy, 'kwargs': {'lstm_layers': (256, 256), 'lstm_2_init_period': 60}},
+        policy_config={'class_ref': AacStackedRL2Policy,
+                       'kwargs': {'lstm_layers': (256, 256), 'lstm_2_init_period': 60}},
         trainer_config={'class_ref': TimedUnreal, 'kwargs': dict(
             opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99,
             model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, use_value_replay=False,
@@ -158,19 +169,19 @@ def benchmark(name, workers, max_env_steps):
         'runs': runs,
         'scaling_2_over_1': speeds[2] / speeds[1] if 1 in speeds and 2 in speeds else None,
     }
-    if name == 'a3c' and 1 in speeds:
+    if name.startswith('a3c') and 1 in speeds:
         result['original_btgym_1_worker_steps_per_s'] = ORIGINAL_BTGYM_A3C_1_WORKER
         result['speedup_1_worker_over_original'] = speeds[1] / ORIGINAL_BTGYM_A3C_1_WORKER
     return result
 
 
 def print_table(results):
-    print('{:>8}{:>9}{:>14}{:>20}{:>10}{:>10}{:>12}'.format(
+    print('{:>16}{:>9}{:>14}{:>20}{:>10}{:>10}{:>12}'.format(
         'config', 'workers', 'env steps/s', 'first step after s', 'act ms', 'env ms', 'train ms'))
     for name, result in results.items():
         for run in result['runs']:
             split = run['cost_split_worker_0']
-            print('{:>8}{:>9}{:>14.1f}{:>20.1f}{:>10.2f}{:>10.2f}{:>12.2f}'.format(
+            print('{:>16}{:>9}{:>14.1f}{:>20.1f}{:>10.2f}{:>10.2f}{:>12.2f}'.format(
                 name, run['workers'], run['env_steps_per_s'], run['first_step_seconds'], split['policy_act_ms'],
                 split['env_step_ms'], split['train_ms_per_env_step']))
         if result['scaling_2_over_1'] is not None:
@@ -182,7 +193,7 @@ def print_table(results):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--configs', nargs='+', choices=sorted(CONFIGS), default=['a3c', 'unreal'])
+    parser.add_argument('--configs', nargs='+', choices=sorted(CONFIGS), default=sorted(CONFIGS))
     parser.add_argument('--workers', type=int, nargs='+', default=[1, 2])
     parser.add_argument('--max-steps', type=int, default=6000)
     parser.add_argument('--out', default='benchmarks/results')

@@ -23,6 +23,7 @@ import numpy as np
 from btgym_aac.algorithms.math_utils import log_uniform
 from btgym_aac.algorithms.memory import Memory
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
+from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
 from btgym_aac.algorithms.summaries import average_stats, make_episode_summaries, stat_feed
 from btgym_aac.algorithms.utils import batch_stack, feed_dict_from_nested, feed_dict_rnn_context
@@ -86,8 +87,13 @@ class BaseAAC:
         _use_target_policy: build the local pi' copy.
         _use_local_memory: disable runner memories.
         aux_render_modes: extra rendering modes summarised as images.
+        acting_replica: runners act through an `ActingReplica` of the local policy (its own plain session, refreshed
+            every rollout) instead of the worker session; None: only in a distributed worker (`cluster_spec` set).
         **kwargs: unknown arguments are logged as warnings and ignored.
+
+    Class attribute `acting_replica_class`: the `ActingReplica` class used (subclasses may replace it).
     """
+    acting_replica_class = ActingReplica
 
     def __init__(self, env, task, policy_config, log_level=WARNING, name='AAC', on_policy_loss=aac_loss_def,
                  off_policy_loss=aac_loss_def, vr_loss=value_fn_loss_def, rp_loss=rp_loss_def, pc_loss=pc_loss_def,
@@ -102,7 +108,7 @@ class BaseAAC:
                  off_aac_lambda=1.0, gamma_pc=0.9, rp_reward_threshold=0.1, rp_sequence_size=3, clip_epsilon=0.1,
                  num_epochs=1, pi_prime_update_period=1, episodes_per_trial=None, global_step_op=None,
                  global_episode_op=None, inc_episode_op=None, _use_global_network=True, _use_target_policy=False,
-                 _use_local_memory=False, aux_render_modes=None, **kwargs):
+                 _use_local_memory=False, aux_render_modes=None, acting_replica=None, **kwargs):
         self.task = task
         self.name = name
         self.log_level = log_level
@@ -183,7 +189,13 @@ class BaseAAC:
 
         self._build_graph()
         self.episodes_per_trial = episodes_per_trial or getattr(self.local_network, 'lstm_2_init_period', 1)
-        self.runners = self._make_runners(self.local_network)
+        if acting_replica or (acting_replica is None and cluster_spec is not None):
+            self.acting_replica = self.acting_replica_class(
+                self.local_network, self.policy_class, self.policy_kwargs, refresh_period=rollout_length,
+                random_seed=random_seed)
+        else:
+            self.acting_replica = None
+        self.runners = self._make_runners(self.acting_replica or self.local_network)
 
     # ------------------------------------------------------------------------------------------- validation
 
@@ -425,9 +437,10 @@ class BaseAAC:
         self.summary_writer = summary_writer
 
     def stop(self):
-        """Stops the runners (they close nothing: envs belong to the caller)."""
-        for runner in self.runners:
-            runner.stop()
+        """Stops the runners (they close nothing: envs belong to the caller), then the acting replica's session."""
+        stopped = [runner.stop() for runner in self.runners]
+        if self.acting_replica is not None and all(stopped):
+            self.acting_replica.close()
 
     def get_data(self, **kwargs):
         """One data dict from every runner, merged as {key: [runner_0 value, runner_1 value, ...]}."""

@@ -132,9 +132,10 @@ class BaseAacPolicy:
     and value. Reward prediction encodes the `rp_sequence_size - 1` frames of each sample with the shared encoder.
     Pixel control (`pc_q` on the off-policy LSTM output, action axis of width `ac_space.one_hot_depth`) is built
     when `pixel_control` resolves to True (the reference always built it, unused without auxiliary tasks);
-    otherwise the `pc_q`, `pc_target`, `pc_change_state_in` and `pc_change_last_state_in` attributes are None. Known quirks kept from the reference (§20.3 item 26): logits are
-    layer-normalised across actions (see `dense_aac_network`), and NoisyNet noise is redrawn at every session run;
-    pass `linear_layer_ref=layers.linear` for noise-free heads.
+    otherwise the `pc_q`, `pc_target`, `pc_change_state_in` and `pc_change_last_state_in` attributes are None.
+    Known quirks kept from the reference (§20.3 item 26): logits are layer-normalised across actions (see
+    `dense_aac_network`), and NoisyNet noise is redrawn at every session run; pass `linear_layer_ref=layers.linear`
+    for noise-free heads.
 
     Attributes: see the module docstring and reference §12.1 (`ob_space`, `ac_space`, `callback`, `var_list`,
     `update_ops`, `train_phase`, `on_*`, `off_*`, `vr_*`, `pc_*`, `rp_*`).
