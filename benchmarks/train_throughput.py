@@ -7,15 +7,17 @@
 all on DevStrat_4_11 with skip_frame 10 on the built-in sine data, one parameter server, one env per worker,
 rendering off.
 
-Speed is measured between the first and the last progress report of a run (start-up excluded). Also reported:
+Every configuration and worker count runs `--repeats` times, interleaved; the JSON keeps every run and the
+medians, from which the scaling and the speedup over the original are computed. Speed is measured between the
+first and the last progress report of a run (start-up excluded). Also reported:
 the time from `Launcher.run()` to the first trained step, the peak memory of every process, the scaling ratio
 2 workers / 1 worker, and the cost of one env step inside worker 0: policy act (with the acting replica's
 refresh every rollout), env step, and train time without the wait for rollouts. Writes `train_throughput.json`
 and prints a table.
 
 Usage:
-    python benchmarks/train_throughput.py [--configs a3c a3c_no_replica unreal] [--workers 1 2]
-                                          [--max-steps 6000] [--out benchmarks/results]
+    python benchmarks/train_throughput.py [--configs a3c a3c_no_replica unreal] [--workers 1 2] [--repeats 2]
+                                          [--max-steps 5000] [--out benchmarks/results]
 """
 import argparse
 import json
@@ -156,34 +158,52 @@ def measure(config, num_workers, max_env_steps):
         'first_step_seconds': result['first_step_seconds'],
         'total_seconds': time.time() - start,
         'peak_rss_mb': result['peak_rss_mb'],
+        'restarts': result['restarts'],
         'cost_split_worker_0': split,
     }
 
 
-def benchmark(name, workers, max_env_steps):
-    config = CONFIGS[name]
-    runs = [measure(config, n, max_env_steps) for n in workers]
-    speeds = {run['workers']: run['env_steps_per_s'] for run in runs}
+def summarize(name, runs):
+    """Medians over the repeats of one configuration, per worker count; scaling and speedup from the medians."""
+    by_workers = {}
+    for run in runs:
+        by_workers.setdefault(run['workers'], []).append(run)
+    medians = {n: float(np.median([run['env_steps_per_s'] for run in group])) for n, group in by_workers.items()}
     result = {
-        'configuration': config['description'],
+        'configuration': CONFIGS[name]['description'],
+        'median_env_steps_per_s': {str(n): speed for n, speed in medians.items()},
+        'scaling_2_over_1': medians[2] / medians[1] if 1 in medians and 2 in medians else None,
         'runs': runs,
-        'scaling_2_over_1': speeds[2] / speeds[1] if 1 in speeds and 2 in speeds else None,
     }
-    if name.startswith('a3c') and 1 in speeds:
+    if name.startswith('a3c') and 1 in medians:
         result['original_btgym_1_worker_steps_per_s'] = ORIGINAL_BTGYM_A3C_1_WORKER
-        result['speedup_1_worker_over_original'] = speeds[1] / ORIGINAL_BTGYM_A3C_1_WORKER
+        result['speedup_1_worker_over_original'] = medians[1] / ORIGINAL_BTGYM_A3C_1_WORKER
     return result
 
 
+def run_all(names, workers, repeats, max_env_steps):
+    """Runs every configuration and worker count `repeats` times, interleaved so that slow and fast spells of a
+    shared machine fall on all of them."""
+    runs = {name: [] for name in names}
+    for repeat in range(repeats):
+        for name in names:
+            for num_workers in workers:
+                runs[name].append(dict(measure(CONFIGS[name], num_workers, max_env_steps), repeat=repeat))
+    return {name: summarize(name, runs[name]) for name in names}
+
+
 def print_table(results):
-    print('{:>16}{:>9}{:>14}{:>20}{:>10}{:>10}{:>12}'.format(
+    print('{:>16}{:>9}{:>22}{:>20}{:>10}{:>10}{:>12}'.format(
         'config', 'workers', 'env steps/s', 'first step after s', 'act ms', 'env ms', 'train ms'))
     for name, result in results.items():
         for run in result['runs']:
             split = run['cost_split_worker_0']
-            print('{:>16}{:>9}{:>14.1f}{:>20.1f}{:>10.2f}{:>10.2f}{:>12.2f}'.format(
+            print('{:>16}{:>9}{:>22.1f}{:>20.1f}{:>10.2f}{:>10.2f}{:>12.2f}'.format(
                 name, run['workers'], run['env_steps_per_s'], run['first_step_seconds'], split['policy_act_ms'],
                 split['env_step_ms'], split['train_ms_per_env_step']))
+        medians = ', '.join('{} workers {:.1f}'.format(n, speed)
+                            for n, speed in result['median_env_steps_per_s'].items())
+        print('{}: median env steps/s: {}'.format(name, medians))
         if result['scaling_2_over_1'] is not None:
             print('{}: scaling 2 / 1 workers {:.2f}'.format(name, result['scaling_2_over_1']))
         if 'speedup_1_worker_over_original' in result:
@@ -195,10 +215,11 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--configs', nargs='+', choices=sorted(CONFIGS), default=sorted(CONFIGS))
     parser.add_argument('--workers', type=int, nargs='+', default=[1, 2])
-    parser.add_argument('--max-steps', type=int, default=6000)
+    parser.add_argument('--repeats', type=int, default=2, help='runs of every configuration and worker count')
+    parser.add_argument('--max-steps', type=int, default=5000)
     parser.add_argument('--out', default='benchmarks/results')
     args = parser.parse_args()
-    results = {name: benchmark(name, args.workers, args.max_steps) for name in args.configs}
+    results = run_all(args.configs, args.workers, args.repeats, args.max_steps)
     output = {
         'benchmark': 'train_throughput',
         'configurations': results,

@@ -21,6 +21,7 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.distributed.cluster import PortInUseError, free_ports
+from btgym_aac.distributed import worker as worker_module
 from btgym_aac.env import gym_wrappers
 
 CKPT = 'current_train_checkpoint'
@@ -189,3 +190,23 @@ def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
     finally:
         if cluster.poll() is None:
             os.killpg(cluster.pid, signal.SIGKILL)
+
+
+def test_worker_session_fails_a_run_that_waits_past_the_timeout(monkeypatch):
+    monkeypatch.setattr(worker_module, 'SESSION_RUN_TIMEOUT_SECONDS', 1)
+    ps_port, worker_port = free_ports('127.0.0.1', 2)
+    cluster = tf.train.ClusterSpec({'ps': ['127.0.0.1:{}'.format(ps_port)],
+                                    'worker': ['127.0.0.1:{}'.format(worker_port)]})
+    tf.train.Server(cluster, job_name='ps', task_index=0)
+    worker_server = tf.train.Server(cluster, job_name='worker', task_index=0)
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device('/job:ps/task:0'):
+            never_filled = tf.FIFOQueue(1, tf.float32)
+        with tf.device('/job:worker/task:0'):
+            waiting = never_filled.dequeue() + 1.0
+    with tf.Session(worker_server.target, graph=graph, config=worker_module.worker_session_config(0)) as sess:
+        start = time.time()
+        with pytest.raises(tf.errors.DeadlineExceededError):
+            sess.run(waiting)
+        assert time.time() - start < 30

@@ -12,6 +12,7 @@ import threading
 import time
 
 PROGRESS_SECONDS = 2.0
+SESSION_RUN_TIMEOUT_SECONDS = 120
 
 
 def run_task(config, progress_queue=None):
@@ -26,7 +27,9 @@ def run_task(config, progress_queue=None):
         progress_queue: multiprocessing queue for progress reports (worker only), or None.
 
     A worker stops at SIGTERM or Ctrl-C (SIGINT) by finishing its current train step, saving (chief) and closing:
-    the signals only set a flag, so they can never cut the final save short.
+    the signals only set a flag, so they can never cut the final save short. A session run of a worker that takes
+    longer than `SESSION_RUN_TIMEOUT_SECONDS` fails (TensorFlow's gRPC runtime can, rarely, leave a step waiting
+    forever for a parameter server's reply); the worker then exits with an error and the launcher restarts it.
     """
     from btgym_aac.compat import tf
     from btgym_aac.logs import get_logger
@@ -47,6 +50,17 @@ def run_task(config, progress_queue=None):
     server = tf.train.Server(cluster, job_name='worker', task_index=config['task'],
                              config=tf.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
     Worker(config, server, log, progress_queue, stop).run()
+
+
+def worker_session_config(task):
+    """Session config of worker `task`: sees only the parameter servers and itself, one intra-op thread, and
+    session runs that fail after `SESSION_RUN_TIMEOUT_SECONDS`."""
+    from btgym_aac.compat import tf
+
+    return tf.ConfigProto(
+        device_filters=['/job:ps', '/job:worker/task:{}/cpu:0'.format(task)],
+        intra_op_parallelism_threads=1, inter_op_parallelism_threads=2,
+        operation_timeout_in_ms=SESSION_RUN_TIMEOUT_SECONDS * 1000)
 
 
 def _env_kwargs(config, index):
@@ -116,9 +130,7 @@ class Worker:
         self.local_init_op = tf.variables_initializer(local_vars)
         self.ready_op = tf.report_uninitialized_variables(global_vars)
         self.num_global_vars = len(global_vars)
-        self.session_config = tf.ConfigProto(
-            device_filters=['/job:ps', '/job:worker/task:{}/cpu:0'.format(self.task)],
-            intra_op_parallelism_threads=1, inter_op_parallelism_threads=2)
+        self.session_config = worker_session_config(self.task)
 
     def _chief_session(self):
         """The chief initialises (or restores) the global variables unless the parameter server has them."""
