@@ -37,6 +37,21 @@ def cartpole_launcher(log_dir, max_env_steps, num_workers=2, learn_rate=1e-3, **
         **kwargs)
 
 
+class HangingOnceEnv(gym_wrappers.TestModeEnv):
+    """CartPole that blocks forever at its 50th step, the first time only (a marker file remembers it)."""
+
+    def __init__(self, marker, **kwargs):
+        super().__init__(**kwargs)
+        self.marker, self.steps = marker, 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 50 and not os.path.exists(self.marker):
+            open(self.marker, 'w').close()
+            threading.Event().wait()
+        return super().step(action)
+
+
 def live_processes_in_group(group):
     """PIDs of the running (not zombie) processes of a process group, read from /proc."""
     pids = []
@@ -128,6 +143,17 @@ def test_killed_worker_is_restarted_and_the_run_completes(tmp_path):
     assert killed, 'worker 1 was never seen running'
     assert result['restarts'] == {1: 1}
     assert result['global_step'] >= 3000
+    assert multiprocessing.active_children() == []
+
+
+def test_stalled_worker_is_stopped_and_restarted(tmp_path):
+    marker = tmp_path / 'hung'
+    launcher = cartpole_launcher(tmp_path / 'run', 600, num_workers=1, stall_seconds=8)
+    launcher.env_config = {'class_ref': HangingOnceEnv, 'kwargs': {'env_id': 'CartPole-v1', 'marker': str(marker)}}
+    result = launcher.run()
+    assert marker.exists(), 'the env never blocked'
+    assert result['restarts'] == {0: 1}
+    assert result['global_step'] >= 600
     assert multiprocessing.active_children() == []
 
 

@@ -2,7 +2,8 @@
 
 `run()` returns when the workers reach `max_env_steps` (they save, close their environments and exit; the
 parameter servers are then stopped). A worker that dies is reported with its exit status and restarted, up to
-`max_restarts` times; Ctrl-C stops everything cleanly. Only processes this launcher started are ever stopped.
+`max_restarts` times, and so is one that stops reporting progress for `stall_seconds`. Ctrl-C stops everything
+cleanly. Only processes this launcher started are ever stopped.
 """
 import copy
 import multiprocessing
@@ -21,6 +22,7 @@ from btgym_aac.distributed.worker import run_task
 from btgym_aac.logs import get_logger
 
 STOP_GRACE_SECONDS = 60
+STALL_STOP_SECONDS = 10
 RUN_CONFIG_FILE = 'run_config.pkl'
 POLL_SECONDS = 0.5
 
@@ -88,7 +90,9 @@ class Launcher:
             when run interactively), 2 delete its contents.
         render_last_env: render only the chief's last env (else all the chief's envs).
         log_level, verbose: logging (0 notice, 1 info, 2 debug).
-        max_restarts: restarts allowed per worker task after a crash.
+        max_restarts: restarts allowed per worker task after a crash or a stall.
+        stall_seconds: a worker that has reported training progress and then reports nothing for this long (a
+            deadlocked env, say) is stopped and restarted like a crashed one; None: never.
         show_progress: print a progress line.
         cluster_spec: a ready cluster dict ({'ps': [...], 'worker': [...]}, e.g. spanning hosts) instead of the
             one made from `cluster_config`.
@@ -97,7 +101,7 @@ class Launcher:
     def __init__(self, env_config=None, cluster_config=None, policy_config=None, trainer_config=None,
                  max_env_steps=100e6, save_secs=600, root_random_seed=None, test_mode=False, purge_previous=0,
                  render_last_env=True, log_level=None, verbose=0, max_restarts=3, show_progress=True,
-                 cluster_spec=None):
+                 cluster_spec=None, stall_seconds=300):
         self.log = get_logger('Launcher', 'shell', verbose, log_level)
         self.log_level = self.log.level
         defaults = _default_configs()
@@ -114,6 +118,7 @@ class Launcher:
         self.test_mode = test_mode
         self.render_last_env = render_last_env
         self.max_restarts = max_restarts
+        self.stall_seconds = stall_seconds
         self.show_progress = show_progress
         self.log_dir = os.path.abspath(os.path.expanduser(self.cluster_config['log_dir']))
         self.current_ckpt_dir = os.path.join(self.log_dir, self.cluster_config['log_ckpt_subdir'].strip('/'))
@@ -133,6 +138,7 @@ class Launcher:
         self.processes = {}
         self.restarts = {}
         self.progress = {}
+        self.last_report_time = {}
         self.episodes_before_restart = {}
         self.first_step_seconds = None
         self.ps_peak_rss_mb = {}
@@ -226,20 +232,40 @@ class Launcher:
                 if process.exitcode == 0:
                     finished.add((job_name, task))
                     continue
-                self._restart(context, task, process.exitcode, progress)
+                self._restart(context, task, 'died with exit code {}'.format(process.exitcode), progress)
+            for task in self._stalled_workers():
+                self._stop_stalled(task)
+                self._restart(context, task, 'reported no progress for {} s'.format(self.stall_seconds), progress)
             if self.show_progress and time.time() - last_print >= 2.0:
                 self._print_progress(start)
                 last_print = time.time()
             time.sleep(POLL_SECONDS)
         self._drain(progress, start)
 
-    def _restart(self, context, task, exitcode, progress):
+    def _stalled_workers(self):
+        """Tasks of live workers whose last (unfinished) progress report is older than `stall_seconds`."""
+        if self.stall_seconds is None:
+            return []
+        now = time.time()
+        return [task for task, seen in self.last_report_time.items()
+                if now - seen > self.stall_seconds and self.processes[('worker', task)].is_alive()
+                and not self.progress.get(task, {}).get('finished')]
+
+    def _stop_stalled(self, task):
+        process = self.processes[('worker', task)]
+        process.terminate()
+        process.join(STALL_STOP_SECONDS)
+        if process.is_alive():
+            process.kill()
+            process.join()
+
+    def _restart(self, context, task, reason, progress):
         count = self.restarts.get(task, 0)
-        self.log.warning('worker {} died with exit code {}'.format(task, exitcode))
+        self.log.warning('worker {} {}'.format(task, reason))
         if count >= self.max_restarts:
-            raise RuntimeError('worker {} died with exit code {} after {} restarts; see the log above'.format(
-                task, exitcode, count))
+            raise RuntimeError('worker {} {} after {} restarts; see the log above'.format(task, reason, count))
         self.restarts[task] = count + 1
+        self.last_report_time.pop(task, None)
         self.episodes_before_restart[task] = self.episodes_before_restart.get(task, 0) + \
             self.progress.pop(task, {}).get('episodes', 0)
         self.log.notice('restarting worker {} ({} of {})'.format(task, count + 1, self.max_restarts))
@@ -252,6 +278,7 @@ class Launcher:
             except queue.Empty:
                 return
             self.progress[report['task']] = report
+            self.last_report_time[report['task']] = time.time()
             if self.first_step_seconds is None and report['step'] > 0:
                 self.first_step_seconds = time.time() - start
 
