@@ -48,6 +48,8 @@ class ActingReplica:
         self._steps = 0
 
     def __getattr__(self, name):
+        if name == 'local_policy':
+            raise AttributeError(name)
         return getattr(self.local_policy, name)
 
     def refresh(self, sess=None):
