@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from btgym_aac.algorithms.utils import (LSTMStateTuple, as_array, batch_gather, batch_pad, batch_stack,
-                                        feed_dict_from_nested, feed_dict_rnn_context, flat_placeholders,
+                                        check_variable_pairing, feed_dict_from_nested, feed_dict_rnn_context, flat_placeholders,
                                         is_subdict, nested_placeholders, rnn_placeholders)
 from btgym_aac.compat import tf
 
@@ -126,3 +126,15 @@ def test_rnn_placeholders_and_context_feed():
         assert [feed[p][0, 0] for p in flat] == [1.0, 2.0, 3.0]
         with pytest.raises(ValueError, match='3 placeholders but 2'):
             feed_dict_rnn_context(flat, values[0])
+
+
+def test_check_variable_pairing_names_counts_and_mismatched_shapes():
+    with tf.Graph().as_default():
+        first = [tf.Variable(tf.zeros([2, 3]), name='a'), tf.Variable(tf.zeros([4]), name='b')]
+        same = [tf.Variable(tf.zeros([2, 3]), name='c'), tf.Variable(tf.zeros([4]), name='d')]
+        reshaped = [tf.Variable(tf.zeros([2, 3]), name='e'), tf.Variable(tf.zeros([5]), name='f')]
+        check_variable_pairing(first, same, 'lists')
+        with pytest.raises(RuntimeError, match=r"lists: 2 variables against 2; .*'b:0', \[4\], 'f:0', \[5\]"):
+            check_variable_pairing(first, reshaped, 'lists')
+        with pytest.raises(RuntimeError, match='lists: 2 variables against 1'):
+            check_variable_pairing(first, same[:1], 'lists')

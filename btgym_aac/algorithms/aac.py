@@ -26,7 +26,8 @@ from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_d
 from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
 from btgym_aac.algorithms.summaries import average_stats, make_episode_summaries, stat_feed
-from btgym_aac.algorithms.utils import batch_stack, feed_dict_from_nested, feed_dict_rnn_context
+from btgym_aac.algorithms.utils import (batch_stack, check_variable_pairing, feed_dict_from_nested,
+                                       feed_dict_rnn_context)
 from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger
 from btgym_aac.spaces import ActionDictSpace, DictSpace
@@ -341,11 +342,9 @@ class BaseAAC:
         Returns:
             train op.
         """
+        check_variable_pairing(pi.var_list, pi_global.var_list,
+                               'local and global policies do not pair variable by variable')
         pairs = list(zip(pi.var_list, pi_global.var_list))
-        mismatched = [(local.name, glob.name) for local, glob in pairs
-                      if local.get_shape().as_list() != glob.get_shape().as_list()]
-        if len(pi.var_list) != len(pi_global.var_list) or mismatched:
-            raise RuntimeError('local and global policies do not pair variable by variable: {}'.format(mismatched))
         self.optimizer = tf.train.AdamOptimizer(tf.cast(self.train_learn_rate, tf.float32), epsilon=self.opt_epsilon)
         grads = tf.gradients(self.loss, pi.var_list)
         self.grads, _ = tf.clip_by_global_norm(grads, GRADIENT_CLIP_NORM)

@@ -34,6 +34,26 @@ def same_tuple_type(template, items):
     return tuple(items)
 
 
+def check_variable_pairing(variables, counterparts, description):
+    """Checks that two variable lists pair one to one with equal shapes (copies built by the same policy class).
+
+    Args:
+        variables, counterparts: lists of variables.
+        description: start of the error message, naming the two lists.
+
+    Raises:
+        RuntimeError: `description`, the two counts and the first mismatched pairs.
+    """
+    shapes = [var.get_shape().as_list() for var in variables]
+    other_shapes = [var.get_shape().as_list() for var in counterparts]
+    if shapes == other_shapes:
+        return
+    mismatched = [(var.name, shape, other.name, other_shape) for var, shape, other, other_shape
+                  in zip(variables, shapes, counterparts, other_shapes) if shape != other_shape]
+    raise RuntimeError('{}: {} variables against {}; mismatched pairs (name, shape, name, shape): {}'.format(
+        description, len(shapes), len(other_shapes), mismatched[:5]))
+
+
 def _placeholder_like(tensor, suffix):
     """Float32 placeholder shaped ``[None] + tensor.shape[1:]`` named ``<tensor op name><suffix>``."""
     shape = tf.TensorShape([None]).concatenate(tensor.get_shape()[1:])

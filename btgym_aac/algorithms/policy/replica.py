@@ -11,6 +11,7 @@ own) within one rollout. Everything that is not acting (the trainer's episode co
 callbacks) is the local policy's, run in the worker session.
 """
 from btgym_aac.algorithms.policy.base import resolve_session
+from btgym_aac.algorithms.utils import check_variable_pairing
 from btgym_aac.compat import tf
 
 
@@ -37,7 +38,9 @@ class ActingReplica:
                 tf.set_random_seed(random_seed)
             with tf.variable_scope('acting_replica'):
                 self.policy = policy_class(**policy_kwargs)
-            _check_pairing(local_policy.var_list, self.policy.var_list)
+            check_variable_pairing(self.policy.var_list, local_policy.var_list,
+                                   'acting replica: the policy built variables that do not pair with the local '
+                                   "policy's (the policy class must build the same variables on every call)")
             self._values_in = [tf.placeholder(var.dtype.base_dtype, var.get_shape()) for var in self.policy.var_list]
             self._load = tf.group(*[var.assign(value) for var, value in zip(self.policy.var_list, self._values_in)])
             init_op = tf.global_variables_initializer()
@@ -84,12 +87,3 @@ class ActingReplica:
     def close(self):
         """Closes the replica's session."""
         self.session.close()
-
-
-def _check_pairing(local_vars, replica_vars):
-    local_shapes = [var.get_shape().as_list() for var in local_vars]
-    replica_shapes = [var.get_shape().as_list() for var in replica_vars]
-    if local_shapes != replica_shapes:
-        raise RuntimeError('acting replica: the policy built {} variables of shapes {}, the local policy has {} of '
-                           'shapes {}; the policy class must build the same variables on every call'.format(
-                               len(replica_shapes), replica_shapes, len(local_shapes), local_shapes))
