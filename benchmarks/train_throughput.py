@@ -88,19 +88,17 @@ ENV_KWARGS = dict(
     strategy=DevStrat_4_11, skip_frame=10, start_cash=2000, commission=0.0001, leverage=10.0, order_size=2000,
     drawdown_call=10, target_call=10, gamma=0.99, reward_scale=7, state_ext_scale=np.linspace(3e3, 1e3, 5),
     episode_duration={'days': 1, 'hours': 23, 'minutes': 40}, render_enabled=False)
+A3C_KWARGS = dict(opt_learn_rate=1e-4, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=100)
 CONFIGS = {
     'a3c': dict(
         description='A3C reference: BaseAacPolicy lstm 256, rollout 20, time_flat, DevStrat_4_11, skip_frame 10, '
                     'sine data, 1 ps, 1 env per worker',
         policy_config={'class_ref': BaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}},
-        trainer_config={'class_ref': TimedA3C, 'kwargs': dict(
-            opt_learn_rate=1e-4, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=100)}),
+        trainer_config={'class_ref': TimedA3C, 'kwargs': A3C_KWARGS}),
     'a3c_no_replica': dict(
         description='A3C reference as `a3c`, runners acting in the worker session (acting_replica=False)',
         policy_config={'class_ref': TimedBaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}},
-        trainer_config={'class_ref': TimedA3C, 'kwargs': dict(
-            opt_learn_rate=1e-4, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=100,
-            acting_replica=False)}),
+        trainer_config={'class_ref': TimedA3C, 'kwargs': dict(A3C_KWARGS, acting_replica=False)}),
     'unreal': dict(
         description='UNREAL notebook: AacStackedRL2Policy (256, 256), lstm_2_init_period 60, Unreal without '
                     'auxiliary tasks, rollout 20, time_flat, DevStrat_4_11, skip_frame 10, sine data, 1 ps, '

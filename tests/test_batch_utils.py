@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 from btgym_aac.algorithms.utils import (LSTMStateTuple, as_array, batch_gather, batch_pad, batch_stack,
-                                        check_variable_pairing, feed_dict_from_nested, feed_dict_rnn_context, flat_placeholders,
-                                        is_subdict, nested_placeholders, rnn_placeholders)
+                                        check_variable_pairing, feed_dict_from_nested, feed_dict_rnn_context,
+                                        flat_placeholders, is_subdict, nested_placeholders, rnn_placeholders)
 from btgym_aac.compat import tf
 
 
