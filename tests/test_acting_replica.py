@@ -91,11 +91,13 @@ def test_replica_copies_local_updates_every_refresh_period():
             np.testing.assert_array_equal(got, want)
 
 
-def test_replica_refuses_a_policy_with_other_variables():
+def test_replica_refuses_other_variables_and_a_bad_refresh_period():
     with built_trainer(acting_replica=False) as (trainer, _, _):
         kwargs = dict(trainer.policy_kwargs, lstm_layers=(4,))
         with pytest.raises(RuntimeError, match='acting replica: the policy built'):
             ActingReplica(trainer.local_network, AacDensePolicy, kwargs, refresh_period=ROLLOUT)
+        with pytest.raises(ValueError, match='refresh_period must be >= 1'):
+            ActingReplica(trainer.local_network, AacDensePolicy, trainer.policy_kwargs, refresh_period=0)
 
 
 def test_replica_is_used_by_default_only_with_a_cluster_spec():

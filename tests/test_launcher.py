@@ -146,6 +146,12 @@ def test_killed_worker_is_restarted_and_the_run_completes(tmp_path):
     assert multiprocessing.active_children() == []
 
 
+@pytest.mark.parametrize('stall_seconds', [0, -5])
+def test_non_positive_stall_seconds_is_refused(tmp_path, stall_seconds):
+    with pytest.raises(ValueError, match='stall_seconds must be a positive number'):
+        cartpole_launcher(tmp_path / 'run', 100, num_workers=1, stall_seconds=stall_seconds)
+
+
 def test_stalled_worker_is_stopped_and_restarted(tmp_path):
     marker = tmp_path / 'hung'
     launcher = cartpole_launcher(tmp_path / 'run', 600, num_workers=1, stall_seconds=8)

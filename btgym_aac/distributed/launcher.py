@@ -118,6 +118,9 @@ class Launcher:
         self.test_mode = test_mode
         self.render_last_env = render_last_env
         self.max_restarts = max_restarts
+        if stall_seconds is not None and not stall_seconds > 0:
+            raise ValueError('stall_seconds must be a positive number of seconds or None, got {!r}'.format(
+                stall_seconds))
         self.stall_seconds = stall_seconds
         self.show_progress = show_progress
         self.log_dir = os.path.abspath(os.path.expanduser(self.cluster_config['log_dir']))

@@ -26,12 +26,15 @@ class ActingReplica:
         random_seed: graph-level seed of the replica graph, or None.
 
     Raises:
+        ValueError: refresh_period < 1.
         RuntimeError: the replica's variables do not pair with the local policy's by shape.
     """
 
     def __init__(self, local_policy, policy_class, policy_kwargs, refresh_period, random_seed=None):
         self.local_policy = local_policy
         self.refresh_period = int(refresh_period)
+        if self.refresh_period < 1:
+            raise ValueError('acting replica: refresh_period must be >= 1 acting step, got {!r}'.format(refresh_period))
         self.graph = tf.Graph()
         with self.graph.as_default():
             if random_seed is not None:
