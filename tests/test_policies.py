@@ -1,6 +1,7 @@
 """Policies: graph shapes, acting, sequence feeding, global/local variable pairing, RL² context rules and the
 pixel-change target, checked against numpy / hand-computed references."""
 import contextlib
+import types
 
 import numpy as np
 import pytest
@@ -236,6 +237,28 @@ def test_get_value_equals_the_value_returned_by_act():
         _, _, value, _ = policy.act(observation, context, np.array([[0.0, 1.0]]), np.array([0.3]), sess=sess)
         assert policy.get_value(observation, context, np.array([[0.0, 1.0]]), np.array([0.3]), sess=sess) == \
             pytest.approx(float(value[0]), rel=1e-6)
+
+
+def test_acting_runs_one_callable_per_session_and_matches_session_run():
+    rng = np.random.default_rng(8)
+    with initialized_policy('base-trading', linear_layer_ref=linear) as (sess, policy, context):
+        step_args = (random_observation(TRADING_SPACE, rng), context, np.array([[0.0, 1.0]]), np.array([0.3]))
+        for _ in range(3):
+            _, logits, value, next_context = policy.act(*step_args, sess=sess)
+            policy.get_value(*step_args, sess=sess)
+        assert sorted(name for name, _ in policy._step_callables[sess]) == ['act', 'value']
+        expected_logits, expected_value, expected_context = sess.run(
+            [policy.on_logits, policy.on_vf, policy.on_lstm_state_out], policy._step_feed(*step_args))
+        np.testing.assert_allclose(logits, expected_logits[0], rtol=1e-6)
+        np.testing.assert_allclose(value, expected_value, rtol=1e-6)
+        for leaf, expected_leaf in zip(tf.nest.flatten(next_context), tf.nest.flatten(expected_context)):
+            np.testing.assert_allclose(leaf, expected_leaf, rtol=1e-6)
+        with tf.Session(graph=sess.graph) as other:
+            other.run(tf.global_variables_initializer())
+            policy.act(*step_args, sess=other)
+        assert len(policy._step_callables) == 2
+        run_only = types.SimpleNamespace(run=sess.run)
+        np.testing.assert_allclose(policy.act(*step_args, sess=run_only)[1], logits, rtol=1e-6)
 
 
 def test_time_flat_batches_use_per_frame_contexts():

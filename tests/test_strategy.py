@@ -180,6 +180,14 @@ def test_norm_value_maps_bounds_to_minus_and_plus_one():
     np.testing.assert_allclose(beyond, [-1 + 2e-3, 1 - 2e-3])
 
 
+def test_norm_value_of_a_scalar_equals_the_array_form():
+    values = np.linspace(500.0, 4000.0, 97)
+    expected = utils.norm_value(values, 2000.0, 5.0, 19.0, epsilon=1e-3)
+    scalars = [utils.norm_value(float(value), 2000.0, 5.0, 19.0, epsilon=1e-3) for value in values]
+    np.testing.assert_array_equal(scalars, expected)
+    assert expected.min() == -1 + 2e-3 and expected.max() == 1 - 2e-3
+
+
 def test_decayed_result():
     assert utils.decayed_result(12.0, 50.0, 100.0, 5.0, 19.0, gamma=1) == pytest.approx(12.0 / 24.0)
     assert utils.decayed_result(12.0, 130.0, 100.0, 5.0, 19.0, gamma=1) == pytest.approx(12.0 / 24.0)

@@ -38,6 +38,8 @@ def norm_value(current_value, init_value, lower_bound, upper_bound, epsilon=1e-8
     """
     y = (current_value / init_value - 1.0) * 100.0
     z = (y - upper_bound) / (lower_bound + upper_bound) + 1.0
+    if isinstance(z, float):
+        return 2.0 * min(max(z, epsilon), 1.0 - epsilon) - 1.0
     return 2.0 * np.clip(z, epsilon, 1.0 - epsilon) - 1.0
 
 

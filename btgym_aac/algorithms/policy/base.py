@@ -325,6 +325,24 @@ class BaseAacPolicy:
         """
         return resolve_session(sess).run(self.on_lstm_init_state)
 
+    def _run_step(self, sess, name, fetches, feed):
+        """Runs `fetches` with `feed` through a callable made once per session, fetch name and feed keys.
+
+        Acting runs the same small graph on every env step; `Session.make_callable` skips the per-run fetch and
+        feed processing of `Session.run`. The callables are kept per session in `self._step_callables` (made on
+        first use, since subclasses may not call this class's `__init__`). Session-like objects without
+        `make_callable` (e.g. a `MonitoredSession`) get a plain `run`.
+        """
+        session = resolve_session(sess)
+        if not hasattr(session, 'make_callable'):
+            return session.run(fetches, feed)
+        placeholders = tuple(feed)
+        callables = self.__dict__.setdefault('_step_callables', {}).setdefault(session, {})
+        step = callables.get((name, placeholders))
+        if step is None:
+            step = callables[(name, placeholders)] = session.make_callable(fetches, feed_list=list(placeholders))
+        return step(*[np.asarray(feed[pl], dtype=pl.dtype.as_numpy_dtype) for pl in placeholders])
+
     def _step_feed(self, observation, lstm_state, last_action, last_reward):
         """Feed dict of one acting step: one frame, one sequence of length 1, `train_phase=False`."""
         depth = self.ac_space.encoded_depth
@@ -379,15 +397,14 @@ class BaseAacPolicy:
             logits [A]; value [1]; context structured as `on_lstm_init_state`.
         """
         feed = self._step_feed(observation, lstm_state, last_action, last_reward)
-        logits, value, context = resolve_session(sess).run(
-            [self.on_logits, self.on_vf, self.on_lstm_state_out], feed)
+        logits, value, context = self._run_step(sess, 'act', [self.on_logits, self.on_vf, self.on_lstm_state_out], feed)
         logits = logits[0]
         return self._action_pack(logits, deterministic), logits, value, context
 
     def get_value(self, observation, lstm_state, last_action, last_reward, sess=None):
         """Value estimate of one observation (arguments as in `act`); returns a float."""
         feed = self._step_feed(observation, lstm_state, last_action, last_reward)
-        return float(resolve_session(sess).run(self.on_vf, feed)[0])
+        return float(self._run_step(sess, 'value', self.on_vf, feed)[0])
 
     def get_pc_target(self, state, last_state, sess=None, **kwargs):
         """Pixel-change target between two observations (the runner's pixel-change callback).
