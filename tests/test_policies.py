@@ -1,7 +1,6 @@
 """Policies: graph shapes, acting, sequence feeding, global/local variable pairing, RL² context rules and the
 pixel-change target, checked against numpy / hand-computed references."""
 import contextlib
-import types
 
 import numpy as np
 import pytest
@@ -239,6 +238,13 @@ def test_get_value_equals_the_value_returned_by_act():
             pytest.approx(float(value[0]), rel=1e-6)
 
 
+class RunOnlySession:
+    """A session-like object with nothing but `run` (as a `MonitoredSession` offers)."""
+
+    def __init__(self, session):
+        self.run = session.run
+
+
 def test_acting_runs_one_callable_per_session_and_matches_session_run():
     rng = np.random.default_rng(8)
     with initialized_policy('base-trading', linear_layer_ref=linear) as (sess, policy, context):
@@ -257,8 +263,7 @@ def test_acting_runs_one_callable_per_session_and_matches_session_run():
             other.run(tf.global_variables_initializer())
             policy.act(*step_args, sess=other)
         assert len(policy._step_callables) == 2
-        run_only = types.SimpleNamespace(run=sess.run)
-        np.testing.assert_allclose(policy.act(*step_args, sess=run_only)[1], logits, rtol=1e-6)
+        np.testing.assert_allclose(policy.act(*step_args, sess=RunOnlySession(sess))[1], logits, rtol=1e-6)
 
 
 def test_time_flat_batches_use_per_frame_contexts():

