@@ -70,7 +70,7 @@ class ActingReplica:
         session = resolve_session(sess)
         read = self._read_local.get(session)
         if read is None:
-            read = self._read_local[session] = session.make_callable(self.local_policy.var_list)
+            read = self._read_local[session] = feed_callable(session, self.local_policy.var_list, [])
         self._load_values(*read())
 
     def act(self, *args, sess=None, **kwargs):
