@@ -391,6 +391,8 @@ def test_act_rejects_bad_inputs_and_missing_session():
         observation = random_observation(VECTOR_SPACE, rng)
         with pytest.raises(ValueError, match='last_action'):
             policy.act(observation, context, np.zeros((1, 2)), [0.0], sess=sess)
+        with pytest.raises(ValueError, match='external'):
+            policy.act({'external': observation['external'][:-1]}, context, np.zeros((1, 1)), [0.0], sess=sess)
         with pytest.raises(RuntimeError, match='session'):
             policy.act(observation, context, np.zeros((1, 1)), [0.0])
         with pytest.raises(RuntimeError, match='pixel control'):

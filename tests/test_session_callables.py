@@ -1,5 +1,7 @@
-"""feed_callable: same results as Session.run (nested fetches, dtype conversion, targets), and a run-based
-fallback for session-like objects."""
+"""feed_callable: same results as Session.run (nested fetches, dtype conversion, targets, shape errors), and a
+run-based fallback for session-like objects."""
+import re
+
 import numpy as np
 import pytest
 
@@ -54,3 +56,13 @@ def test_targets_run_and_nothing_is_fetched(graph_and_session, wrap):
     assert call([[1.0, 2.0, 3.0]]) is None
     call([[0.5, 0.5, 0.0]])
     assert session.run(t['counter']) == pytest.approx(7.0)
+
+
+@pytest.mark.parametrize('wrap', [lambda session: session, RunOnlySession], ids=['session', 'run-only'])
+@pytest.mark.parametrize('bad_value', [np.zeros((2, 4)), np.zeros(3)], ids=['size', 'rank'])
+def test_a_value_of_the_wrong_shape_raises_naming_the_placeholder(graph_and_session, wrap, bad_value):
+    session, t = graph_and_session
+    call = feed_callable(wrap(session), t['y'], [t['x'], t['scale'], t['negate']])
+    with pytest.raises(ValueError, match=r'(?i)cannot feed.*shape {}.* x:0'.format(re.escape(str(bad_value.shape)))):
+        call(bad_value, 1, False)
+    np.testing.assert_allclose(call(np.ones((1, 3)), 2, False), [[2.0, 2.0, 2.0]])

@@ -23,7 +23,8 @@ def feed_callable(session, fetches, placeholders, targets=()):
         targets: operations to run, with nothing fetched.
 
     Returns:
-        callable returning `fetches`' structure of numpy values (None when `fetches` is None).
+        callable returning `fetches`' structure of numpy values (None when `fetches` is None); like `Session.run`,
+        it raises ValueError for a value whose shape the placeholder does not accept.
     """
     placeholders = list(placeholders)
     targets = list(targets)
@@ -34,6 +35,8 @@ def feed_callable(session, fetches, placeholders, targets=()):
             return fetched[0] if fetches is not None else None
         return run_call
     dtypes = [placeholder.dtype.as_numpy_dtype for placeholder in placeholders]
+    shapes = [placeholder.get_shape() for placeholder in placeholders]
+    dims = [shape.as_list() if shape.rank is not None else None for shape in shapes]
     flat_fetches = tf.nest.flatten(fetches) if fetches is not None else []
     options = CallableOptions()
     options.feed.extend(placeholder.name for placeholder in placeholders)
@@ -42,6 +45,17 @@ def feed_callable(session, fetches, placeholders, targets=()):
     raw_call = make(options)
 
     def call(*values):
-        outputs = raw_call(*[np.asarray(value, dtype=dtype) for value, dtype in zip(values, dtypes)])
+        arrays = [np.asarray(value, dtype=dtype) for value, dtype in zip(values, dtypes)]
+        for index, (array, placeholder_dims) in enumerate(zip(arrays, dims)):
+            if placeholder_dims is not None and not _accepts(placeholder_dims, array.shape):
+                raise ValueError('cannot feed a value of shape {} to {} of shape {}'.format(
+                    array.shape, placeholders[index].name, shapes[index]))
+        outputs = raw_call(*arrays)
         return tf.nest.pack_sequence_as(fetches, outputs) if fetches is not None else None
     return call
+
+
+def _accepts(placeholder_dims, shape):
+    """True when `shape` fits dims where None is any size."""
+    return len(placeholder_dims) == len(shape) and all(
+        dim is None or dim == size for dim, size in zip(placeholder_dims, shape))
