@@ -242,3 +242,11 @@ def test_worker_session_fails_a_run_that_waits_past_the_timeout(monkeypatch):
         with pytest.raises(tf.errors.DeadlineExceededError):
             sess.run(waiting)
         assert time.time() - start < 30
+
+
+def test_worker_session_config_sees_only_the_ps_and_itself_with_idle_threads_asleep():
+    config = worker_module.worker_session_config(3)
+    assert list(config.device_filters) == ['/job:ps', '/job:worker/task:3/cpu:0']
+    assert config.intra_op_parallelism_threads == 1
+    assert config.experimental.disable_thread_spinning
+    assert config.operation_timeout_in_ms == worker_module.SESSION_RUN_TIMEOUT_SECONDS * 1000

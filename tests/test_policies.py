@@ -252,7 +252,7 @@ def test_acting_runs_one_callable_per_session_and_matches_session_run():
         for _ in range(3):
             _, logits, value, next_context = policy.act(*step_args, sess=sess)
             policy.get_value(*step_args, sess=sess)
-        assert sorted(name for name, _ in policy._step_callables[sess]) == ['act', 'value']
+        assert sorted(name for name, _ in policy._step_callables._by_session[sess]) == ['act', 'value']
         expected_logits, expected_value, expected_context = sess.run(
             [policy.on_logits, policy.on_vf, policy.on_lstm_state_out], policy._step_feed(*step_args))
         np.testing.assert_allclose(logits, expected_logits[0], rtol=1e-6)
@@ -262,7 +262,7 @@ def test_acting_runs_one_callable_per_session_and_matches_session_run():
         with tf.Session(graph=sess.graph) as other:
             other.run(tf.global_variables_initializer())
             policy.act(*step_args, sess=other)
-        assert len(policy._step_callables) == 2
+        assert len(policy._step_callables._by_session) == 2
         np.testing.assert_allclose(policy.act(*step_args, sess=RunOnlySession(sess))[1], logits, rtol=1e-6)
 
 

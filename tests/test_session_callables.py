@@ -5,7 +5,7 @@ import re
 import numpy as np
 import pytest
 
-from btgym_aac.algorithms.session_callables import feed_callable
+from btgym_aac.algorithms.session_callables import CallableCache, feed_callable
 from btgym_aac.compat import tf
 
 
@@ -66,3 +66,20 @@ def test_a_value_of_the_wrong_shape_raises_naming_the_placeholder(graph_and_sess
     with pytest.raises(ValueError, match=r'(?i)cannot feed.*shape {}.* x:0'.format(re.escape(str(bad_value.shape)))):
         call(bad_value, 1, False)
     np.testing.assert_allclose(call(np.ones((1, 3)), 2, False), [[2.0, 2.0, 2.0]])
+
+
+def test_callable_cache_makes_one_callable_per_session_name_and_feed_keys(graph_and_session):
+    session, t = graph_and_session
+    cache = CallableCache()
+    feed = {t['x']: [[1.0, 2.0, 3.0]], t['scale']: 2, t['negate']: False}
+    for _ in range(3):
+        np.testing.assert_allclose(cache.run(session, 'y', t['y'], feed), [[2.0, 4.0, 6.0]])
+    reordered = {t['negate']: True, t['scale']: 1, t['x']: [[1.0, 0.0, 0.0]]}
+    np.testing.assert_allclose(cache.run(session, 'y', t['y'], reordered), [[-1.0, 0.0, 0.0]])
+    assert cache.run(session, 'bump', None, {t['x']: [[1.0, 1.0, 1.0]]}, targets=[t['bump'].op]) is None
+    assert session.run(t['counter']) == pytest.approx(3.0)
+    with tf.Session(graph=session.graph) as other:
+        other.run(tf.variables_initializer([t['counter']]))
+        np.testing.assert_allclose(cache.run(other, 'y', t['y'], feed), [[2.0, 4.0, 6.0]])
+    assert len(cache._by_session[session]) == 3  # 'y' with two key orders, 'bump'
+    assert len(cache._by_session[other]) == 1

@@ -8,6 +8,7 @@ import pytest
 
 from btgym_aac import BTgymDataset, BTgymEnv
 from btgym_aac.algorithms import A3C, PPO, BaseAAC, Unreal, train_in_process
+from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.policy import Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy
 from btgym_aac.compat import tf
 from btgym_aac.data import make_sine_data
@@ -107,6 +108,38 @@ def test_a3c_rl2_policy_two_envs(tmp_path):
         assert session.trainer.episodes_per_trial == 3
         for _ in range(3):
             assert_trained(session, ['var_global_norm'])
+    finally:
+        session.close()
+
+
+def test_train_step_equals_session_run_and_sync_skips_only_untrained_variables(tmp_path):
+    """process() (sync of the variables with gradients, train step through a session callable) moves the global
+    weights exactly as syncing everything and running the train op with Session.run; the skipped variables (the
+    reward-prediction head, which A3C does not train) keep equal local and global copies."""
+    session = Session(A3C, trading_env(), BaseAacPolicy, dict(lstm_layers=(16,), linear_layer_ref=linear,
+                                                              **SMALL_CONV), tmp_path, rollout_length=8)
+    trainer, sess = session.trainer, session.sess
+    try:
+        local_vars, global_vars = trainer.local_network.var_list, trainer.network.var_list
+        synced = {op.inputs[0].op.name for op in trainer.sync_pi.control_inputs}
+        skipped = sorted(var.op.name for var in local_vars if var.op.name not in synced)
+        assert skipped and all('/rp_' in name for name in skipped), skipped
+        assert len(trainer.sync.control_inputs) == len(local_vars)
+        session.train_step()
+        every_var = session.graph.get_collection(tf.GraphKeys.GLOBAL_VARIABLES)
+        state = list(zip(every_var, sess.run(every_var)))
+        session.train_step()
+        via_process = session.global_weights()
+        for var, value in state:
+            var.load(value, sess)
+        feed = trainer.process_data(sess, session.data, [True], trainer.local_network)
+        sess.run(trainer.sync)
+        sess.run(trainer.train_op, feed)
+        for expected, actual in zip(session.global_weights(), via_process):
+            np.testing.assert_allclose(actual, expected, rtol=1e-6, atol=1e-7)
+        sess.run(trainer.sync_pi)
+        for local, glob in zip(sess.run(local_vars), sess.run(global_vars)):
+            np.testing.assert_array_equal(local, glob)
     finally:
         session.close()
 

@@ -25,6 +25,7 @@ from btgym_aac.algorithms.memory import Memory
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
 from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
+from btgym_aac.algorithms.session_callables import CallableCache
 from btgym_aac.algorithms.summaries import average_stats, make_episode_summaries, stat_feed
 from btgym_aac.algorithms.utils import (batch_stack, check_variable_pairing, feed_dict_from_nested,
                                        feed_dict_rnn_context)
@@ -186,6 +187,7 @@ class BaseAAC:
         self.last_global_step = None
         self.sync = self.sync_pi = self.sync_pi_prime = None
         self.summary_writer = None
+        self._train_callables = CallableCache()
         self.worker_device = '/job:worker/task:{}/cpu:0'.format(task)
 
         self._build_graph()
@@ -339,6 +341,10 @@ class BaseAAC:
     def _make_train_op(self, pi, pi_prime, pi_global):
         """Adam on the global variables with the local gradients clipped at global norm 40; sync ops.
 
+        `sync` copies every global variable to the local policy (at `start`); `sync_pi` (before every train step)
+        skips the trainable variables the loss gives no gradient (such as the reward-prediction head of a policy
+        trained by A3C): nothing ever changes them, so their local copies stay equal to the global ones.
+
         Returns:
             train op.
         """
@@ -349,7 +355,9 @@ class BaseAAC:
         grads = tf.gradients(self.loss, pi.var_list)
         self.grads, _ = tf.clip_by_global_norm(grads, GRADIENT_CLIP_NORM)
         self.grads_global_norm = tf.global_norm([grad for grad in self.grads if grad is not None])
-        self.sync = self.sync_pi = tf.group(*[local.assign(glob) for local, glob in pairs])
+        self.sync = tf.group(*[local.assign(glob) for local, glob in pairs])
+        self.sync_pi = tf.group(*[local.assign(glob) for grad, (local, glob) in zip(self.grads, pairs)
+                                  if grad is not None or not local.trainable])
         if self.use_target_policy:
             self.sync_pi_prime = tf.group(*[prime.assign(local) for prime, local in
                                             zip(pi_prime.var_list, pi.var_list)])
@@ -555,13 +563,14 @@ class BaseAAC:
             sess.run(self.sync_pi)
             feed_dict = self.process_data(sess, data, is_train, self.local_network, self.local_network_prime)
             write_summary = self.model_summary_op is not None and self.local_steps % self.model_summary_freq == 0
-            fetches = [self.train_op]
-            fetches_last = fetches + [self.inc_step] + ([self.model_summary_op] if write_summary else [])
+            train = [self.train_op]
             for _ in range(self.num_epochs - 1):
-                sess.run(fetches, feed_dict=feed_dict)
-            fetched = sess.run(fetches_last, feed_dict=feed_dict)
-            self.last_global_step = int(fetched[1])
-            model_summary = fetched[2] if write_summary else None
+                self._train_callables.run(sess, 'train', None, feed_dict, targets=train)
+            fetches = [self.inc_step] + ([self.model_summary_op] if write_summary else [])
+            fetched = self._train_callables.run(sess, ('train_last', write_summary), fetches, feed_dict,
+                                                targets=train)
+            self.last_global_step = int(fetched[0])
+            model_summary = fetched[1] if write_summary else None
             frames = int(np.sum(feed_dict[self.local_network.on_pi_mask]))
             self.local_steps += 1
         self.process_summary(sess, data, model_summary)

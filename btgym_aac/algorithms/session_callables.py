@@ -55,6 +55,33 @@ def feed_callable(session, fetches, placeholders, targets=()):
     return call
 
 
+class CallableCache:
+    """`feed_callable`s made on first use and kept per session, name and list of fed placeholders."""
+
+    def __init__(self):
+        self._by_session = {}
+
+    def run(self, session, name, fetches, feed, targets=()):
+        """Runs `fetches` and `targets` with `feed` through the cached callable of (`session`, `name`, feed keys).
+
+        Args:
+            session: session to run in.
+            name: label of this set of fetches and targets (same name, same fetches and targets).
+            fetches: nested structure of tensors, or None.
+            feed: dict placeholder -> value.
+            targets: operations to run, with nothing fetched.
+
+        Returns:
+            `fetches`' structure of numpy values (None when `fetches` is None).
+        """
+        placeholders = tuple(feed)
+        callables = self._by_session.setdefault(session, {})
+        call = callables.get((name, placeholders))
+        if call is None:
+            call = callables[(name, placeholders)] = feed_callable(session, fetches, placeholders, targets)
+        return call(*[feed[placeholder] for placeholder in placeholders])
+
+
 def _accepts(placeholder_dims, shape):
     """True when `shape` fits dims where None is any size."""
     return len(placeholder_dims) == len(shape) and all(

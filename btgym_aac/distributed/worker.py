@@ -40,7 +40,7 @@ def run_task(config, progress_queue=None):
         if config.get('ignore_sigint'):
             signal.signal(signal.SIGINT, signal.SIG_IGN)
         server = tf.train.Server(cluster, job_name='ps', task_index=config['task'],
-                                 config=tf.ConfigProto(device_filters=['/job:ps']))
+                                 config=_quiet_threads_config(device_filters=['/job:ps']))
         log.info('parameter server {} started'.format(config['task']))
         server.join()
         return
@@ -48,16 +48,25 @@ def run_task(config, progress_queue=None):
     for signum in (signal.SIGTERM, signal.SIGINT):
         signal.signal(signum, lambda *_: stop.set())
     server = tf.train.Server(cluster, job_name='worker', task_index=config['task'],
-                             config=tf.ConfigProto(intra_op_parallelism_threads=1, inter_op_parallelism_threads=2))
+                             config=_quiet_threads_config(intra_op_parallelism_threads=1,
+                                                          inter_op_parallelism_threads=2))
     Worker(config, server, log, progress_queue, stop).run()
 
 
-def worker_session_config(task):
-    """Session config of worker `task`: sees only the parameter servers and itself, one intra-op thread, and
-    session runs that fail after `SESSION_RUN_TIMEOUT_SECONDS`."""
+def _quiet_threads_config(**kwargs):
+    """ConfigProto of `kwargs` whose idle TensorFlow threads sleep at once instead of spinning: on a machine with
+    a core per worker, spinning pool threads of one process take CPU from the other processes' env runners."""
     from btgym_aac.compat import tf
 
-    return tf.ConfigProto(
+    config = tf.ConfigProto(**kwargs)
+    config.experimental.disable_thread_spinning = True
+    return config
+
+
+def worker_session_config(task):
+    """Session config of worker `task`: sees only the parameter servers and itself, one intra-op thread, idle
+    threads that do not spin, and session runs that fail after `SESSION_RUN_TIMEOUT_SECONDS`."""
+    return _quiet_threads_config(
         device_filters=['/job:ps', '/job:worker/task:{}/cpu:0'.format(task)],
         intra_op_parallelism_threads=1, inter_op_parallelism_threads=2,
         operation_timeout_in_ms=SESSION_RUN_TIMEOUT_SECONDS * 1000)

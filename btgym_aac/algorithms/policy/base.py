@@ -26,7 +26,7 @@ from btgym_aac.algorithms.nn.networks import (
     conv_2d_network, dense_aac_network, dense_rp_network, duelling_pc_network, lstm_network,
     pixel_change_2d_estimator,
 )
-from btgym_aac.algorithms.session_callables import feed_callable
+from btgym_aac.algorithms.session_callables import CallableCache
 from btgym_aac.algorithms.utils import feed_dict_from_nested, feed_dict_rnn_context, nested_placeholders
 from btgym_aac.compat import tf
 from btgym_aac.spaces import ActionDictSpace, DictSpace
@@ -329,16 +329,11 @@ class BaseAacPolicy:
     def _run_step(self, sess, name, fetches, feed):
         """Runs `fetches` with `feed` through a `feed_callable` made once per session, fetch name and feed keys.
 
-        The callables are kept per session in `self._step_callables` (made on first use, since subclasses may not
-        call this class's `__init__`).
+        The callables live in `self._step_callables`, made on first use, since subclasses may not call this
+        class's `__init__`.
         """
-        session = resolve_session(sess)
-        placeholders = tuple(feed)
-        callables = self.__dict__.setdefault('_step_callables', {}).setdefault(session, {})
-        step = callables.get((name, placeholders))
-        if step is None:
-            step = callables[(name, placeholders)] = feed_callable(session, fetches, placeholders)
-        return step(*[feed[placeholder] for placeholder in placeholders])
+        cache = self.__dict__.setdefault('_step_callables', CallableCache())
+        return cache.run(resolve_session(sess), name, fetches, feed)
 
     def _step_feed(self, observation, lstm_state, last_action, last_reward):
         """Feed dict of one acting step: one frame, one sequence of length 1, `train_phase=False`."""
