@@ -11,8 +11,9 @@ Every configuration and worker count runs `--repeats` times, interleaved; the JS
 medians, from which the scaling and the speedup over the original are computed. Speed is measured between the
 first and the last progress report of a run (start-up excluded). Also reported:
 the time from `Launcher.run()` to the first trained step, the peak memory of every process, the scaling ratio
-2 workers / 1 worker, and the cost of one env step inside worker 0: policy act (with the acting replica's
-refresh every rollout), env step, and train time without the wait for rollouts. Writes `train_throughput.json`
+2 workers / 1 worker, the cost of one env step inside worker 0: policy act (with the acting replica's
+refresh every rollout), env step, and train time without the wait for rollouts, and the machine's busy and
+hypervisor-stolen CPU shares during the run (from /proc/stat, where there is one). Writes `train_throughput.json`
 and prints a table.
 
 Usage:
@@ -131,6 +132,28 @@ def cost_split(timers):
     }
 
 
+def machine_cpu_times():
+    """Cumulative CPU times of the whole machine from /proc/stat (user, nice, system, idle, iowait, irq, softirq,
+    steal), or None where there is no /proc/stat."""
+    try:
+        with open('/proc/stat') as f:
+            return [int(value) for value in f.readline().split()[1:9]]
+    except (OSError, ValueError):
+        return None
+
+
+def machine_cpu_shares(before, after):
+    """Shares (percent of all CPUs) of busy time and of time stolen by the hypervisor between two
+    `machine_cpu_times` readings; None where either is missing."""
+    if before is None or after is None:
+        return None
+    delta = [b - a for a, b in zip(before, after)]
+    total = max(sum(delta), 1)
+    user, nice, system, _, _, irq, softirq, steal = delta
+    return {'busy_percent': 100.0 * (user + nice + system + irq + softirq) / total,
+            'steal_percent': 100.0 * steal / total}
+
+
 def measure(config, num_workers, max_env_steps):
     """Runs one cluster; returns its speed, start-up and memory figures and the cost split of worker 0."""
     reports = []
@@ -143,8 +166,9 @@ def measure(config, num_workers, max_env_steps):
             reports.append((time.time(), max((r['step'] for r in launcher.progress.values()), default=0)))
 
         launcher._drain = recording_drain
-        start = time.time()
+        start, cpu_before = time.time(), machine_cpu_times()
         result = launcher.run()
+        cpu = machine_cpu_shares(cpu_before, machine_cpu_times())
         with open(os.path.join(log_dir, 'worker_0.json')) as f:
             split = cost_split(json.load(f))
     stepped = [(t, step) for t, step in reports if step > 0]
@@ -158,6 +182,7 @@ def measure(config, num_workers, max_env_steps):
         'peak_rss_mb': result['peak_rss_mb'],
         'restarts': result['restarts'],
         'cost_split_worker_0': split,
+        'machine_cpu': cpu,
     }
 
 
@@ -191,14 +216,15 @@ def run_all(names, workers, repeats, max_env_steps):
 
 
 def print_table(results):
-    print('{:>16}{:>9}{:>22}{:>20}{:>10}{:>10}{:>12}'.format(
-        'config', 'workers', 'env steps/s', 'first step after s', 'act ms', 'env ms', 'train ms'))
+    print('{:>16}{:>9}{:>22}{:>20}{:>10}{:>10}{:>12}{:>12}'.format(
+        'config', 'workers', 'env steps/s', 'first step after s', 'act ms', 'env ms', 'train ms', 'busy/steal'))
     for name, result in results.items():
         for run in result['runs']:
-            split = run['cost_split_worker_0']
-            print('{:>16}{:>9}{:>22.1f}{:>20.1f}{:>10.2f}{:>10.2f}{:>12.2f}'.format(
+            split, cpu = run['cost_split_worker_0'], run['machine_cpu']
+            shares = '{:.0f}%/{:.1f}%'.format(cpu['busy_percent'], cpu['steal_percent']) if cpu else '-'
+            print('{:>16}{:>9}{:>22.1f}{:>20.1f}{:>10.2f}{:>10.2f}{:>12.2f}{:>12}'.format(
                 name, run['workers'], run['env_steps_per_s'], run['first_step_seconds'], split['policy_act_ms'],
-                split['env_step_ms'], split['train_ms_per_env_step']))
+                split['env_step_ms'], split['train_ms_per_env_step'], shares))
         medians = ', '.join('{} workers {:.1f}'.format(n, speed)
                             for n, speed in result['median_env_steps_per_s'].items())
         print('{}: median env steps/s: {}'.format(name, medians))
