@@ -11,7 +11,7 @@ own) within one rollout. Everything that is not acting (the trainer's episode co
 callbacks) is the local policy's, run in the worker session.
 """
 from btgym_aac.algorithms.policy.base import resolve_session
-from btgym_aac.algorithms.session_callables import feed_callable
+from btgym_aac.algorithms.session_callables import CallableCache, feed_callable
 from btgym_aac.algorithms.utils import check_variable_pairing
 from btgym_aac.compat import tf
 
@@ -53,7 +53,7 @@ class ActingReplica:
             intra_op_parallelism_threads=1, inter_op_parallelism_threads=-1))
         self.session.run(init_op)
         self._load_values = feed_callable(self.session, None, self._values_in, targets=[self._load])
-        self._read_local = {}
+        self._read_local = CallableCache()
         self._steps = 0
 
     def __getattr__(self, name):
@@ -67,11 +67,8 @@ class ActingReplica:
         Args:
             sess: the worker session (None: the default session).
         """
-        session = resolve_session(sess)
-        read = self._read_local.get(session)
-        if read is None:
-            read = self._read_local[session] = feed_callable(session, self.local_policy.var_list, [])
-        self._load_values(*read())
+        values = self._read_local.run(resolve_session(sess), 'read', self.local_policy.var_list, {})
+        self._load_values(*values)
 
     def act(self, *args, sess=None, **kwargs):
         """`local_policy.act` computed by the replica; refreshes it first every `refresh_period` calls.
