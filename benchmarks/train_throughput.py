@@ -9,11 +9,12 @@ rendering off.
 
 Every configuration and worker count runs `--repeats` times, interleaved; the JSON keeps every run and the
 medians, from which the scaling and the speedup over the original are computed. Speed is measured between the
-first and the last progress report of a run (start-up excluded). Also reported:
+first progress report of a run and the first one of its final step (start-up and shut-down excluded). Also reported:
 the time from `Launcher.run()` to the first trained step, the peak memory of every process, the scaling ratio
 2 workers / 1 worker, the cost of one env step inside worker 0: policy act (with the acting replica's
-refresh every rollout), env step, and train time without the wait for rollouts, and the machine's busy and
-hypervisor-stolen CPU shares during the run (from /proc/stat, where there is one). Writes `train_throughput.json`
+refresh every rollout), env step, and train time without the wait for rollouts, and, over the same window as
+the speed, the machine's busy and hypervisor-stolen CPU shares and its busy CPU time per env step (from
+/proc/stat, where there is one). Writes `train_throughput.json`
 and prints a table.
 
 Usage:
@@ -155,7 +156,8 @@ def machine_cpu_shares(before, after):
 
 
 def measure(config, num_workers, max_env_steps):
-    """Runs one cluster; returns its speed, start-up and memory figures and the cost split of worker 0."""
+    """Runs one cluster; returns its speed, start-up and memory figures, the cost split of worker 0 and the
+    machine's CPU use while it stepped."""
     reports = []
     with tempfile.TemporaryDirectory() as log_dir:
         launcher = make_launcher(config, num_workers, max_env_steps, os.path.join(log_dir, 'run'), log_dir)
@@ -163,16 +165,21 @@ def measure(config, num_workers, max_env_steps):
 
         def recording_drain(progress, start):
             drain(progress, start)
-            reports.append((time.time(), max((r['step'] for r in launcher.progress.values()), default=0)))
+            step = max((r['step'] for r in launcher.progress.values()), default=0)
+            reports.append((time.time(), step, machine_cpu_times()))
 
         launcher._drain = recording_drain
-        start, cpu_before = time.time(), machine_cpu_times()
+        start = time.time()
         result = launcher.run()
-        cpu = machine_cpu_shares(cpu_before, machine_cpu_times())
         with open(os.path.join(log_dir, 'worker_0.json')) as f:
             split = cost_split(json.load(f))
-    stepped = [(t, step) for t, step in reports if step > 0]
-    (t0, s0), (t1, s1) = stepped[0], stepped[-1]
+    stepped = [report for report in reports if report[1] > 0]
+    final_step = stepped[-1][1]
+    (t0, s0, cpu0), (t1, s1, cpu1) = stepped[0], next(report for report in stepped if report[1] == final_step)
+    cpu = machine_cpu_shares(cpu0, cpu1)
+    if cpu is not None:
+        cpu['cpu_ms_per_env_step'] = (
+            1e3 * cpu['busy_percent'] / 100.0 * (os.cpu_count() or 1) * (t1 - t0) / max(s1 - s0, 1))
     return {
         'workers': num_workers,
         'env_steps': result['global_step'],
@@ -216,15 +223,17 @@ def run_all(names, workers, repeats, max_env_steps):
 
 
 def print_table(results):
-    print('{:>16}{:>9}{:>22}{:>20}{:>10}{:>10}{:>12}{:>12}'.format(
-        'config', 'workers', 'env steps/s', 'first step after s', 'act ms', 'env ms', 'train ms', 'busy/steal'))
+    print('{:>16}{:>9}{:>14}{:>20}{:>9}{:>9}{:>10}{:>12}{:>12}'.format(
+        'config', 'workers', 'env steps/s', 'first step after s', 'act ms', 'env ms', 'train ms', 'busy/steal',
+        'cpu ms/step'))
     for name, result in results.items():
         for run in result['runs']:
             split, cpu = run['cost_split_worker_0'], run['machine_cpu']
             shares = '{:.0f}%/{:.1f}%'.format(cpu['busy_percent'], cpu['steal_percent']) if cpu else '-'
-            print('{:>16}{:>9}{:>22.1f}{:>20.1f}{:>10.2f}{:>10.2f}{:>12.2f}{:>12}'.format(
+            cpu_ms = '{:.2f}'.format(cpu['cpu_ms_per_env_step']) if cpu else '-'
+            print('{:>16}{:>9}{:>14.1f}{:>20.1f}{:>9.2f}{:>9.2f}{:>10.2f}{:>12}{:>12}'.format(
                 name, run['workers'], run['env_steps_per_s'], run['first_step_seconds'], split['policy_act_ms'],
-                split['env_step_ms'], split['train_ms_per_env_step'], shares))
+                split['env_step_ms'], split['train_ms_per_env_step'], shares, cpu_ms))
         medians = ', '.join('{} workers {:.1f}'.format(n, speed)
                             for n, speed in result['median_env_steps_per_s'].items())
         print('{}: median env steps/s: {}'.format(name, medians))
