@@ -27,6 +27,7 @@ from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
 from btgym_aac.algorithms.session_callables import CallableCache
 from btgym_aac.algorithms.summaries import average_stats, make_episode_summaries, stat_feed
+from btgym_aac.algorithms.transfers import moved_to
 from btgym_aac.algorithms.utils import (batch_stack, check_variable_pairing, feed_dict_from_nested,
                                        feed_dict_rnn_context)
 from btgym_aac.compat import tf
@@ -343,7 +344,8 @@ class BaseAAC:
 
         `sync` copies every global variable to the local policy (at `start`); `sync_pi` (before every train step)
         skips the trainable variables the loss gives no gradient (such as the reward-prediction head of a policy
-        trained by A3C): nothing ever changes them, so their local copies stay equal to the global ones.
+        trained by A3C): nothing ever changes them, so their local copies stay equal to the global ones. Both syncs
+        and the gradient push move the small tensors packed together (see `transfers`).
 
         Returns:
             train op.
@@ -355,16 +357,23 @@ class BaseAAC:
         grads = tf.gradients(self.loss, pi.var_list)
         self.grads, _ = tf.clip_by_global_norm(grads, GRADIENT_CLIP_NORM)
         self.grads_global_norm = tf.global_norm([grad for grad in self.grads if grad is not None])
-        self.sync = tf.group(*[local.assign(glob) for local, glob in pairs])
-        self.sync_pi = tf.group(*[local.assign(glob) for grad, (local, glob) in zip(self.grads, pairs)
-                                  if grad is not None or not local.trainable])
+        self.sync = self._copy_op(pairs)
+        self.sync_pi = self._copy_op([(local, glob) for grad, (local, glob) in zip(self.grads, pairs)
+                                      if grad is not None or not local.trainable])
         if self.use_target_policy:
             self.sync_pi_prime = tf.group(*[prime.assign(local) for prime, local in
                                             zip(pi_prime.var_list, pi.var_list)])
-        train_op = self.optimizer.apply_gradients(
-            [(grad, glob) for grad, (_, glob) in zip(self.grads, pairs) if grad is not None])
+        pushed = [(grad, glob) for grad, (_, glob) in zip(self.grads, pairs) if grad is not None]
+        pushed_grads = moved_to([grad for grad, _ in pushed], [glob.device for _, glob in pushed])
+        train_op = self.optimizer.apply_gradients(list(zip(pushed_grads, [glob for _, glob in pushed])))
         self.inc_step = self.global_step.assign_add(tf.cast(tf.reduce_sum(pi.on_pi_mask), tf.int32))
         return train_op
+
+    @staticmethod
+    def _copy_op(pairs):
+        """Op assigning every `(target, source)` variable pair, small sources moved packed (see `transfers`)."""
+        values = moved_to([source for _, source in pairs], [target.device for target, _ in pairs])
+        return tf.group(*[target.assign(value) for (target, _), value in zip(pairs, values)])
 
     def _combine_summaries(self, policy, model_summaries):
         """Model summary op and episode summaries (see `summaries.make_episode_summaries`)."""

@@ -1,0 +1,87 @@
+"""Packed cross-device moves: exact values, only small tensors that change device are packed, one pack per
+(source, destination, dtype); in a ps + worker cluster the trainer's sync and gradient push use them and stay
+exact."""
+import numpy as np
+
+from btgym_aac import BTgymEnv
+from btgym_aac.algorithms import A3C
+from btgym_aac.algorithms.nn.layers import linear
+from btgym_aac.algorithms.policy import BaseAacPolicy
+from btgym_aac.algorithms.transfers import moved_to
+from btgym_aac.compat import tf
+from btgym_aac.distributed.cluster import make_cluster_spec
+from btgym_aac.distributed.worker import worker_session_config
+from btgym_aac.strategy import DevStrat_4_11
+
+SOURCE, DESTINATION = '/device:CPU:0', '/device:CPU:1'
+
+
+def test_small_tensors_move_packed_per_dtype_with_exact_values():
+    rng = np.random.RandomState(0)
+    values = [rng.randn(3, 4).astype(np.float32), rng.randn(5).astype(np.float32), rng.randn(300).astype(np.float32),
+              np.arange(2, dtype=np.int32), np.arange(3, dtype=np.int32), rng.randn(2), rng.randn(2).astype(np.float32)]
+    graph = tf.Graph()
+    with graph.as_default():
+        with tf.device(SOURCE):
+            tensors = [tf.constant(value) for value in values[:-1]]
+        with tf.device(DESTINATION):
+            tensors.append(tf.constant(values[-1]))
+        tensors.append(None)
+        moved = moved_to(tensors, [DESTINATION] * len(tensors), max_elements=100)
+    packs = [op for op in graph.get_operations() if op.type == 'ConcatV2']
+    assert len(packs) == 2 and all(SOURCE in op.device for op in packs)
+    for index in (2, 5, 6, 7):  # too large; the only float64; already on the destination; None
+        assert moved[index] is tensors[index]
+    for index in (0, 1, 3, 4):
+        assert moved[index] is not tensors[index] and DESTINATION in moved[index].device
+        assert moved[index].get_shape().as_list() == list(values[index].shape)
+    with tf.Session(graph=graph, config=tf.ConfigProto(device_count={'CPU': 2})) as sess:
+        fetched = sess.run(moved[:-1])
+    for value, result in zip(values, fetched):
+        assert result.dtype == value.dtype
+        np.testing.assert_array_equal(result, value)
+
+
+def test_trainer_in_a_cluster_syncs_and_pushes_exact_values_through_packs(tmp_path):
+    """A3C on a ps + worker cluster (both servers in this process): the sync before a train step and the gradient
+    push are packed; after the sync the local variables equal the global ones bit for bit, and the gradients the
+    parameter server's Adam receives equal the clipped local gradients of the same run."""
+    spec = make_cluster_spec(num_workers=1, num_ps=1)
+    cluster = tf.train.ClusterSpec(spec)
+    tf.train.Server(cluster, job_name='ps', task_index=0)
+    server = tf.train.Server(cluster, job_name='worker', task_index=0)
+    graph = tf.Graph()
+    with graph.as_default():
+        env = BTgymEnv(strategy=DevStrat_4_11, render_enabled=False, random_seed=0,
+                       episode_duration={'days': 0, 'hours': 8, 'minutes': 0})
+        trainer = A3C(env=env, task=0, cluster_spec=spec, random_seed=0, rollout_length=8,
+                      policy_config={'class_ref': BaseAacPolicy, 'kwargs': dict(
+                          lstm_layers=(16,), linear_layer_ref=linear, conv_2d_num_filters=(8, 8, 8, 8))})
+        init_op = tf.global_variables_initializer()
+    packs = [op for op in graph.get_operations() if op.type == 'ConcatV2' and 'packed_move' in op.name]
+    assert {'/job:ps' in op.device for op in packs} == {True, False}
+    sess = tf.Session(server.target, graph=graph, config=worker_session_config(0))
+    try:
+        sess.run(init_op)
+        trainer.start(sess, tf.summary.FileWriter(str(tmp_path)))
+        data = trainer.get_data()
+        trainer.get_data = lambda **kwargs: data
+        trainer.process(sess)
+        synced = [op.inputs[0].op.name for op in trainer.sync_pi.control_inputs]
+        local = {var.op.name: var for var in trainer.local_network.var_list}
+        pairs = [(local[name], glob) for name, glob in zip(local, trainer.network.var_list) if name in synced]
+        assert len(pairs) == len(synced) > 2
+        sess.run(trainer.sync_pi)
+        for local_value, global_value in sess.run(pairs):
+            np.testing.assert_array_equal(local_value, global_value)
+        applied = {op.inputs[0].op.name: op.inputs[9] for op in graph.get_operations() if op.type == 'ApplyAdam'}
+        pushed = [(applied.pop(glob.op.name), grad)
+                  for grad, glob in zip(trainer.grads, trainer.network.var_list) if grad is not None]
+        assert pushed and not applied
+        feed = trainer.process_data(sess, data, [True], trainer.local_network)
+        for received, sent in sess.run(pushed, feed):
+            np.testing.assert_array_equal(received, sent)
+    finally:
+        trainer.stop()
+        sess.close()
+        trainer.env_list[0].close()
