@@ -13,29 +13,32 @@ from btgym_aac.distributed.cluster import make_cluster_spec
 from btgym_aac.distributed.worker import worker_session_config
 from btgym_aac.strategy import DevStrat_4_11
 
-SOURCE, DESTINATION = '/device:CPU:0', '/device:CPU:1'
+SOURCE, DESTINATION, OTHER_SOURCE = '/device:CPU:0', '/device:CPU:1', '/device:CPU:2'
 
 
-def test_small_tensors_move_packed_per_dtype_with_exact_values():
+def test_small_tensors_move_packed_per_source_and_dtype_with_exact_values():
     rng = np.random.RandomState(0)
     values = [rng.randn(3, 4).astype(np.float32), rng.randn(5).astype(np.float32), rng.randn(300).astype(np.float32),
-              np.arange(2, dtype=np.int32), np.arange(3, dtype=np.int32), rng.randn(2), rng.randn(2).astype(np.float32)]
+              np.arange(2, dtype=np.int32), np.arange(3, dtype=np.int32), rng.randn(2),
+              rng.randn(2, 2).astype(np.float32), rng.randn(3).astype(np.float32), rng.randn(2).astype(np.float32)]
+    devices = [SOURCE] * 6 + [OTHER_SOURCE] * 2 + [DESTINATION]
     graph = tf.Graph()
     with graph.as_default():
-        with tf.device(SOURCE):
-            tensors = [tf.constant(value) for value in values[:-1]]
-        with tf.device(DESTINATION):
-            tensors.append(tf.constant(values[-1]))
+        tensors = []
+        for value, device in zip(values, devices):
+            with tf.device(device):
+                tensors.append(tf.constant(value))
         tensors.append(None)
         moved = moved_to(tensors, [DESTINATION] * len(tensors), max_elements=100)
-    packs = [op for op in graph.get_operations() if op.type == 'ConcatV2']
-    assert len(packs) == 2 and all(SOURCE in op.device for op in packs)
-    for index in (2, 5, 6, 7):  # too large; the only float64; already on the destination; None
+    packs = sorted((op.device, op.inputs[0].dtype.name) for op in graph.get_operations() if op.type == 'ConcatV2')
+    assert [(device.split('/')[-1], dtype) for device, dtype in packs] == [
+        ('device:CPU:0', 'float32'), ('device:CPU:0', 'int32'), ('device:CPU:2', 'float32')]
+    for index in (2, 5, 8, 9):  # too large; the only float64; already on the destination; None
         assert moved[index] is tensors[index]
-    for index in (0, 1, 3, 4):
+    for index in (0, 1, 3, 4, 6, 7):
         assert moved[index] is not tensors[index] and DESTINATION in moved[index].device
         assert moved[index].get_shape().as_list() == list(values[index].shape)
-    with tf.Session(graph=graph, config=tf.ConfigProto(device_count={'CPU': 2})) as sess:
+    with tf.Session(graph=graph, config=tf.ConfigProto(device_count={'CPU': 3})) as sess:
         fetched = sess.run(moved[:-1])
     for value, result in zip(values, fetched):
         assert result.dtype == value.dtype
