@@ -3,7 +3,8 @@
 TF1 graph semantics (placeholders, sessions, ``tf.train.Server``, legacy RNN cells and ``tf.compat.v1.layers``)
 exist in TensorFlow 2.x only through ``tf.compat.v1`` with legacy Keras (``tf-keras``) selected by
 ``TF_USE_LEGACY_KERAS=1`` *before* tensorflow is first imported. This module sets it, imports TensorFlow,
-disables v2 behaviour and exposes ``tf`` (= ``tf.compat.v1``) and ``CallableOptions`` (the protocol buffer behind
+disables v2 behaviour, keeps TensorFlow's start-up notices and the legacy RNN cells' deprecation warnings out of
+the output, and exposes ``tf`` (= ``tf.compat.v1``) and ``CallableOptions`` (the protocol buffer behind
 ``Session.make_callable``, which ``tf.compat.v1`` does not export).
 
 Usage::
@@ -12,6 +13,8 @@ Usage::
 """
 import os
 import sys
+import tempfile
+import warnings
 
 _LEGACY_KERAS_ON = ('1', 'true', 'True', 'TRUE')
 
@@ -26,11 +29,51 @@ def _check_legacy_keras_possible():
         )
 
 
+# Start-up notices TensorFlow writes to stderr from C++ (ignoring TF_CPP_MIN_LOG_LEVEL): once per import in
+# every process of a cluster, they would bury the launcher's output.
+_START_UP_NOTICES = ('All log messages before absl::InitializeLog()', 'oneDNN custom operations are on',
+                     'Could not find cuda drivers', 'failed call to cuInit')
+
+
+def without_start_up_notices(text):
+    """`text` without the lines that carry one of the start-up notices."""
+    return ''.join(line for line in text.splitlines(keepends=True)
+                   if not any(notice in line for notice in _START_UP_NOTICES))
+
+
+def _import_tensorflow_quietly():
+    """Imports tensorflow and initialises its devices with stderr captured, then passes on every captured line
+    but the start-up notices (a plain import where stderr cannot be duplicated).
+
+    Returns:
+        the tensorflow module.
+    """
+    sys.stderr.flush()
+    try:
+        saved_stderr = os.dup(2)
+    except OSError:
+        import tensorflow
+        return tensorflow
+    with tempfile.TemporaryFile() as captured:
+        os.dup2(captured.fileno(), 2)
+        try:
+            import tensorflow
+            tensorflow.config.list_physical_devices()
+        finally:
+            os.dup2(saved_stderr, 2)
+            os.close(saved_stderr)
+            captured.seek(0)
+            sys.stderr.write(without_start_up_notices(captured.read().decode(errors='replace')))
+            sys.stderr.flush()
+    return tensorflow
+
+
 _check_legacy_keras_possible()
 os.environ['TF_USE_LEGACY_KERAS'] = '1'
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
+warnings.filterwarnings('ignore', message=r'`tf\.nn\.rnn_cell\.\w+` is deprecated', category=UserWarning)
 
-import tensorflow as _tf2  # noqa: E402
+_tf2 = _import_tensorflow_quietly()
 from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 
 _tf2.get_logger().setLevel('ERROR')

@@ -37,3 +37,28 @@ def test_tensorflow_imported_first_without_legacy_keras_gives_a_clear_error():
                         'import btgym_aac.compat')
     assert result.returncode != 0
     assert 'TF_USE_LEGACY_KERAS=1' in result.stderr
+
+
+def test_tensorflow_start_up_notices_and_rnn_cell_deprecations_stay_out_of_stderr():
+    result = run_python(PUBLIC_IMPORTS + '''
+from btgym_aac.algorithms.nn.networks import lstm_network
+outputs = lstm_network(tf.placeholder(tf.float32, [1, 3, 4]), tf.constant([3]))[0]
+with tf.Session() as sess:
+    sess.run(tf.global_variables_initializer())
+    print(outputs.get_shape().as_list())
+''')
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == '[1, 3, 256]'
+    for text in ('absl::InitializeLog', 'oneDNN', 'cuda', 'cuInit', 'is deprecated'):
+        assert text not in result.stderr, result.stderr[-2000:]
+
+
+def test_only_the_start_up_notice_lines_are_dropped():
+    from btgym_aac.compat import without_start_up_notices
+
+    text = ('WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n'
+            'E0000 cuda_platform.cc:52] failed call to cuInit: INTERNAL\n'
+            'Traceback (most recent call last):\n'
+            'I0000 port.cc:153] oneDNN custom operations are on.\n'
+            'ImportError: something real\n')
+    assert without_start_up_notices(text) == 'Traceback (most recent call last):\nImportError: something real\n'
