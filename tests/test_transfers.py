@@ -2,6 +2,7 @@
 (source, destination, dtype); in a ps + worker cluster the trainer's sync and gradient push use them and stay
 exact."""
 import numpy as np
+import pytest
 
 from btgym_aac import BTgymEnv
 from btgym_aac.algorithms import A3C
@@ -43,6 +44,13 @@ def test_small_tensors_move_packed_per_source_and_dtype_with_exact_values():
     for value, result in zip(values, fetched):
         assert result.dtype == value.dtype
         np.testing.assert_array_equal(result, value)
+
+
+def test_tensors_and_destinations_of_different_lengths_are_refused():
+    with tf.Graph().as_default():
+        tensors = [tf.constant([1.0]), tf.constant([2.0])]
+        with pytest.raises(ValueError, match='2 tensors but 1 destinations'):
+            moved_to(tensors, [DESTINATION])
 
 
 def test_trainer_in_a_cluster_syncs_and_pushes_exact_values_through_packs(tmp_path):

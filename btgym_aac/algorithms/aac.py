@@ -361,8 +361,7 @@ class BaseAAC:
         self.sync_pi = self._copy_op([(local, glob) for grad, (local, glob) in zip(self.grads, pairs)
                                       if grad is not None or not local.trainable])
         if self.use_target_policy:
-            self.sync_pi_prime = tf.group(*[prime.assign(local) for prime, local in
-                                            zip(pi_prime.var_list, pi.var_list)])
+            self.sync_pi_prime = self._copy_op(list(zip(pi_prime.var_list, pi.var_list)))
         pushed = [(grad, glob) for grad, (_, glob) in zip(self.grads, pairs) if grad is not None]
         pushed_grads = moved_to([grad for grad, _ in pushed], [glob.device for _, glob in pushed])
         train_op = self.optimizer.apply_gradients(list(zip(pushed_grads, [glob for _, glob in pushed])))
@@ -565,11 +564,11 @@ class BaseAAC:
         """
         data = self.get_data()
         if self.use_target_policy and self.local_steps % self.pi_prime_update_period == 0:
-            sess.run(self.sync_pi_prime)
+            self._train_callables.run(sess, 'sync_pi_prime', None, {}, targets=[self.sync_pi_prime])
         is_train = [self.rollout_is_train(rollout) for rollout in data['on_policy']]
         model_summary, frames = None, 0
         if any(is_train):
-            sess.run(self.sync_pi)
+            self._train_callables.run(sess, 'sync_pi', None, {}, targets=[self.sync_pi])
             feed_dict = self.process_data(sess, data, is_train, self.local_network, self.local_network_prime)
             write_summary = self.model_summary_op is not None and self.local_steps % self.model_summary_freq == 0
             train = [self.train_op]

@@ -17,12 +17,15 @@ def _device_key(device):
     return tf.DeviceSpec.from_string(device).to_string() if device else ''
 
 
-def _packable(tensor, destination, max_elements):
+def _pack_key(tensor, destination, max_elements):
+    """(source device, destination, dtype) of a tensor worth packing, else None."""
     if not isinstance(tensor, (tf.Tensor, tf.Variable)) or not tensor.get_shape().is_fully_defined():
-        return False
+        return None
     source = _device_key(tensor.device)
-    return bool(source) and bool(destination) and source != destination and \
-        int(np.prod(tensor.get_shape().as_list())) <= max_elements
+    if not source or not destination or source == destination or \
+            int(np.prod(tensor.get_shape().as_list())) > max_elements:
+        return None
+    return source, destination, tensor.dtype.base_dtype
 
 
 def moved_to(tensors, destinations, max_elements=PACK_MAX_ELEMENTS):
@@ -39,13 +42,17 @@ def moved_to(tensors, destinations, max_elements=PACK_MAX_ELEMENTS):
 
     Returns:
         list of tensors in the order of `tensors`; packed ones are placed on their destination device.
+
+    Raises:
+        ValueError: `tensors` and `destinations` differ in length.
     """
-    destinations = [_device_key(device) for device in destinations]
+    if len(tensors) != len(destinations):
+        raise ValueError('moved_to: {} tensors but {} destinations'.format(len(tensors), len(destinations)))
     result = list(tensors)
     groups = {}
     for index, (tensor, destination) in enumerate(zip(tensors, destinations)):
-        if tensor is not None and _packable(tensor, destination, max_elements):
-            key = (_device_key(tensor.device), destination, tensor.dtype.base_dtype)
+        key = _pack_key(tensor, _device_key(destination), max_elements)
+        if key is not None:
             groups.setdefault(key, []).append(index)
     for (source, destination, _), indices in groups.items():
         if len(indices) < 2:
