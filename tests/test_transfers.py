@@ -1,6 +1,8 @@
 """Packed cross-device moves: exact values, only small tensors that change device are packed, one pack per
 (source, destination, dtype); in a ps + worker cluster the trainer's sync and gradient push use them and stay
 exact."""
+import re
+
 import numpy as np
 import pytest
 
@@ -53,10 +55,12 @@ def test_tensors_and_destinations_of_different_lengths_are_refused():
             moved_to(tensors, [DESTINATION])
 
 
-def test_trainer_in_a_cluster_syncs_and_pushes_exact_values_through_packs(tmp_path):
-    """A3C on a ps + worker cluster (both servers in this process): the sync before a train step and the gradient
-    push are packed; after the sync the local variables equal the global ones bit for bit, and the gradients the
-    parameter server's Adam receives equal the clipped local gradients of the same run."""
+def _cluster_trainer():
+    """A3C with a small policy on a ps + worker cluster whose servers run in this process.
+
+    Returns:
+        trainer, its graph, the worker server, the global variables' initializer.
+    """
     spec = make_cluster_spec(num_workers=1, num_ps=1)
     cluster = tf.train.ClusterSpec(spec)
     tf.train.Server(cluster, job_name='ps', task_index=0)
@@ -69,14 +73,32 @@ def test_trainer_in_a_cluster_syncs_and_pushes_exact_values_through_packs(tmp_pa
                       policy_config={'class_ref': BaseAacPolicy, 'kwargs': dict(
                           lstm_layers=(16,), linear_layer_ref=linear, conv_2d_num_filters=(8, 8, 8, 8))})
         init_op = tf.global_variables_initializer()
+    return trainer, graph, server, init_op
+
+
+def _started(trainer, graph, server, init_op, log_dir):
+    """Worker session with the trainer started and fed one fixed rollout batch for ever.
+
+    Returns:
+        session, the batch.
+    """
+    sess = tf.Session(server.target, graph=graph, config=worker_session_config(0))
+    sess.run(init_op)
+    trainer.start(sess, tf.summary.FileWriter(str(log_dir)))
+    data = trainer.get_data()
+    trainer.get_data = lambda **kwargs: data
+    return sess, data
+
+
+def test_trainer_in_a_cluster_syncs_and_pushes_exact_values_through_packs(tmp_path):
+    """A3C on a ps + worker cluster: the sync before a train step and the gradient push are packed; after the sync
+    the local variables equal the global ones bit for bit, and the gradients the parameter server's Adam receives
+    equal the clipped local gradients of the same run."""
+    trainer, graph, server, init_op = _cluster_trainer()
     packs = [op for op in graph.get_operations() if op.type == 'ConcatV2' and 'packed_move' in op.name]
     assert {'/job:ps' in op.device for op in packs} == {True, False}
-    sess = tf.Session(server.target, graph=graph, config=worker_session_config(0))
+    sess, data = _started(trainer, graph, server, init_op, tmp_path)
     try:
-        sess.run(init_op)
-        trainer.start(sess, tf.summary.FileWriter(str(tmp_path)))
-        data = trainer.get_data()
-        trainer.get_data = lambda **kwargs: data
         trainer.process(sess)
         synced = [op.inputs[0].op.name for op in trainer.sync_pi.control_inputs]
         local = {var.op.name: var for var in trainer.local_network.var_list}
@@ -92,6 +114,52 @@ def test_trainer_in_a_cluster_syncs_and_pushes_exact_values_through_packs(tmp_pa
         feed = trainer.process_data(sess, data, [True], trainer.local_network)
         for received, sent in sess.run(pushed, feed):
             np.testing.assert_array_equal(received, sent)
+    finally:
+        trainer.stop()
+        sess.close()
+        trainer.env_list[0].close()
+
+
+def _moved_between_tasks(run_metadata):
+    """(source job, destination job) of every tensor a traced run moved between tasks."""
+    moves = []
+    for device in run_metadata.step_stats.dev_stats:
+        for node in device.node_stats:
+            match = re.search(r' from /job:(\w+)/\S+ to /job:(\w+)/', node.timeline_label)
+            if match:
+                moves.append(match.groups())
+    return sorted(moves)
+
+
+def test_cluster_train_step_moves_one_pack_each_way_and_decays_its_learning_rate_on_the_ps(tmp_path):
+    """The gradients, the train phase and the frame count reach the parameter server as one pack, the new global
+    step is the only tensor coming back; the learning rate the ps applies is the linear decay of the global step
+    (0 with `train_phase` False, which leaves the global variables unchanged), and the global step grows by the
+    number of frames trained on."""
+    trainer, graph, server, init_op = _cluster_trainer()
+    sess, data = _started(trainer, graph, server, init_op, tmp_path)
+    try:
+        for _ in range(3):
+            trainer.process(sess)
+        pi = trainer.local_network
+        feed = trainer.process_data(sess, data, [True], pi)
+        step = sess.run(trainer.global_step)
+        decay = trainer.opt_decay_steps
+        expected = (trainer.opt_learn_rate - trainer.opt_end_learn_rate) * (1 - min(step + 1, decay) / decay) + \
+            trainer.opt_end_learn_rate
+        np.testing.assert_allclose(sess.run(trainer.train_learn_rate, feed), expected, rtol=1e-12)
+        frozen = {**feed, pi.train_phase: False}
+        assert sess.run(trainer.train_learn_rate, frozen) == 0.0
+        before = sess.run(trainer.network.var_list)
+        sess.run([trainer.train_op, trainer.inc_step], frozen)
+        for old, new in zip(before, sess.run(trainer.network.var_list)):
+            np.testing.assert_array_equal(old, new)
+        step = sess.run(trainer.global_step)
+        run_metadata = tf.RunMetadata()
+        new_step = sess.run([trainer.train_op, trainer.inc_step], feed, run_metadata=run_metadata,
+                            options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE))[1]
+        assert new_step - step == int(np.sum(feed[pi.on_pi_mask])) > 0
+        assert _moved_between_tasks(run_metadata) == [('ps', 'worker'), ('worker', 'ps')]
     finally:
         trainer.stop()
         sess.close()

@@ -245,16 +245,19 @@ class BaseAAC:
             self.worker_device_callback_0()
             pi.update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS, scope='.*local.*')
             self.dummy_pi = _DummyPolicy()
-            self.learn_rate_decayed = tf.train.polynomial_decay(
-                np.float64(self.opt_learn_rate), tf.cast(self.global_step, tf.float64) + 1.0,
-                float(self.opt_decay_steps), np.float64(self.opt_end_learn_rate), power=1.0, cycle=False)
-            self.train_learn_rate = self.learn_rate_decayed * tf.cast(pi.train_phase, tf.float64)
+            self.learn_rate_decayed = self._decayed_learn_rate()
             self.loss, self.loss_summaries = self._make_loss(pi=pi, pi_prime=pi_prime)
             if self.use_global_network:
                 self.train_op = self._make_train_op(pi=pi, pi_prime=pi_prime, pi_global=self.network)
             else:
                 self.train_op = []
             self.model_summary_op, self.ep_summary = self._combine_summaries(pi, self.loss_summaries)
+
+    def _decayed_learn_rate(self):
+        """`opt_learn_rate` decayed linearly to `opt_end_learn_rate` over `opt_decay_steps` global steps (float64)."""
+        return tf.train.polynomial_decay(
+            np.float64(self.opt_learn_rate), tf.cast(self.global_step, tf.float64) + 1.0,
+            float(self.opt_decay_steps), np.float64(self.opt_end_learn_rate), power=1.0, cycle=False)
 
     def worker_device_callback_0(self):
         """Hook for subclasses: called inside the worker device and scope after the local policies are built."""
@@ -353,7 +356,6 @@ class BaseAAC:
         check_variable_pairing(pi.var_list, pi_global.var_list,
                                'local and global policies do not pair variable by variable')
         pairs = list(zip(pi.var_list, pi_global.var_list))
-        self.optimizer = tf.train.AdamOptimizer(tf.cast(self.train_learn_rate, tf.float32), epsilon=self.opt_epsilon)
         grads = tf.gradients(self.loss, pi.var_list)
         self.grads, _ = tf.clip_by_global_norm(grads, GRADIENT_CLIP_NORM)
         self.grads_global_norm = tf.global_norm([grad for grad in self.grads if grad is not None])
@@ -363,9 +365,16 @@ class BaseAAC:
         if self.use_target_policy:
             self.sync_pi_prime = self._copy_op(list(zip(pi_prime.var_list, pi.var_list)))
         pushed = [(grad, glob) for grad, (_, glob) in zip(self.grads, pairs) if grad is not None]
-        pushed_grads = moved_to([grad for grad, _ in pushed], [glob.device for _, glob in pushed])
-        train_op = self.optimizer.apply_gradients(list(zip(pushed_grads, [glob for _, glob in pushed])))
-        self.inc_step = self.global_step.assign_add(tf.cast(tf.reduce_sum(pi.on_pi_mask), tf.int32))
+        step_inputs = tf.stack([tf.cast(pi.train_phase, tf.float32), tf.reduce_sum(pi.on_pi_mask)])
+        moved = moved_to([grad for grad, _ in pushed] + [step_inputs],
+                         [glob.device for _, glob in pushed] + [self.global_step.device])
+        with tf.device(self.global_step.device):
+            train_phase, frames = tf.unstack(moved[-1])
+            self.train_learn_rate = self._decayed_learn_rate() * tf.cast(train_phase, tf.float64)
+            self.optimizer = tf.train.AdamOptimizer(tf.cast(self.train_learn_rate, tf.float32),
+                                                    epsilon=self.opt_epsilon)
+            train_op = self.optimizer.apply_gradients(list(zip(moved[:-1], [glob for _, glob in pushed])))
+            self.inc_step = self.global_step.assign_add(tf.cast(frames, tf.int32))
         return train_op
 
     @staticmethod
