@@ -1,6 +1,8 @@
 """feed_callable: same results as Session.run (nested fetches, dtype conversion, targets, shape errors), and a
 run-based fallback for session-like objects."""
+import gc
 import re
+import weakref
 
 import numpy as np
 import pytest
@@ -83,3 +85,18 @@ def test_callable_cache_makes_one_callable_per_session_name_and_feed_keys(graph_
         np.testing.assert_allclose(cache.run(other, 'y', t['y'], feed), [[2.0, 4.0, 6.0]])
     assert len(cache._by_session[session]) == 3  # 'y' with two key orders, 'bump'
     assert len(cache._by_session[other]) == 1
+
+
+def test_callable_cache_lets_closed_sessions_go_once_a_new_session_is_used(graph_and_session):
+    session, t = graph_and_session
+    cache = CallableCache()
+    feed = {t['x']: [[1.0, 2.0, 3.0]], t['scale']: 1, t['negate']: False}
+    first = tf.Session(graph=session.graph)
+    cache.run(first, 'y', t['y'], feed)
+    first_ref = weakref.ref(first)
+    first.close()
+    del first
+    np.testing.assert_allclose(cache.run(session, 'y', t['y'], feed), [[1.0, 2.0, 3.0]])
+    gc.collect()
+    assert first_ref() is None
+    np.testing.assert_allclose(cache.run(session, 'y', t['y'], feed), [[1.0, 2.0, 3.0]])

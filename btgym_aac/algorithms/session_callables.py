@@ -57,7 +57,11 @@ def feed_callable(session, fetches, placeholders, targets=()):
 
 
 class CallableCache:
-    """`feed_callable`s made on first use and kept per session, name and list of fed placeholders."""
+    """`feed_callable`s made on first use and kept per session, name and list of fed placeholders.
+
+    The callables of sessions that have been closed are dropped when callables for a new session are made, so a
+    cache that outlives its sessions (a trainer started again in a new session) does not keep them alive.
+    """
 
     def __init__(self):
         self._by_session = {}
@@ -76,11 +80,18 @@ class CallableCache:
             `fetches`' structure of numpy values (None when `fetches` is None).
         """
         placeholders = tuple(feed)
-        callables = self._by_session.setdefault(session, {})
+        callables = self._by_session.get(session)
+        if callables is None:
+            self._forget_closed_sessions()
+            callables = self._by_session[session] = {}
         call = callables.get((name, placeholders))
         if call is None:
             call = callables[(name, placeholders)] = feed_callable(session, fetches, placeholders, targets)
         return call(*[feed[placeholder] for placeholder in placeholders])
+
+    def _forget_closed_sessions(self):
+        for session in [session for session in self._by_session if getattr(session, '_closed', False)]:
+            del self._by_session[session]
 
 
 def _accepts(placeholder_dims, shape):
