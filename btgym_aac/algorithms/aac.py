@@ -348,7 +348,11 @@ class BaseAAC:
         `sync` copies every global variable to the local policy (at `start`); `sync_pi` (before every train step)
         skips the trainable variables the loss gives no gradient (such as the reward-prediction head of a policy
         trained by A3C): nothing ever changes them, so their local copies stay equal to the global ones. Both syncs
-        and the gradient push move the small tensors packed together (see `transfers`).
+        and the gradient push move the small tensors packed together (see `transfers`). The train learning rate
+        (`learn_rate_decayed` times the fed train phase), Adam's constants and the global step increment are
+        computed on the global step's device, the train phase and frame count travelling in the gradient pack, so
+        a train step sends only the packs and the large gradients to the parameter server and gets the new global
+        step back.
 
         Returns:
             train op.
