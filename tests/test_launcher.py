@@ -193,6 +193,49 @@ def test_hand_started_cluster_nodes_form_a_working_cluster(tmp_path):
                 node.wait(30)
 
 
+@pytest.mark.parametrize('bad', [dict(num_workers=0), dict(cluster={'port': 70000}), dict(max_env_steps=0),
+                                 dict(cluster={'num_envs': 0})], ids=['workers', 'port', 'max-steps', 'envs'])
+def test_bad_settings_are_refused_before_the_log_dir_is_purged(tmp_path, bad):
+    log_dir = tmp_path / 'run'
+    log_dir.mkdir()
+    (log_dir / 'keep.txt').write_text('previous run')
+    kwargs = dict(dict(num_workers=1, max_env_steps=100), **bad)
+    with pytest.raises(ValueError, match='num_workers|outside 1..65535|max_env_steps|num_envs'):
+        cartpole_launcher(log_dir, purge_previous=2, **kwargs)
+    assert (log_dir / 'keep.txt').read_text() == 'previous run'
+
+
+def test_checkpoint_that_cannot_be_restored_stops_the_run_and_is_kept(tmp_path):
+    ckpt_dir = tmp_path / 'run' / CKPT
+    ckpt_dir.mkdir(parents=True)
+    (ckpt_dir / 'checkpoint').write_text('model_checkpoint_path: "model_parameters-300"\n')
+    (ckpt_dir / 'model_parameters-300.index').write_bytes(b'not a checkpoint index')
+    (ckpt_dir / 'model_parameters-300.data-00000-of-00001').write_bytes(b'\0' * 64)
+    before = {path.name: path.read_bytes() for path in ckpt_dir.iterdir()}
+    launcher = cartpole_launcher(tmp_path / 'run', 600, num_workers=1)
+    with pytest.raises(RuntimeError, match='could not restore the checkpoint'):
+        launcher.run()
+    assert launcher.restarts == {}
+    assert {path.name: path.read_bytes() for path in ckpt_dir.iterdir()} == before
+    assert multiprocessing.active_children() == []
+
+
+def test_a_second_ctrl_c_cannot_cut_the_cluster_stop_short(tmp_path, monkeypatch):
+    launcher = cartpole_launcher(tmp_path / 'run', 100, num_workers=1)
+    stopped = []
+
+    def stop_all_interrupted_by_ctrl_c():
+        os.kill(os.getpid(), signal.SIGINT)
+        time.sleep(0.2)
+        stopped.append(True)
+
+    monkeypatch.setattr(launcher, '_stop_all', stop_all_interrupted_by_ctrl_c)
+    handler = signal.getsignal(signal.SIGINT)
+    launcher._stop_all_uninterrupted()
+    assert stopped == [True]
+    assert signal.getsignal(signal.SIGINT) is handler
+
+
 def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
     config_path = tmp_path / 'config.py'
     config_path.write_text(textwrap.dedent('''

@@ -2,6 +2,8 @@
 import errno
 import socket
 
+MAX_PORT = 65535
+
 
 class PortInUseError(OSError):
     """A requested cluster port is taken by another program."""
@@ -50,10 +52,14 @@ def cluster_ports(host, port, count):
 
     Raises:
         PortInUseError: a requested port is taken (nothing is killed to free it).
+        ValueError: the requested ports do not all lie in 1..65535.
     """
     if not port:
         return free_ports(host, count)
     ports = list(range(int(port), int(port) + count))
+    if ports[0] < 1 or ports[-1] > MAX_PORT:
+        raise ValueError('cluster ports {}..{} are outside 1..{}: choose another `port` in cluster_config'.format(
+            ports[0], ports[-1], MAX_PORT))
     taken = [p for p in ports if not port_is_free(host, p)]
     if taken:
         raise PortInUseError(

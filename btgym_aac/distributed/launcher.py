@@ -11,14 +11,16 @@ import os
 import pickle
 import queue
 import shutil
+import signal
 import sys
+import threading
 import time
 
 import numpy as np
 
 from btgym_aac.distributed.checkpoints import export_checkpoint, latest_checkpoint
 from btgym_aac.distributed.cluster import make_cluster_spec
-from btgym_aac.distributed.worker import run_task
+from btgym_aac.distributed.worker import RESTORE_FAILED_EXIT_CODE, run_task
 from btgym_aac.logs import get_logger
 
 STOP_GRACE_SECONDS = 60
@@ -114,6 +116,11 @@ class Launcher:
             if config.get('class_ref') is None:
                 raise ValueError('{} needs a `class_ref`'.format(name))
         self.max_env_steps = int(max_env_steps)
+        if self.max_env_steps < 1:
+            raise ValueError('max_env_steps must be a positive number of env steps, got {!r}'.format(max_env_steps))
+        if int(self.cluster_config['num_envs']) < 1:
+            raise ValueError('cluster_config num_envs (envs per worker) must be >= 1, got {!r}'.format(
+                self.cluster_config['num_envs']))
         self.save_secs = save_secs
         self.test_mode = test_mode
         self.render_last_env = render_last_env
@@ -129,11 +136,11 @@ class Launcher:
         self.initial_ckpt_dir = os.path.abspath(os.path.expanduser(initial)) if initial else None
         if self.initial_ckpt_dir and latest_checkpoint(self.initial_ckpt_dir) is None:
             raise FileNotFoundError('initial_ckpt_dir {!r} holds no checkpoint'.format(self.initial_ckpt_dir))
-        self._prepare_log_dir(purge_previous)
         if cluster_spec is None:
             cluster_spec = make_cluster_spec(self.cluster_config['host'], self.cluster_config['port'],
                                              self.cluster_config['num_workers'], self.cluster_config['num_ps'])
         self.cluster_spec = cluster_spec
+        self._prepare_log_dir(purge_previous)
         num_workers = len(cluster_spec['worker'])
         rng = np.random.default_rng(root_random_seed)
         self.task_seeds = [int(seed) for seed in rng.integers(0, 2 ** 30, size=num_workers)]
@@ -215,9 +222,9 @@ class Launcher:
                 self._start(context, 'worker', task, progress)
             self._supervise(context, progress, start)
         except BaseException:
-            self._stop_all()
+            self._stop_all_uninterrupted()
             raise
-        self._stop_all()
+        self._stop_all_uninterrupted()
         self._print_progress(start, final=True)
         return self.summary(start)
 
@@ -235,6 +242,9 @@ class Launcher:
                 if process.exitcode == 0:
                     finished.add((job_name, task))
                     continue
+                if process.exitcode == RESTORE_FAILED_EXIT_CODE:
+                    raise RuntimeError('worker {} could not restore the checkpoint (see its message above); '
+                                       'nothing was trained and the checkpoint is kept'.format(task))
                 self._restart(context, task, 'died with exit code {}'.format(process.exitcode), progress)
             for task in self._stalled_workers():
                 self._stop_stalled(task)
@@ -284,6 +294,18 @@ class Launcher:
             self.last_report_time[report['task']] = time.time()
             if self.first_step_seconds is None and report['step'] > 0:
                 self.first_step_seconds = time.time() - start
+
+    def _stop_all_uninterrupted(self):
+        """`_stop_all` with Ctrl-C ignored (in the main thread), so a second Ctrl-C cannot leave a parameter
+        server running, which would block the interpreter's exit for ever."""
+        if threading.current_thread() is not threading.main_thread():
+            self._stop_all()
+            return
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        try:
+            self._stop_all()
+        finally:
+            signal.signal(signal.SIGINT, previous)
 
     def _stop_all(self):
         """Stops the workers (SIGTERM: the chief saves), then the parameter servers; kills what hangs."""

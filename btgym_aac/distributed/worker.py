@@ -8,11 +8,17 @@ variables are ready. Every worker trains until the global step reaches `max_env_
 import os
 import resource
 import signal
+import sys
 import threading
 import time
 
 PROGRESS_SECONDS = 2.0
 SESSION_RUN_TIMEOUT_SECONDS = 120
+RESTORE_FAILED_EXIT_CODE = 3
+
+
+class CheckpointRestoreError(RuntimeError):
+    """The chief could not restore the checkpoint it should resume from (restarting would train from scratch)."""
 
 
 def run_task(config, progress_queue=None):
@@ -50,7 +56,12 @@ def run_task(config, progress_queue=None):
     server = tf.train.Server(cluster, job_name='worker', task_index=config['task'],
                              config=_quiet_threads_config(intra_op_parallelism_threads=1,
                                                           inter_op_parallelism_threads=2))
-    Worker(config, server, log, progress_queue, stop).run()
+    try:
+        Worker(config, server, log, progress_queue, stop).run()
+    except CheckpointRestoreError as error:
+        log.error(str(error))
+        sys.stderr.write('worker {}: {}\n'.format(config['task'], error))
+        sys.exit(RESTORE_FAILED_EXIT_CODE)
 
 
 def _quiet_threads_config(**kwargs):
@@ -152,8 +163,16 @@ class Worker:
             self.log.notice('global variables are live on the parameter server: rejoining')
         else:
             sess.run(self.init_op)
-            restore_order(sess, self.saver, self.trainer.reset_global_step, self.config['initial_ckpt_dir'],
-                          self.config['current_ckpt_dir'], self.log)
+            try:
+                restore_order(sess, self.saver, self.trainer.reset_global_step, self.config['initial_ckpt_dir'],
+                              self.config['current_ckpt_dir'], self.log)
+            except (tf.errors.OpError, ValueError) as error:
+                raise CheckpointRestoreError(
+                    'cannot restore the checkpoint in {} ({}: {}); it is left as it is. Point the run at a new '
+                    'log dir (or start fresh) to train from scratch, or use the policy and trainer configs the '
+                    'checkpoint was made with'.format(
+                        self.config['initial_ckpt_dir'] or self.config['current_ckpt_dir'], type(error).__name__,
+                        str(error).strip().splitlines()[0] if str(error).strip() else '')) from error
         sess.run(self.local_init_op)
         return sess
 
