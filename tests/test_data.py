@@ -110,6 +110,11 @@ def test_missing_file_error_names_the_file(tmp_path):
         read_ohlcv(missing)
 
 
+def test_directory_given_as_a_data_file_is_named_as_such(tmp_path):
+    with pytest.raises(FileNotFoundError, match='is a directory, not a CSV file'):
+        read_ohlcv(tmp_path)
+
+
 def test_empty_file_error(tmp_path):
     with pytest.raises(DataError, match=r'empty.csv.*empty'):
         read_ohlcv(_write(tmp_path / 'empty.csv', ''))

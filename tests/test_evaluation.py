@@ -225,6 +225,21 @@ def test_cli_writes_the_same_report_and_prints_a_table(run, report, tmp_path, ca
         assert written['agents'][name]['per_episode'] == report['agents'][name]['per_episode']
 
 
+@pytest.mark.parametrize('damaged', ['.index', '.data-00000-of-00001'])
+def test_damaged_checkpoint_files_are_reported_by_name(run, tmp_path, capsys, damaged):
+    copy = tmp_path / 'run'
+    shutil.copytree(run['log_dir'], str(copy))
+    ckpt_dir = copy / 'current_train_checkpoint'
+    target = [path for path in ckpt_dir.iterdir() if path.name.endswith(damaged)]
+    assert len(target) >= 1
+    for path in target:
+        path.write_bytes(path.read_bytes()[:100])
+    with pytest.raises(ValueError, match='cannot be read.*damaged or incomplete'):
+        load_policy(str(copy))
+    assert cli_main(['evaluate', str(copy)]) == 2
+    assert 'cannot be read' in capsys.readouterr().err
+
+
 def test_cli_bad_log_dir_exits_2_with_a_message(tmp_path, capsys):
     assert cli_main(['evaluate', str(tmp_path / 'missing')]) == 2
     assert 'does not exist' in capsys.readouterr().err

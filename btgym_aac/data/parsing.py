@@ -128,6 +128,8 @@ def read_file(path, parsing_params=None):
     """
     params = resolve_parsing_params(parsing_params)
     path = os.fspath(path)
+    if os.path.isdir(path):
+        raise FileNotFoundError('data file <{}> is a directory, not a CSV file'.format(path))
     if not os.path.isfile(path):
         raise FileNotFoundError('data file <{}> not found'.format(path))
     if os.path.getsize(path) == 0:

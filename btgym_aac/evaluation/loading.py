@@ -113,9 +113,19 @@ def global_policy_kwargs(run_config, ob_space, ac_space):
     return kwargs
 
 
+def _unreadable(path, error):
+    """ValueError saying that the checkpoint at `path` cannot be read (damaged or truncated files)."""
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    return ValueError('checkpoint {} cannot be read ({}); its files are damaged or incomplete'.format(path, detail))
+
+
 def _check_checkpoint_holds(path, variables):
-    """Raises ValueError naming the policy variables the checkpoint lacks or holds with another shape."""
-    saved = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+    """Raises ValueError naming the policy variables the checkpoint lacks or holds with another shape, or saying
+    that the checkpoint cannot be read."""
+    try:
+        saved = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+    except tf.errors.OpError as error:
+        raise _unreadable(path, error) from error
     problems = []
     for variable in variables:
         name, shape = variable.op.name, variable.get_shape().as_list()
@@ -280,6 +290,9 @@ def load_policy(log_dir, checkpoint=None, env=None, noisy=False):
         saver.restore(session, path)
         if not noisy:
             session.run(silence_noise)
+    except tf.errors.OpError as error:
+        session.close()
+        raise _unreadable(path, error) from error
     except Exception:
         session.close()
         raise
