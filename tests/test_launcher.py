@@ -213,11 +213,24 @@ def test_checkpoint_that_cannot_be_restored_stops_the_run_and_is_kept(tmp_path):
     (ckpt_dir / 'model_parameters-300.data-00000-of-00001').write_bytes(b'\0' * 64)
     before = {path.name: path.read_bytes() for path in ckpt_dir.iterdir()}
     launcher = cartpole_launcher(tmp_path / 'run', 600, num_workers=1)
-    with pytest.raises(RuntimeError, match='could not restore the checkpoint'):
+    with pytest.raises(RuntimeError, match='worker 0 could not set up'):
         launcher.run()
     assert launcher.restarts == {}
     assert {path.name: path.read_bytes() for path in ckpt_dir.iterdir()} == before
     assert multiprocessing.active_children() == []
+
+
+def test_bad_data_file_stops_the_run_at_once_naming_the_file(tmp_path):
+    empty = tmp_path / 'empty.csv'
+    empty.write_text('')
+    command = [sys.executable, '-m', 'btgym_aac.cli', 'train', '--workers', '1', '--max-steps', '100',
+               '--log-dir', str(tmp_path / 'run'), '--data', str(empty)]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=180)
+    assert finished.returncode == 1
+    assert 'worker 0: cannot make environment 0 from env_config (DataError: data file <{}> is empty)'.format(
+        empty) in finished.stderr
+    assert 'could not set up' in finished.stderr.strip().splitlines()[-1]
+    assert finished.stderr.count('Traceback') == 1  # one attempt: no restarts
 
 
 def test_a_second_ctrl_c_cannot_cut_the_cluster_stop_short(tmp_path, monkeypatch):

@@ -20,7 +20,7 @@ import numpy as np
 
 from btgym_aac.distributed.checkpoints import export_checkpoint, latest_checkpoint
 from btgym_aac.distributed.cluster import make_cluster_spec
-from btgym_aac.distributed.worker import RESTORE_FAILED_EXIT_CODE, run_task
+from btgym_aac.distributed.worker import SETUP_FAILED_EXIT_CODE, run_task
 from btgym_aac.logs import get_logger
 
 STOP_GRACE_SECONDS = 60
@@ -242,9 +242,9 @@ class Launcher:
                 if process.exitcode == 0:
                     finished.add((job_name, task))
                     continue
-                if process.exitcode == RESTORE_FAILED_EXIT_CODE:
-                    raise RuntimeError('worker {} could not restore the checkpoint (see its message above); '
-                                       'nothing was trained and the checkpoint is kept'.format(task))
+                if process.exitcode == SETUP_FAILED_EXIT_CODE:
+                    raise RuntimeError('worker {} could not set up (see its message above: a restart would meet '
+                                       'the same problem); a checkpoint already in the log dir is kept'.format(task))
                 self._restart(context, task, 'died with exit code {}'.format(process.exitcode), progress)
             for task in self._stalled_workers():
                 self._stop_stalled(task)

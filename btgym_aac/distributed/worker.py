@@ -11,14 +11,22 @@ import signal
 import sys
 import threading
 import time
+import traceback
 
 PROGRESS_SECONDS = 2.0
 SESSION_RUN_TIMEOUT_SECONDS = 120
-RESTORE_FAILED_EXIT_CODE = 3
+SETUP_FAILED_EXIT_CODE = 3
 
 
-class CheckpointRestoreError(RuntimeError):
-    """The chief could not restore the checkpoint it should resume from (restarting would train from scratch)."""
+class WorkerSetupError(RuntimeError):
+    """A worker could not make its environments, build its trainer or restore its checkpoint: causes that a restart
+    would meet again (or, for a checkpoint, work around by training from scratch over it)."""
+
+
+def _setup_error(what, error):
+    """WorkerSetupError saying `what` failed, with the first line of `error`."""
+    detail = str(error).strip().splitlines()[0] if str(error).strip() else ''
+    return WorkerSetupError('{} ({}: {})'.format(what, type(error).__name__, detail))
 
 
 def run_task(config, progress_queue=None):
@@ -58,10 +66,12 @@ def run_task(config, progress_queue=None):
                                                           inter_op_parallelism_threads=2))
     try:
         Worker(config, server, log, progress_queue, stop).run()
-    except CheckpointRestoreError as error:
+    except WorkerSetupError as error:
+        if error.__cause__ is not None:
+            traceback.print_exception(error.__cause__)
         log.error(str(error))
         sys.stderr.write('worker {}: {}\n'.format(config['task'], error))
-        sys.exit(RESTORE_FAILED_EXIT_CODE)
+        sys.exit(SETUP_FAILED_EXIT_CODE)
 
 
 def _quiet_threads_config(**kwargs):
@@ -125,7 +135,10 @@ class Worker:
         try:
             env_config = self.config['env_config']
             for index in range(self.config['num_envs']):
-                env = env_config['class_ref'](**_env_kwargs(self.config, index))
+                try:
+                    env = env_config['class_ref'](**_env_kwargs(self.config, index))
+                except Exception as error:
+                    raise _setup_error('cannot make environment {} from env_config'.format(index), error) from error
                 self.envs.append(EpisodeRecorder(env))
             self._train()
         finally:
@@ -167,12 +180,11 @@ class Worker:
                 restore_order(sess, self.saver, self.trainer.reset_global_step, self.config['initial_ckpt_dir'],
                               self.config['current_ckpt_dir'], self.log)
             except (tf.errors.OpError, ValueError) as error:
-                raise CheckpointRestoreError(
-                    'cannot restore the checkpoint in {} ({}: {}); it is left as it is. Point the run at a new '
-                    'log dir (or start fresh) to train from scratch, or use the policy and trainer configs the '
-                    'checkpoint was made with'.format(
-                        self.config['initial_ckpt_dir'] or self.config['current_ckpt_dir'], type(error).__name__,
-                        str(error).strip().splitlines()[0] if str(error).strip() else '')) from error
+                raise _setup_error(
+                    'cannot restore the checkpoint in {}; it is left as it is. Point the run at a new log dir (or '
+                    'start fresh) to train from scratch, or use the policy and trainer configs the checkpoint was '
+                    'made with'.format(self.config['initial_ckpt_dir'] or self.config['current_ckpt_dir']),
+                    error) from error
         sess.run(self.local_init_op)
         return sess
 
@@ -188,7 +200,11 @@ class Worker:
 
         graph = tf.Graph()
         with graph.as_default():
-            self._build()
+            try:
+                self._build()
+            except Exception as error:
+                raise _setup_error('cannot build the trainer and policy from trainer_config and policy_config',
+                                   error) from error
         graph.finalize()
         with graph.as_default():
             sess = self._chief_session() if self.is_chief else self._worker_session()
