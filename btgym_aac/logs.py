@@ -1,10 +1,15 @@
-"""Logbook loggers named ``<Component>_<task>`` with levels chosen by ``verbose`` or ``log_level``."""
+"""Logbook loggers named ``<Component>_<task>`` with levels chosen by ``verbose`` or ``log_level``.
+
+Logbook drops every record while no handler is set up, so the first logger made in a process where the
+application has pushed no logbook handler pushes one that writes to stderr.
+"""
 import logbook
 
 TRACE, DEBUG, INFO, NOTICE, WARNING, ERROR, CRITICAL = (
     logbook.TRACE, logbook.DEBUG, logbook.INFO, logbook.NOTICE, logbook.WARNING, logbook.ERROR, logbook.CRITICAL
 )
 _VERBOSE_LEVELS = {0: NOTICE, 1: INFO, 2: DEBUG}
+STDERR_FORMAT = '[{record.time:%H:%M:%S}] {record.level_name} {record.channel}: {record.message}'
 
 
 def level_from(verbose=0, log_level=None):
@@ -34,4 +39,11 @@ def get_logger(component, task=0, verbose=0, log_level=None):
     Returns:
         logbook.Logger
     """
+    _ensure_a_handler()
     return logbook.Logger('{}_{}'.format(component, task), level=level_from(verbose, log_level))
+
+
+def _ensure_a_handler():
+    """Pushes an application-wide stderr handler unless some logbook handler is already set up."""
+    if next(iter(logbook.Handler.stack_manager.iter_context_objects()), None) is None:
+        logbook.StderrHandler(format_string=STDERR_FORMAT, bubble=True).push_application()

@@ -1,8 +1,6 @@
 """Packed cross-device moves: exact values, only small tensors that change device are packed, one pack per
 (source, destination, dtype); in a ps + worker cluster the trainer's sync and gradient push use them and stay
 exact."""
-import re
-
 import numpy as np
 import pytest
 
@@ -121,13 +119,15 @@ def test_trainer_in_a_cluster_syncs_and_pushes_exact_values_through_packs(tmp_pa
 
 
 def _moved_between_tasks(run_metadata):
-    """(source job, destination job) of every tensor a traced run moved between tasks."""
+    """(source job, destination job) of every tensor the partitions of a run receive from another task."""
     moves = []
-    for device in run_metadata.step_stats.dev_stats:
-        for node in device.node_stats:
-            match = re.search(r' from /job:(\w+)/\S+ to /job:(\w+)/', node.timeline_label)
-            if match:
-                moves.append(match.groups())
+    for graph in run_metadata.partition_graphs:
+        for node in graph.node:
+            if node.op in ('_Recv', '_HostRecv'):
+                source, destination = (tf.DeviceSpec.from_string(node.attr[key].s.decode())
+                                       for key in ('send_device', 'recv_device'))
+                if (source.job, source.task) != (destination.job, destination.task):
+                    moves.append((source.job, destination.job))
     return sorted(moves)
 
 
@@ -157,7 +157,7 @@ def test_cluster_train_step_moves_one_pack_each_way_and_decays_its_learning_rate
         step = sess.run(trainer.global_step)
         run_metadata = tf.RunMetadata()
         new_step = sess.run([trainer.train_op, trainer.inc_step], feed, run_metadata=run_metadata,
-                            options=tf.RunOptions(trace_level=tf.RunOptions.FULL_TRACE))[1]
+                            options=tf.RunOptions(output_partition_graphs=True))[1]
         assert new_step - step == int(np.sum(feed[pi.on_pi_mask])) > 0
         assert _moved_between_tasks(run_metadata) == [('ps', 'worker'), ('worker', 'ps')]
     finally:
