@@ -92,7 +92,8 @@ class Launcher:
             when run interactively), 2 delete its contents.
         render_last_env: render only the chief's last env (else all the chief's envs).
         log_level, verbose: logging (0 notice, 1 info, 2 debug).
-        max_restarts: restarts allowed per worker task after a crash or a stall.
+        max_restarts: restarts allowed per worker task after a crash or a stall (a worker that cannot set up is
+            never restarted: the run stops, see `worker.WorkerSetupError`).
         stall_seconds: a worker that has reported training progress and then reports nothing for this long (a
             deadlocked env, say) is stopped and restarted like a crashed one; None: never.
         show_progress: print a progress line.
@@ -208,7 +209,7 @@ class Launcher:
             per process (Linux) and `log_dir`.
 
         Raises:
-            RuntimeError: a worker kept crashing or a parameter server died.
+            RuntimeError: a worker kept crashing, could not set up, or a parameter server died.
             KeyboardInterrupt: after stopping everything on Ctrl-C.
         """
         context = multiprocessing.get_context('spawn')
