@@ -43,6 +43,12 @@ def get_logger(component, task=0, verbose=0, log_level=None):
     return logbook.Logger('{}_{}'.format(component, task), level=level_from(verbose, log_level))
 
 
+def error_summary(error):
+    """`'<ExceptionType>: <first line of its message>'`, for one-line error messages."""
+    lines = str(error).strip().splitlines()
+    return '{}: {}'.format(type(error).__name__, lines[0]) if lines else type(error).__name__
+
+
 def _ensure_a_handler():
     """Pushes an application-wide stderr handler unless some logbook handler is already set up."""
     if next(iter(logbook.Handler.stack_manager.iter_context_objects()), None) is None:

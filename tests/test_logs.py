@@ -3,6 +3,8 @@ import subprocess
 import sys
 import textwrap
 
+from btgym_aac.logs import error_summary
+
 
 def run_python(code):
     return subprocess.run([sys.executable, '-c', textwrap.dedent(code)], capture_output=True, text=True, timeout=60)
@@ -30,3 +32,8 @@ def test_an_application_handler_is_used_alone():
     ''')
     assert finished.returncode == 0, finished.stderr
     assert 'worker 1 died' not in finished.stderr
+
+
+def test_error_summary_is_the_type_and_first_line_of_the_message():
+    assert error_summary(ValueError('bad shape\n  details below')) == 'ValueError: bad shape'
+    assert error_summary(KeyError()) == 'KeyError'

@@ -24,9 +24,10 @@ class WorkerSetupError(RuntimeError):
 
 
 def _setup_error(what, error):
-    """WorkerSetupError saying `what` failed, with the first line of `error`."""
-    detail = str(error).strip().splitlines()[0] if str(error).strip() else ''
-    return WorkerSetupError('{} ({}: {})'.format(what, type(error).__name__, detail))
+    """WorkerSetupError saying `what` failed, with the type and first line of `error`."""
+    from btgym_aac.logs import error_summary
+
+    return WorkerSetupError('{} ({})'.format(what, error_summary(error)))
 
 
 def run_task(config, progress_queue=None):
@@ -69,7 +70,6 @@ def run_task(config, progress_queue=None):
     except WorkerSetupError as error:
         if error.__cause__ is not None:
             traceback.print_exception(error.__cause__)
-        log.error(str(error))
         sys.stderr.write('worker {}: {}\n'.format(config['task'], error))
         sys.exit(SETUP_FAILED_EXIT_CODE)
 

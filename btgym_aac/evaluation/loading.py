@@ -17,6 +17,7 @@ from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.distributed.launcher import RUN_CONFIG_FILE
 from btgym_aac.env import BTgymEnv
+from btgym_aac.logs import error_summary
 
 GLOBAL_SCOPE = 'global'
 AUX_TASK_FLAGS = ('use_value_replay', 'use_pixel_control', 'use_reward_prediction')
@@ -115,8 +116,8 @@ def global_policy_kwargs(run_config, ob_space, ac_space):
 
 def _unreadable(path, error):
     """ValueError saying that the checkpoint at `path` cannot be read (damaged or truncated files)."""
-    detail = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-    return ValueError('checkpoint {} cannot be read ({}); its files are damaged or incomplete'.format(path, detail))
+    return ValueError('checkpoint {} cannot be read ({}); its files are damaged or incomplete'.format(
+        path, error_summary(error)))
 
 
 def _check_checkpoint_holds(path, variables):
