@@ -21,8 +21,10 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.distributed.cluster import PortInUseError, free_ports
+from btgym_aac.distributed.run_config import write_run_config
 from btgym_aac.distributed import worker as worker_module
 from btgym_aac.env import gym_wrappers
+from btgym_aac.evaluation.loading import read_run_config
 
 CKPT = 'current_train_checkpoint'
 
@@ -89,10 +91,18 @@ def test_run_finishes_resumes_exports_and_starts_pretrained(tmp_path):
     assert first_step >= 1500
     for task in (0, 1):
         assert glob.glob(str(log_dir / 'worker_{}'.format(task) / 'events.*'))
+    saved = read_run_config(str(log_dir))
+    assert saved['policy_config']['kwargs'] == {'dense_layers': (16,), 'lstm_layers': (16,)}
+    assert saved['cluster_config']['num_workers'] == 2 and saved['test_mode'] is True
+    assert not glob.glob(str(log_dir / '*.writing'))
 
     result = cartpole_launcher(log_dir, first_step + 600).run()
     resumed_step = checkpoint_step(str(log_dir / CKPT))
     assert first_step + 600 <= resumed_step < first_step + 1500  # continued from the saved step, not from 0
+    listed = {os.path.basename(path) for path in
+              tf.train.get_checkpoint_state(str(log_dir / CKPT)).all_model_checkpoint_paths}
+    on_disk = {name.split('.')[0] for name in os.listdir(str(log_dir / CKPT)) if name != 'checkpoint'}
+    assert on_disk == listed and len(listed) <= 2  # the first run's checkpoints rotate with the resumed run's
 
     export_dir = tmp_path / 'exported'
     assert cli_main(['export', str(log_dir), str(export_dir)]) == 0
@@ -211,12 +221,14 @@ def test_checkpoint_that_cannot_be_restored_stops_the_run_and_is_kept(tmp_path):
     (ckpt_dir / 'checkpoint').write_text('model_checkpoint_path: "model_parameters-300"\n')
     (ckpt_dir / 'model_parameters-300.index').write_bytes(b'not a checkpoint index')
     (ckpt_dir / 'model_parameters-300.data-00000-of-00001').write_bytes(b'\0' * 64)
+    write_run_config(str(tmp_path / 'run'), {'made_by': 'the run that wrote the checkpoint'})
     before = {path.name: path.read_bytes() for path in ckpt_dir.iterdir()}
     launcher = cartpole_launcher(tmp_path / 'run', 600, num_workers=1)
     with pytest.raises(RuntimeError, match='worker 0 could not set up'):
         launcher.run()
     assert launcher.restarts == {}
     assert {path.name: path.read_bytes() for path in ckpt_dir.iterdir()} == before
+    assert read_run_config(str(tmp_path / 'run')) == {'made_by': 'the run that wrote the checkpoint'}
     assert multiprocessing.active_children() == []
 
 
@@ -231,6 +243,7 @@ def test_bad_data_file_stops_the_run_at_once_naming_the_file(tmp_path):
         empty) in finished.stderr
     assert 'could not set up' in finished.stderr.strip().splitlines()[-1]
     assert finished.stderr.count('Traceback') == 1  # one attempt: no restarts
+    assert not (tmp_path / 'run' / 'run_config.pkl').exists()  # written only by a chief that set up
 
 
 def test_a_second_ctrl_c_cannot_cut_the_cluster_stop_short(tmp_path, monkeypatch):

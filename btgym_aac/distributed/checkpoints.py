@@ -31,6 +31,9 @@ def latest_checkpoint(directory):
 def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt_dir, log):
     """Restores the model as the original worker did: pre-trained model, else the current run, else scratch.
 
+    A resumed run's saver takes over the checkpoints listed in the state file, so its saves keep rotating them
+    (`max_to_keep`) instead of leaving them on disk unlisted.
+
     Args:
         sess: session whose global variables are initialised.
         saver: saver of the global variables.
@@ -57,6 +60,7 @@ def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt
     path = latest_checkpoint(current_ckpt_dir)
     if path is not None:
         saver.restore(sess, path)
+        saver.recover_last_checkpoints(list(tf.train.get_checkpoint_state(current_ckpt_dir).all_model_checkpoint_paths))
         log.notice('resumed from {}'.format(path))
         return 'resumed'
     log.notice('training from scratch')

@@ -8,7 +8,6 @@ cleanly. Only processes this launcher started are ever stopped.
 import copy
 import multiprocessing
 import os
-import pickle
 import queue
 import shutil
 import signal
@@ -25,7 +24,6 @@ from btgym_aac.logs import get_logger
 
 STOP_GRACE_SECONDS = 60
 STALL_STOP_SECONDS = 10
-RUN_CONFIG_FILE = 'run_config.pkl'
 POLL_SECONDS = 0.5
 
 
@@ -145,7 +143,6 @@ class Launcher:
         num_workers = len(cluster_spec['worker'])
         rng = np.random.default_rng(root_random_seed)
         self.task_seeds = [int(seed) for seed in rng.integers(0, 2 ** 30, size=num_workers)]
-        self.save_run_config()
         self.processes = {}
         self.restarts = {}
         self.progress = {}
@@ -169,13 +166,10 @@ class Launcher:
                 self.log.notice('purged {}'.format(self.log_dir))
         os.makedirs(self.log_dir, exist_ok=True)
 
-    def save_run_config(self):
-        """Writes the run's configs to `<log_dir>/run_config.pkl` (read by `btgym_aac.evaluation.load_policy`)."""
-        configs = dict(env_config=self.env_config, policy_config=self.policy_config,
-                       trainer_config=self.trainer_config, cluster_config=self.cluster_config,
-                       test_mode=self.test_mode)
-        with open(os.path.join(self.log_dir, RUN_CONFIG_FILE), 'wb') as f:
-            pickle.dump(configs, f)
+    def run_config(self):
+        """The configs the chief writes to `<log_dir>/run_config.pkl` once it is set up (see `run_config.py`)."""
+        return dict(env_config=self.env_config, policy_config=self.policy_config, trainer_config=self.trainer_config,
+                    cluster_config=self.cluster_config, test_mode=self.test_mode)
 
     def task_config(self, job_name, task):
         """Config of one cluster task, as passed to `worker.run_task`."""
@@ -187,7 +181,7 @@ class Launcher:
                 initial_ckpt_dir=self.initial_ckpt_dir, max_env_steps=self.max_env_steps,
                 save_secs=self.save_secs, random_seed=self.task_seeds[task],
                 num_envs=self.cluster_config['num_envs'], render_last_env=self.render_last_env,
-                test_mode=self.test_mode)
+                test_mode=self.test_mode, run_config=self.run_config())
         return config
 
     # ----------------------------------------------------------------------------------------------- running

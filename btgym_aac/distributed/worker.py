@@ -1,9 +1,10 @@
 """One cluster task in its own (spawned) process: a parameter server, or a worker that trains.
 
 A worker builds its environments, graph and session; the chief (task 0) alone initialises or restores the global
-variables (pre-trained model, else this run's checkpoint, else scratch), other workers wait until the global
-variables are ready. Every worker trains until the global step reaches `max_env_steps`; the chief saves every
-`save_secs` and at the end. Workers report progress to the launcher through a queue.
+variables (pre-trained model, else this run's checkpoint, else scratch) and then writes the run's configs
+(`run_config.pkl`); other workers wait until the global variables are ready. Every worker trains until the global
+step reaches `max_env_steps`; the chief saves every `save_secs` and at the end. Workers report progress to the
+launcher through a queue.
 """
 import os
 import resource
@@ -37,8 +38,9 @@ def run_task(config, progress_queue=None):
         config: dict with `job_name` ('ps' or 'worker'), `task`, `cluster_spec` and, for workers, `env_config`,
             `policy_config`, `trainer_config`, `log_dir`, `current_ckpt_dir`, `initial_ckpt_dir`,
             `max_env_steps`, `save_secs`, `random_seed`, `num_envs`, `render_last_env`, `test_mode`,
-            `log_level`; optional `ignore_sigint` (launcher-started parameter servers ignore Ctrl-C: the
-            launcher stops them after the chief's last save, which needs them).
+            `log_level`, `run_config` (what the chief writes to `<log_dir>/run_config.pkl` once set up);
+            optional `ignore_sigint` (launcher-started parameter servers ignore Ctrl-C: the launcher stops them
+            after the chief's last save, which needs them).
         progress_queue: multiprocessing queue for progress reports (worker only), or None.
 
     A worker stops at SIGTERM or Ctrl-C (SIGINT) by finishing its current train step, saving (chief) and closing:
@@ -197,6 +199,7 @@ class Worker:
 
     def _train(self):
         from btgym_aac.compat import tf
+        from btgym_aac.distributed.run_config import write_run_config
 
         graph = tf.Graph()
         with graph.as_default():
@@ -208,6 +211,8 @@ class Worker:
         graph.finalize()
         with graph.as_default():
             sess = self._chief_session() if self.is_chief else self._worker_session()
+        if self.is_chief:
+            write_run_config(self.config['log_dir'], self.config['run_config'])
         summary_dir = os.path.join(self.config['log_dir'], 'worker_{}'.format(self.task))
         writer = tf.summary.FileWriter(summary_dir, graph if self.is_chief else None)
         ckpt_path = os.path.join(self.config['current_ckpt_dir'], 'model_parameters')

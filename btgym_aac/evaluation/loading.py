@@ -1,6 +1,6 @@
 """Loading a trained policy from a run's log dir: its saved configs, its checkpoint, and an acting wrapper.
 
-A run's log dir holds `run_config.pkl` (written by the Launcher) and the chief's checkpoints in
+A run's log dir holds `run_config.pkl` (written by its chief once set up) and the chief's checkpoints in
 `<log_dir>/<log_ckpt_subdir>` (default `current_train_checkpoint`). The global policy is rebuilt in its own graph
 under the `global` variable scope with the kwargs the trainer gave it, so variable names and shapes match the
 checkpoint; only the policy's variables are restored (optimizer slots and step counters are left in the file).
@@ -15,7 +15,7 @@ from btgym_aac.algorithms.aac import BaseAAC
 from btgym_aac.algorithms.math_utils import softmax
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
-from btgym_aac.distributed.launcher import RUN_CONFIG_FILE
+from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
 from btgym_aac.env import BTgymEnv
 from btgym_aac.logs import error_summary
 
@@ -25,7 +25,7 @@ NOISE_SCALE_NAMES = ('w_sigma', 'b_sigma')
 
 
 def read_run_config(log_dir):
-    """Reads the configs a Launcher saved in `<log_dir>/run_config.pkl`.
+    """Reads the configs a run saved in `<log_dir>/run_config.pkl`.
 
     Args:
         log_dir: the run's log dir.
@@ -41,7 +41,7 @@ def read_run_config(log_dir):
                                 .format(log_dir))
     path = os.path.join(log_dir, RUN_CONFIG_FILE)
     if not os.path.isfile(path):
-        raise FileNotFoundError('{!r} holds no {} (it is written by the Launcher when a run starts; is this the '
+        raise FileNotFoundError('{!r} holds no {} (the chief of a run writes it once it is set up; is this the '
                                 'log dir of a btgym-aac train run?)'.format(log_dir, RUN_CONFIG_FILE))
     with open(path, 'rb') as f:
         return pickle.load(f)
