@@ -111,6 +111,11 @@ def _train(args):
     except RuntimeError as exc:
         print('training failed: {}'.format(exc), file=sys.stderr)
         return 1
+    if not result['completed']:
+        print('training stopped at env step {} of {}: the workers were stopped from outside (a signal); the chief '
+              'saved a checkpoint in {} (train again with this log dir to resume)'.format(
+                  result['global_step'], launcher.max_env_steps, launcher.current_ckpt_dir), file=sys.stderr)
+        return 1
     print('done: {global_step} env steps, {episodes} episodes in {seconds:.0f} s; checkpoint in {ckpt}'.format(
         ckpt=launcher.current_ckpt_dir, **result))
     if result['first_step_seconds'] is not None:

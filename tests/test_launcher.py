@@ -17,6 +17,7 @@ import pytest
 
 from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import AacDensePolicy
+from btgym_aac import cli as cli_module
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
@@ -262,27 +263,37 @@ def test_a_second_ctrl_c_cannot_cut_the_cluster_stop_short(tmp_path, monkeypatch
     assert signal.getsignal(signal.SIGINT) is handler
 
 
-def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
+def cartpole_config_file(tmp_path, max_env_steps):
     config_path = tmp_path / 'config.py'
     config_path.write_text(textwrap.dedent('''
         from btgym_aac.algorithms import A3C
         from btgym_aac.algorithms.policy import AacDensePolicy
         from btgym_aac.env.gym_wrappers import TestModeEnv
-        env_config = {'class_ref': TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}}
-        policy_config = {'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}}
-        trainer_config = {'class_ref': A3C, 'kwargs': {'rollout_length': 20}}
-        launcher_config = {'test_mode': True, 'max_env_steps': 10 ** 9, 'save_secs': 3600}
-    '''))
+        env_config = {{'class_ref': TestModeEnv, 'kwargs': {{'env_id': 'CartPole-v1'}}}}
+        policy_config = {{'class_ref': AacDensePolicy, 'kwargs': {{'dense_layers': (16,), 'lstm_layers': (16,)}}}}
+        trainer_config = {{'class_ref': A3C, 'kwargs': {{'rollout_length': 20}}}}
+        launcher_config = {{'test_mode': True, 'max_env_steps': {}, 'save_secs': 3600}}
+    '''.format(max_env_steps)))
+    return config_path
+
+
+def start_cli_train(tmp_path, max_env_steps, **popen_kwargs):
+    """A `btgym-aac train` process (CartPole, 2 workers) in a session of its own, once its second worker trains."""
     log_dir = tmp_path / 'run'
-    command = [sys.executable, '-m', 'btgym_aac.cli', 'train', str(config_path), '--log-dir', str(log_dir),
-               '--workers', '2']
+    command = [sys.executable, '-m', 'btgym_aac.cli', 'train', str(cartpole_config_file(tmp_path, max_env_steps)),
+               '--log-dir', str(log_dir), '--workers', '2']
     cluster = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                               start_new_session=True)
+                               start_new_session=True, **popen_kwargs)
+    deadline = time.time() + 180
+    while time.time() < deadline and not glob.glob(str(log_dir / 'worker_1' / 'events.*')):
+        time.sleep(0.5)
+    time.sleep(3)
+    return cluster, log_dir
+
+
+def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
+    cluster, log_dir = start_cli_train(tmp_path, 10 ** 9)
     try:
-        deadline = time.time() + 180
-        while time.time() < deadline and not glob.glob(str(log_dir / 'worker_1' / 'events.*')):
-            time.sleep(0.5)
-        time.sleep(3)
         os.killpg(cluster.pid, signal.SIGINT)
         assert cluster.wait(timeout=120) == 130
         assert latest_checkpoint(str(log_dir / CKPT)) is not None
@@ -291,6 +302,46 @@ def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
     finally:
         if cluster.poll() is None:
             os.killpg(cluster.pid, signal.SIGKILL)
+
+
+def test_a_run_started_with_ctrl_c_ignored_trains_to_the_end_through_a_ctrl_c(tmp_path):
+    max_env_steps = 8000
+    cluster, log_dir = start_cli_train(tmp_path, max_env_steps,
+                                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
+    try:
+        assert cluster.poll() is None  # still training when Ctrl-C reaches its whole process group
+        os.killpg(cluster.pid, signal.SIGINT)
+        assert cluster.wait(timeout=300) == 0
+        assert checkpoint_step(str(log_dir / CKPT)) >= max_env_steps
+    finally:
+        if cluster.poll() is None:
+            os.killpg(cluster.pid, signal.SIGKILL)
+
+
+def test_workers_stopped_from_outside_make_train_exit_non_zero(tmp_path, monkeypatch, capsys):
+    launchers = []
+    make_launcher = cli_module._make_launcher
+
+    def keep_launcher(*args, **kwargs):
+        launchers.append(make_launcher(*args, **kwargs))
+        return launchers[-1]
+
+    def stop_the_worker_once_it_trains():
+        deadline = time.time() + 180
+        while time.time() < deadline and not (launchers and launchers[0].progress):
+            time.sleep(0.2)
+        launchers[0].processes[('worker', 0)].terminate()  # a signal from outside the launcher
+
+    monkeypatch.setattr(cli_module, '_make_launcher', keep_launcher)
+    stopper = threading.Thread(target=stop_the_worker_once_it_trains)
+    stopper.start()
+    code = cli_main(['train', str(cartpole_config_file(tmp_path, 10 ** 9)), '--log-dir', str(tmp_path / 'run'),
+                     '--workers', '1'])
+    stopper.join()
+    assert code == 1
+    assert 'training stopped at env step' in capsys.readouterr().err
+    assert latest_checkpoint(str(tmp_path / 'run' / CKPT)) is not None
+    assert multiprocessing.active_children() == []
 
 
 def test_worker_session_fails_a_run_that_waits_past_the_timeout(monkeypatch):

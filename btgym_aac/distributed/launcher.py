@@ -198,7 +198,8 @@ class Launcher:
         """Starts the cluster and trains to `max_env_steps`.
 
         Returns:
-            dict with `global_step`, `episodes`, `mean_reward` (recent train episodes), `seconds`, `restarts`,
+            dict with `global_step`, `completed` (False where every worker was stopped by a signal from outside
+            before `max_env_steps`), `episodes`, `mean_reward` (recent train episodes), `seconds`, `restarts`,
             `first_step_seconds` (from `run()` to the first progress report of a trained step), `peak_rss_mb`
             per process (Linux) and `log_dir`.
 
@@ -221,7 +222,12 @@ class Launcher:
             raise
         self._stop_all_uninterrupted()
         self._print_progress(start, final=True)
-        return self.summary(start)
+        result = self.summary(start)
+        if not result['completed']:
+            self.log.warning('the workers stopped at env step {} of {}: they were stopped from outside the launcher '
+                             '(a signal); the chief saved a checkpoint'.format(result['global_step'],
+                                                                               self.max_env_steps))
+        return result
 
     def _supervise(self, context, progress, start):
         finished = set()
@@ -328,8 +334,10 @@ class Launcher:
         """Current totals from the workers' progress reports."""
         reports = list(self.progress.values())
         rewards = [reward for report in reports for reward in report['recent_rewards']]
+        global_step = max((report['step'] for report in reports), default=0)
         return {
-            'global_step': max((report['step'] for report in reports), default=0),
+            'global_step': global_step,
+            'completed': global_step >= self.max_env_steps,
             'episodes': sum(report['episodes'] for report in reports) + sum(self.episodes_before_restart.values()),
             'mean_reward': float(np.mean(rewards)) if rewards else None,
             'seconds': time.time() - start,

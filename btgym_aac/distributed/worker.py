@@ -44,9 +44,11 @@ def run_task(config, progress_queue=None):
         progress_queue: multiprocessing queue for progress reports (worker only), or None.
 
     A worker stops at SIGTERM or Ctrl-C (SIGINT) by finishing its current train step, saving (chief) and closing:
-    the signals only set a flag, so they can never cut the final save short. A session run of a worker that takes
-    longer than `SESSION_RUN_TIMEOUT_SECONDS` fails (TensorFlow's gRPC runtime can, rarely, leave a step waiting
-    forever for a parameter server's reply); the worker then exits with an error and the launcher restarts it.
+    the signals only set a flag, so they can never cut the final save short. A worker started with Ctrl-C ignored
+    (its launcher was started in the background by a script) keeps ignoring it, as its launcher does. A session
+    run of a worker that takes longer than `SESSION_RUN_TIMEOUT_SECONDS` fails (TensorFlow's gRPC runtime can,
+    rarely, leave a step waiting forever for a parameter server's reply); the worker then exits with an error and
+    the launcher restarts it.
     """
     from btgym_aac.compat import tf
     from btgym_aac.logs import get_logger
@@ -62,7 +64,10 @@ def run_task(config, progress_queue=None):
         server.join()
         return
     stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
+    stop_signals = [signal.SIGTERM]
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        stop_signals.append(signal.SIGINT)
+    for signum in stop_signals:
         signal.signal(signum, lambda *_: stop.set())
     server = tf.train.Server(cluster, job_name='worker', task_index=config['task'],
                              config=_quiet_threads_config(intra_op_parallelism_threads=1,
