@@ -23,9 +23,11 @@ from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.distributed.cluster import PortInUseError, free_ports
 from btgym_aac.distributed.run_config import write_run_config
+from btgym_aac.distributed import checkpoints as checkpoints_module
 from btgym_aac.distributed import worker as worker_module
 from btgym_aac.env import gym_wrappers
 from btgym_aac.evaluation.loading import read_run_config
+from btgym_aac.logs import get_logger
 
 CKPT = 'current_train_checkpoint'
 
@@ -342,6 +344,34 @@ def test_workers_stopped_from_outside_make_train_exit_non_zero(tmp_path, monkeyp
     assert 'training stopped at env step' in capsys.readouterr().err
     assert latest_checkpoint(str(tmp_path / 'run' / CKPT)) is not None
     assert multiprocessing.active_children() == []
+
+
+class ChiefDied(BaseException):
+    """Stands for the chief's process dying."""
+
+
+def test_a_chief_that_died_between_initialising_and_restoring_is_followed_by_one_that_restores(tmp_path,
+                                                                                                  monkeypatch):
+    log_dir = tmp_path / 'run'
+    cartpole_launcher(log_dir, 300, num_workers=1).run()
+    saved_step, saved_weights = checkpoint_step(str(log_dir / CKPT)), checkpoint_weights(str(log_dir / CKPT))
+    launcher = cartpole_launcher(log_dir, saved_step, num_workers=1)  # a restored chief has nothing left to train
+    cluster = tf.train.ClusterSpec(launcher.cluster_spec)
+    tf.train.Server(cluster, job_name='ps', task_index=0)
+    server = tf.train.Server(cluster, job_name='worker', task_index=0)
+    config = launcher.task_config('worker', 0)
+
+    def die_before_restoring(*args, **kwargs):
+        raise ChiefDied()
+
+    monkeypatch.setattr(checkpoints_module, 'restore_order', die_before_restoring)
+    with pytest.raises(ChiefDied):
+        worker_module.Worker(config, server, get_logger('Worker')).run()  # global variables initialised, not restored
+    monkeypatch.undo()
+    worker_module.Worker(config, server, get_logger('Worker')).run()
+    assert checkpoint_step(str(log_dir / CKPT)) == saved_step
+    for name, value in checkpoint_weights(str(log_dir / CKPT)).items():
+        np.testing.assert_array_equal(value, saved_weights[name], err_msg=name)
 
 
 def test_worker_session_fails_a_run_that_waits_past_the_timeout(monkeypatch):

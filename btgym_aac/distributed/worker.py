@@ -168,12 +168,16 @@ class Worker:
         self.saver = FastSaver(var_list=global_vars, max_to_keep=2, save_relative_paths=True)
         self.init_op = tf.variables_initializer(global_vars)
         self.local_init_op = tf.variables_initializer(local_vars)
-        self.ready_op = tf.report_uninitialized_variables(global_vars)
-        self.num_global_vars = len(global_vars)
+        with tf.device('/job:ps/task:0'):
+            self.chief_ready = tf.Variable(True, trainable=False, name='chief_ready', collections=[])
+        self.ready_op = tf.report_uninitialized_variables(global_vars + [self.chief_ready])
         self.session_config = worker_session_config(self.task)
 
     def _chief_session(self):
-        """The chief initialises (or restores) the global variables unless the parameter server has them."""
+        """The chief initialises and restores the global variables unless the parameter server has them from a
+        chief that finished doing so: `chief_ready` (on the parameter server, never saved) is initialised only
+        after the restore, so a chief that died in between is followed by one that restores again, and the
+        other workers wait for it."""
         from btgym_aac.compat import tf
         from btgym_aac.distributed.checkpoints import restore_order
 
@@ -192,6 +196,7 @@ class Worker:
                     'start fresh) to train from scratch, or use the policy and trainer configs the checkpoint was '
                     'made with'.format(self.config['initial_ckpt_dir'] or self.config['current_ckpt_dir']),
                     error) from error
+            sess.run(self.chief_ready.initializer)
         sess.run(self.local_init_op)
         return sess
 
