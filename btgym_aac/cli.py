@@ -98,6 +98,8 @@ def _make_launcher(configs, **overrides):
 
 def _train(args):
     """Trains with the launcher: the reference configuration, or CONFIG.py's dicts, with flag overrides."""
+    from btgym_aac.distributed.launcher import StopRequested
+
     configs = _configs_from_args(args)
     purge = 2 if args.fresh else 0
     launcher = _make_launcher(configs, purge_previous=purge)
@@ -105,9 +107,10 @@ def _train(args):
     run_started = time.time()
     try:
         result = launcher.run()
-    except KeyboardInterrupt:
-        print('\ninterrupted: workers stopped, the chief saved a checkpoint in {}'.format(launcher.current_ckpt_dir))
-        return 130
+    except KeyboardInterrupt as interrupt:
+        print('\n{}: workers stopped, the chief saved a checkpoint in {}'.format(
+            'stopped by SIGTERM' if isinstance(interrupt, StopRequested) else 'interrupted', launcher.current_ckpt_dir))
+        return 143 if isinstance(interrupt, StopRequested) else 130
     except RuntimeError as exc:
         print('training failed: {}'.format(exc), file=sys.stderr)
         return 1

@@ -279,18 +279,25 @@ def cartpole_config_file(tmp_path, max_env_steps):
     return config_path
 
 
-def start_cli_train(tmp_path, max_env_steps, **popen_kwargs):
-    """A `btgym-aac train` process (CartPole, 2 workers) in a session of its own, once its second worker trains."""
+def start_cli_train(tmp_path, max_env_steps, workers=2, **popen_kwargs):
+    """A `btgym-aac train` process (CartPole) in a session of its own, once its last worker trains."""
     log_dir = tmp_path / 'run'
     command = [sys.executable, '-m', 'btgym_aac.cli', 'train', str(cartpole_config_file(tmp_path, max_env_steps)),
-               '--log-dir', str(log_dir), '--workers', '2']
+               '--log-dir', str(log_dir), '--workers', str(workers)]
     cluster = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True, **popen_kwargs)
     deadline = time.time() + 180
-    while time.time() < deadline and not glob.glob(str(log_dir / 'worker_1' / 'events.*')):
+    while time.time() < deadline and not glob.glob(str(log_dir / 'worker_{}'.format(workers - 1) / 'events.*')):
         time.sleep(0.5)
     time.sleep(3)
     return cluster, log_dir
+
+
+def wait_until_group_ends(group, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline and live_processes_in_group(group):
+        time.sleep(0.5)
+    return live_processes_in_group(group)
 
 
 def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
@@ -303,6 +310,34 @@ def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
         assert live_processes_in_group(cluster.pid) == []
     finally:
         if cluster.poll() is None:
+            os.killpg(cluster.pid, signal.SIGKILL)
+
+
+@pytest.mark.parametrize('whole_group', [False, True], ids=['to_train', 'to_its_process_group'])
+def test_sigterm_stops_the_cluster_after_the_chiefs_last_save(tmp_path, whole_group):
+    cluster, log_dir = start_cli_train(tmp_path, 10 ** 9, workers=1)
+    try:
+        assert latest_checkpoint(str(log_dir / CKPT)) is None  # save_secs 3600: only the last save writes one
+        if whole_group:
+            os.killpg(cluster.pid, signal.SIGTERM)  # as a service manager stops a run: the parameter server too
+        else:
+            cluster.terminate()
+        assert cluster.wait(timeout=120) == 143
+        assert latest_checkpoint(str(log_dir / CKPT)) is not None
+        assert wait_until_group_ends(cluster.pid, 10) == []
+    finally:
+        if cluster.poll() is None or live_processes_in_group(cluster.pid):
+            os.killpg(cluster.pid, signal.SIGKILL)
+
+
+def test_no_task_outlives_a_killed_train(tmp_path):
+    cluster, log_dir = start_cli_train(tmp_path, 10 ** 9, workers=1)
+    try:
+        cluster.kill()
+        cluster.wait(timeout=30)
+        assert wait_until_group_ends(cluster.pid, 60) == []
+    finally:
+        if live_processes_in_group(cluster.pid):
             os.killpg(cluster.pid, signal.SIGKILL)
 
 

@@ -2,9 +2,11 @@
 
 `run()` returns when the workers reach `max_env_steps` (they save, close their environments and exit; the
 parameter servers are then stopped). A worker that dies is reported with its exit status and restarted, up to
-`max_restarts` times, and so is one that stops reporting progress for `stall_seconds`. Ctrl-C stops everything
-cleanly. Only processes this launcher started are ever stopped.
+`max_restarts` times, and so is one that stops reporting progress for `stall_seconds`. Ctrl-C or SIGTERM stops
+everything cleanly (the chief saves first), and no task outlives the launcher. Only processes this launcher
+started are ever stopped.
 """
+import contextlib
 import copy
 import multiprocessing
 import os
@@ -42,6 +44,14 @@ def _default_configs():
     )
 
 
+class StopRequested(KeyboardInterrupt):
+    """SIGTERM reached the launcher during `run()`: the run stops as on Ctrl-C (the chief saves)."""
+
+
+def _raise_stop_requested(signum, frame):
+    raise StopRequested('SIGTERM')
+
+
 def _peak_rss_mb(pid):
     """Peak resident memory of a process in MB from /proc (None where unavailable)."""
     try:
@@ -52,6 +62,21 @@ def _peak_rss_mb(pid):
     except OSError:
         return None
     return None
+
+
+@contextlib.contextmanager
+def _signals_handled(handlers):
+    """Installs `handlers` ({signal number: handler}) for the block; only in the main thread (elsewhere Python
+    cannot set handlers and the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
 def merge_config(defaults, update):
@@ -187,7 +212,7 @@ class Launcher:
     # ----------------------------------------------------------------------------------------------- running
 
     def _start(self, context, job_name, task, progress):
-        config = dict(self.task_config(job_name, task), ignore_sigint=True)
+        config = dict(self.task_config(job_name, task), launcher_pid=os.getpid())
         process = context.Process(target=run_task, args=(config, progress),
                                   name='btgym_aac-{}-{}'.format(job_name, task))
         process.start()
@@ -205,22 +230,23 @@ class Launcher:
 
         Raises:
             RuntimeError: a worker kept crashing, could not set up, or a parameter server died.
-            KeyboardInterrupt: after stopping everything on Ctrl-C.
+            KeyboardInterrupt: after stopping everything on Ctrl-C (`StopRequested`, a subclass, on SIGTERM).
         """
         context = multiprocessing.get_context('spawn')
         progress = context.Queue()
         start = time.time()
         self.log.notice('cluster {}; logs and checkpoints in {}'.format(self.cluster_spec, self.log_dir))
-        try:
-            for task in range(len(self.cluster_spec['ps'])):
-                self._start(context, 'ps', task, None)
-            for task in range(len(self.cluster_spec['worker'])):
-                self._start(context, 'worker', task, progress)
-            self._supervise(context, progress, start)
-        except BaseException:
+        with _signals_handled({signal.SIGTERM: _raise_stop_requested}):
+            try:
+                for task in range(len(self.cluster_spec['ps'])):
+                    self._start(context, 'ps', task, None)
+                for task in range(len(self.cluster_spec['worker'])):
+                    self._start(context, 'worker', task, progress)
+                self._supervise(context, progress, start)
+            except BaseException:
+                self._stop_all_uninterrupted()
+                raise
             self._stop_all_uninterrupted()
-            raise
-        self._stop_all_uninterrupted()
         self._print_progress(start, final=True)
         result = self.summary(start)
         if not result['completed']:
@@ -297,19 +323,14 @@ class Launcher:
                 self.first_step_seconds = time.time() - start
 
     def _stop_all_uninterrupted(self):
-        """`_stop_all` with Ctrl-C ignored (in the main thread), so a second Ctrl-C cannot leave a parameter
-        server running, which would block the interpreter's exit for ever."""
-        if threading.current_thread() is not threading.main_thread():
+        """`_stop_all` with Ctrl-C and SIGTERM ignored (in the main thread), so a second one cannot cut the stop
+        short and leave a parameter server running."""
+        with _signals_handled({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_IGN}):
             self._stop_all()
-            return
-        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-        try:
-            self._stop_all()
-        finally:
-            signal.signal(signal.SIGINT, previous)
 
     def _stop_all(self):
-        """Stops the workers (SIGTERM: the chief saves), then the parameter servers; kills what hangs."""
+        """Stops the workers (SIGTERM: the chief saves), kills those that hang, then kills the parameter servers
+        (they ignore SIGTERM)."""
         for (job, task), process in self.processes.items():
             if job == 'ps' and process.is_alive():
                 self.ps_peak_rss_mb[task] = _peak_rss_mb(process.pid)
@@ -323,9 +344,7 @@ class Launcher:
             if process.is_alive():
                 if job == 'worker':
                     self.log.warning('{} did not stop in time: killing it'.format(process.name))
-                    process.kill()
-                else:
-                    process.terminate()
+                process.kill()
             process.join(10)
 
     # ------------------------------------------------------------------------------------------------ report

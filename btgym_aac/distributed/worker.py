@@ -39,8 +39,9 @@ def run_task(config, progress_queue=None):
             `policy_config`, `trainer_config`, `log_dir`, `current_ckpt_dir`, `initial_ckpt_dir`,
             `max_env_steps`, `save_secs`, `random_seed`, `num_envs`, `render_last_env`, `test_mode`,
             `log_level`, `run_config` (what the chief writes to `<log_dir>/run_config.pkl` once set up);
-            optional `ignore_sigint` (launcher-started parameter servers ignore Ctrl-C: the launcher stops them
-            after the chief's last save, which needs them).
+            optional `launcher_pid`: the task was started by that Launcher process and ends when it dies, even by
+            SIGKILL (Linux); such a parameter server ignores Ctrl-C and SIGTERM (sent to a whole process group,
+            they would stop it before the chief's last save, which needs it): the launcher kills it last.
         progress_queue: multiprocessing queue for progress reports (worker only), or None.
 
     A worker stops at SIGTERM or Ctrl-C (SIGINT) by finishing its current train step, saving (chief) and closing:
@@ -55,9 +56,12 @@ def run_task(config, progress_queue=None):
 
     log = get_logger('Worker', config['task'], log_level=config.get('log_level'))
     cluster = tf.train.ClusterSpec(config['cluster_spec'])
+    launcher_pid = config.get('launcher_pid')
     if config['job_name'] == 'ps':
-        if config.get('ignore_sigint'):
-            signal.signal(signal.SIGINT, signal.SIG_IGN)
+        if launcher_pid is not None:
+            for signum in (signal.SIGINT, signal.SIGTERM):
+                signal.signal(signum, signal.SIG_IGN)
+            _end_with_launcher(launcher_pid, signal.SIGKILL)
         server = tf.train.Server(cluster, job_name='ps', task_index=config['task'],
                                  config=_quiet_threads_config(device_filters=['/job:ps']))
         log.info('parameter server {} started'.format(config['task']))
@@ -69,6 +73,8 @@ def run_task(config, progress_queue=None):
         stop_signals.append(signal.SIGINT)
     for signum in stop_signals:
         signal.signal(signum, lambda *_: stop.set())
+    if launcher_pid is not None:
+        _end_with_launcher(launcher_pid, signal.SIGTERM)
     server = tf.train.Server(cluster, job_name='worker', task_index=config['task'],
                              config=_quiet_threads_config(intra_op_parallelism_threads=1,
                                                           inter_op_parallelism_threads=2))
@@ -79,6 +85,19 @@ def run_task(config, progress_queue=None):
             traceback.print_exception(error.__cause__)
         sys.stderr.write('worker {}: {}\n'.format(config['task'], error))
         sys.exit(SETUP_FAILED_EXIT_CODE)
+
+
+def _end_with_launcher(launcher_pid, signum):
+    """Has Linux send `signum` to this process when its launcher dies, so no task outlives it; exits at once
+    when the launcher is already gone. Does nothing on other systems."""
+    if not sys.platform.startswith('linux'):
+        return
+    import ctypes
+
+    set_parent_death_signal = 1  # PR_SET_PDEATHSIG
+    ctypes.CDLL(None).prctl(set_parent_death_signal, int(signum), 0, 0, 0)
+    if os.getppid() != launcher_pid:
+        os._exit(1)
 
 
 def _quiet_threads_config(**kwargs):
