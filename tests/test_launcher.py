@@ -22,7 +22,7 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.distributed.cluster import PortInUseError, free_ports
-from btgym_aac.distributed.run_config import write_run_config
+from btgym_aac.distributed.run_config import pickle_run_config, write_run_config
 from btgym_aac.distributed import checkpoints as checkpoints_module
 from btgym_aac.distributed import worker as worker_module
 from btgym_aac.env import gym_wrappers
@@ -224,7 +224,7 @@ def test_checkpoint_that_cannot_be_restored_stops_the_run_and_is_kept(tmp_path):
     (ckpt_dir / 'checkpoint').write_text('model_checkpoint_path: "model_parameters-300"\n')
     (ckpt_dir / 'model_parameters-300.index').write_bytes(b'not a checkpoint index')
     (ckpt_dir / 'model_parameters-300.data-00000-of-00001').write_bytes(b'\0' * 64)
-    write_run_config(str(tmp_path / 'run'), {'made_by': 'the run that wrote the checkpoint'})
+    write_run_config(str(tmp_path / 'run'), pickle_run_config({'made_by': 'the run that wrote the checkpoint'}))
     before = {path.name: path.read_bytes() for path in ckpt_dir.iterdir()}
     launcher = cartpole_launcher(tmp_path / 'run', 600, num_workers=1)
     with pytest.raises(RuntimeError, match='worker 0 could not set up'):
@@ -279,8 +279,9 @@ def cartpole_config_file(tmp_path, max_env_steps):
     return config_path
 
 
-def start_cli_train(tmp_path, max_env_steps, workers=2, **popen_kwargs):
-    """A `btgym-aac train` process (CartPole) in a session of its own, once its last worker trains."""
+def start_cli_train(tmp_path, max_env_steps, workers=2, settle_seconds=3, **popen_kwargs):
+    """A `btgym-aac train` process (CartPole) in a session of its own, `settle_seconds` after its last worker
+    made its summary writer."""
     log_dir = tmp_path / 'run'
     command = [sys.executable, '-m', 'btgym_aac.cli', 'train', str(cartpole_config_file(tmp_path, max_env_steps)),
                '--log-dir', str(log_dir), '--workers', str(workers)]
@@ -289,7 +290,7 @@ def start_cli_train(tmp_path, max_env_steps, workers=2, **popen_kwargs):
     deadline = time.time() + 180
     while time.time() < deadline and not glob.glob(str(log_dir / 'worker_{}'.format(workers - 1) / 'events.*')):
         time.sleep(0.5)
-    time.sleep(3)
+    time.sleep(settle_seconds)
     return cluster, log_dir
 
 
@@ -313,15 +314,11 @@ def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
             os.killpg(cluster.pid, signal.SIGKILL)
 
 
-@pytest.mark.parametrize('whole_group', [False, True], ids=['to_train', 'to_its_process_group'])
-def test_sigterm_stops_the_cluster_after_the_chiefs_last_save(tmp_path, whole_group):
-    cluster, log_dir = start_cli_train(tmp_path, 10 ** 9, workers=1)
+def test_sigterm_to_the_process_group_stops_the_cluster_after_the_chiefs_last_save(tmp_path):
+    cluster, log_dir = start_cli_train(tmp_path, 10 ** 9, workers=1, settle_seconds=1)
     try:
         assert latest_checkpoint(str(log_dir / CKPT)) is None  # save_secs 3600: only the last save writes one
-        if whole_group:
-            os.killpg(cluster.pid, signal.SIGTERM)  # as a service manager stops a run: the parameter server too
-        else:
-            cluster.terminate()
+        os.killpg(cluster.pid, signal.SIGTERM)  # as a service manager stops a run: the parameter server too
         assert cluster.wait(timeout=120) == 143
         assert latest_checkpoint(str(log_dir / CKPT)) is not None
         assert wait_until_group_ends(cluster.pid, 10) == []
@@ -331,7 +328,7 @@ def test_sigterm_stops_the_cluster_after_the_chiefs_last_save(tmp_path, whole_gr
 
 
 def test_no_task_outlives_a_killed_train(tmp_path):
-    cluster, log_dir = start_cli_train(tmp_path, 10 ** 9, workers=1)
+    cluster, log_dir = start_cli_train(tmp_path, 10 ** 9, workers=1, settle_seconds=1)
     try:
         cluster.kill()
         cluster.wait(timeout=30)
@@ -341,9 +338,37 @@ def test_no_task_outlives_a_killed_train(tmp_path):
             os.killpg(cluster.pid, signal.SIGKILL)
 
 
+def test_run_config_of_a_script_with_its_own_env_class_can_be_read_back(tmp_path):
+    script = tmp_path / 'train_script.py'
+    script.write_text(textwrap.dedent('''
+        import sys
+        from btgym_aac.algorithms import A3C, Launcher
+        from btgym_aac.algorithms.policy import AacDensePolicy
+        from btgym_aac.env.gym_wrappers import TestModeEnv
+        from btgym_aac.evaluation.loading import read_run_config
+
+
+        class ScriptEnv(TestModeEnv):
+            """An env class of the script's own __main__."""
+
+
+        if __name__ == '__main__':
+            Launcher(env_config={'class_ref': ScriptEnv, 'kwargs': {'env_id': 'CartPole-v1'}},
+                     cluster_config={'num_workers': 1, 'log_dir': sys.argv[1]},
+                     policy_config={'class_ref': AacDensePolicy, 'kwargs': {'lstm_layers': (8,)}},
+                     trainer_config={'class_ref': A3C, 'kwargs': {'rollout_length': 20}},
+                     test_mode=True, max_env_steps=40, show_progress=False).run()
+            print('env class', read_run_config(sys.argv[1])['env_config']['class_ref'].__name__)
+    '''))
+    finished = subprocess.run([sys.executable, str(script), str(tmp_path / 'run')], capture_output=True, text=True,
+                              timeout=300)
+    assert finished.returncode == 0, finished.stderr[-2000:]
+    assert finished.stdout.strip().splitlines()[-1] == 'env class ScriptEnv'
+
+
 def test_a_run_started_with_ctrl_c_ignored_trains_to_the_end_through_a_ctrl_c(tmp_path):
     max_env_steps = 8000
-    cluster, log_dir = start_cli_train(tmp_path, max_env_steps,
+    cluster, log_dir = start_cli_train(tmp_path, max_env_steps, settle_seconds=0.5,
                                        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
     try:
         assert cluster.poll() is None  # still training when Ctrl-C reaches its whole process group
@@ -379,6 +404,24 @@ def test_workers_stopped_from_outside_make_train_exit_non_zero(tmp_path, monkeyp
     assert 'training stopped at env step' in capsys.readouterr().err
     assert latest_checkpoint(str(tmp_path / 'run' / CKPT)) is not None
     assert multiprocessing.active_children() == []
+
+
+def test_a_new_saver_keeps_rotating_the_checkpoints_a_previous_one_listed(tmp_path):
+    graph = tf.Graph()
+    with graph.as_default():
+        variable = tf.Variable(1.0)
+        with tf.Session(graph=graph) as sess:
+            sess.run(variable.initializer)
+            previous = checkpoints_module.FastSaver(max_to_keep=2)
+            for step in (1, 2):
+                previous.save(sess, str(tmp_path / 'model_parameters'), global_step=step)
+            saver = checkpoints_module.FastSaver(max_to_keep=2)  # a resumed run's, or a restarted chief's
+            checkpoints_module.recover_checkpoints(saver, str(tmp_path))
+            saver.save(sess, str(tmp_path / 'model_parameters'), global_step=3)
+    state = tf.train.get_checkpoint_state(str(tmp_path))
+    listed = [os.path.basename(path) for path in state.all_model_checkpoint_paths]
+    assert listed == ['model_parameters-2', 'model_parameters-3']
+    assert {name.split('.')[0] for name in os.listdir(str(tmp_path)) if name != 'checkpoint'} == set(listed)
 
 
 class ChiefDied(BaseException):

@@ -31,9 +31,6 @@ def latest_checkpoint(directory):
 def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt_dir, log):
     """Restores the model as the original worker did: pre-trained model, else the current run, else scratch.
 
-    A resumed run's saver takes over the checkpoints listed in the state file, so its saves keep rotating them
-    (`max_to_keep`) instead of leaving them on disk unlisted.
-
     Args:
         sess: session whose global variables are initialised.
         saver: saver of the global variables.
@@ -60,11 +57,18 @@ def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt
     path = latest_checkpoint(current_ckpt_dir)
     if path is not None:
         saver.restore(sess, path)
-        saver.recover_last_checkpoints(list(tf.train.get_checkpoint_state(current_ckpt_dir).all_model_checkpoint_paths))
         log.notice('resumed from {}'.format(path))
         return 'resumed'
     log.notice('training from scratch')
     return 'scratch'
+
+
+def recover_checkpoints(saver, ckpt_dir):
+    """Has `saver` take over the checkpoints listed in `ckpt_dir`'s state file, so its saves keep rotating them
+    (`max_to_keep`) instead of leaving them on disk unlisted (a resumed run, a restarted chief)."""
+    state = tf.train.get_checkpoint_state(ckpt_dir) if os.path.isdir(ckpt_dir) else None
+    if state is not None:
+        saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
 
 
 def export_checkpoint(source_dir, target_dir):

@@ -10,6 +10,7 @@ import contextlib
 import copy
 import multiprocessing
 import os
+import pickle
 import queue
 import shutil
 import signal
@@ -21,6 +22,7 @@ import numpy as np
 
 from btgym_aac.distributed.checkpoints import export_checkpoint, latest_checkpoint
 from btgym_aac.distributed.cluster import make_cluster_spec
+from btgym_aac.distributed.run_config import pickle_run_config
 from btgym_aac.distributed.worker import SETUP_FAILED_EXIT_CODE, run_task
 from btgym_aac.logs import get_logger
 
@@ -48,8 +50,12 @@ class StopRequested(KeyboardInterrupt):
     """SIGTERM reached the launcher during `run()`: the run stops as on Ctrl-C (the chief saves)."""
 
 
-def _raise_stop_requested(signum, frame):
-    raise StopRequested('SIGTERM')
+def _stop_on_signal(signum, frame):
+    """Handler of Ctrl-C and SIGTERM during `run()`: ignores both from now on (a second one must not cut the
+    stop short) and raises KeyboardInterrupt, or StopRequested for SIGTERM."""
+    for ignored in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(ignored, signal.SIG_IGN)
+    raise StopRequested('SIGTERM') if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
 def _peak_rss_mb(pid):
@@ -164,6 +170,11 @@ class Launcher:
             cluster_spec = make_cluster_spec(self.cluster_config['host'], self.cluster_config['port'],
                                              self.cluster_config['num_workers'], self.cluster_config['num_ps'])
         self.cluster_spec = cluster_spec
+        try:
+            self.pickled_run_config = pickle_run_config(self.run_config())
+        except (pickle.PicklingError, AttributeError, TypeError) as error:
+            raise ValueError('the configs cannot be passed to the run\'s processes ({}): their classes and functions '
+                             'must be importable (defined at the top level of a module)'.format(error)) from error
         self._prepare_log_dir(purge_previous)
         num_workers = len(cluster_spec['worker'])
         rng = np.random.default_rng(root_random_seed)
@@ -206,7 +217,7 @@ class Launcher:
                 initial_ckpt_dir=self.initial_ckpt_dir, max_env_steps=self.max_env_steps,
                 save_secs=self.save_secs, random_seed=self.task_seeds[task],
                 num_envs=self.cluster_config['num_envs'], render_last_env=self.render_last_env,
-                test_mode=self.test_mode, run_config=self.run_config())
+                test_mode=self.test_mode, run_config=self.pickled_run_config)
         return config
 
     # ----------------------------------------------------------------------------------------------- running
@@ -215,8 +226,8 @@ class Launcher:
         config = dict(self.task_config(job_name, task), launcher_pid=os.getpid())
         process = context.Process(target=run_task, args=(config, progress),
                                   name='btgym_aac-{}-{}'.format(job_name, task))
-        process.start()
         self.processes[(job_name, task)] = process
+        process.start()
         return process
 
     def run(self):
@@ -236,7 +247,10 @@ class Launcher:
         progress = context.Queue()
         start = time.time()
         self.log.notice('cluster {}; logs and checkpoints in {}'.format(self.cluster_spec, self.log_dir))
-        with _signals_handled({signal.SIGTERM: _raise_stop_requested}):
+        stop_handlers = {signal.SIGTERM: _stop_on_signal}
+        if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+            stop_handlers[signal.SIGINT] = _stop_on_signal
+        with _signals_handled(stop_handlers):
             try:
                 for task in range(len(self.cluster_spec['ps'])):
                     self._start(context, 'ps', task, None)
@@ -341,6 +355,8 @@ class Launcher:
         for process in workers:
             process.join(max(0.1, deadline - time.time()))
         for (job, _), process in self.processes.items():
+            if process.pid is None:
+                continue
             if process.is_alive():
                 if job == 'worker':
                     self.log.warning('{} did not stop in time: killing it'.format(process.name))

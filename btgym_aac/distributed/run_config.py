@@ -9,16 +9,30 @@ import pickle
 RUN_CONFIG_FILE = 'run_config.pkl'
 
 
-def write_run_config(log_dir, configs):
-    """Writes `configs` to `<log_dir>/run_config.pkl` through a temporary file, so readers never see half a file.
+def pickle_run_config(configs):
+    """Pickles the run's configs in the launching process, where classes of its `__main__` have their real names
+    (a spawned task knows them as `__mp_main__`'s, which no other process can load).
+
+    Args:
+        configs: dict with env_config, policy_config, trainer_config, cluster_config, test_mode.
+
+    Returns:
+        bytes for `write_run_config`.
+    """
+    return pickle.dumps(configs)
+
+
+def write_run_config(log_dir, pickled):
+    """Writes `pickled` configs to `<log_dir>/run_config.pkl` through a temporary file, so readers never see half
+    a file.
 
     Args:
         log_dir: the run's log dir.
-        configs: dict with env_config, policy_config, trainer_config, cluster_config, test_mode.
+        pickled: bytes from `pickle_run_config`.
     """
     os.makedirs(log_dir, exist_ok=True)
     path = os.path.join(log_dir, RUN_CONFIG_FILE)
     staging = path + '.writing'
     with open(staging, 'wb') as f:
-        pickle.dump(configs, f)
+        f.write(pickled)
     os.replace(staging, path)

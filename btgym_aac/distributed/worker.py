@@ -38,10 +38,11 @@ def run_task(config, progress_queue=None):
         config: dict with `job_name` ('ps' or 'worker'), `task`, `cluster_spec` and, for workers, `env_config`,
             `policy_config`, `trainer_config`, `log_dir`, `current_ckpt_dir`, `initial_ckpt_dir`,
             `max_env_steps`, `save_secs`, `random_seed`, `num_envs`, `render_last_env`, `test_mode`,
-            `log_level`, `run_config` (what the chief writes to `<log_dir>/run_config.pkl` once set up);
-            optional `launcher_pid`: the task was started by that Launcher process and ends when it dies, even by
-            SIGKILL (Linux); such a parameter server ignores Ctrl-C and SIGTERM (sent to a whole process group,
-            they would stop it before the chief's last save, which needs it): the launcher kills it last.
+            `log_level`, `run_config` (pickled bytes the chief writes to `<log_dir>/run_config.pkl` once set
+            up);
+            optional `launcher_pid`: the task was started by that Launcher process and is killed when it dies,
+            even by SIGKILL (Linux); such a parameter server ignores Ctrl-C and SIGTERM (sent to a whole process
+            group, they would stop it before the chief's last save, which needs it): the launcher kills it last.
         progress_queue: multiprocessing queue for progress reports (worker only), or None.
 
     A worker stops at SIGTERM or Ctrl-C (SIGINT) by finishing its current train step, saving (chief) and closing:
@@ -61,7 +62,7 @@ def run_task(config, progress_queue=None):
         if launcher_pid is not None:
             for signum in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(signum, signal.SIG_IGN)
-            _end_with_launcher(launcher_pid, signal.SIGKILL)
+            _end_with_launcher(launcher_pid)
         server = tf.train.Server(cluster, job_name='ps', task_index=config['task'],
                                  config=_quiet_threads_config(device_filters=['/job:ps']))
         log.info('parameter server {} started'.format(config['task']))
@@ -74,7 +75,7 @@ def run_task(config, progress_queue=None):
     for signum in stop_signals:
         signal.signal(signum, lambda *_: stop.set())
     if launcher_pid is not None:
-        _end_with_launcher(launcher_pid, signal.SIGTERM)
+        _end_with_launcher(launcher_pid)
     server = tf.train.Server(cluster, job_name='worker', task_index=config['task'],
                              config=_quiet_threads_config(intra_op_parallelism_threads=1,
                                                           inter_op_parallelism_threads=2))
@@ -87,15 +88,16 @@ def run_task(config, progress_queue=None):
         sys.exit(SETUP_FAILED_EXIT_CODE)
 
 
-def _end_with_launcher(launcher_pid, signum):
-    """Has Linux send `signum` to this process when its launcher dies, so no task outlives it; exits at once
-    when the launcher is already gone. Does nothing on other systems."""
+def _end_with_launcher(launcher_pid):
+    """Has Linux kill this process when its launcher dies, so no task outlives it (the parameter servers die
+    with the launcher, so a chief could not save anyway); exits at once when the launcher is already gone. Does
+    nothing on other systems."""
     if not sys.platform.startswith('linux'):
         return
     import ctypes
 
     set_parent_death_signal = 1  # PR_SET_PDEATHSIG
-    ctypes.CDLL(None).prctl(set_parent_death_signal, int(signum), 0, 0, 0)
+    ctypes.CDLL(None).prctl(set_parent_death_signal, int(signal.SIGKILL), 0, 0, 0)
     if os.getppid() != launcher_pid:
         os._exit(1)
 
@@ -198,7 +200,7 @@ class Worker:
         after the restore, so a chief that died in between is followed by one that restores again, and the
         other workers wait for it."""
         from btgym_aac.compat import tf
-        from btgym_aac.distributed.checkpoints import restore_order
+        from btgym_aac.distributed.checkpoints import recover_checkpoints, restore_order
 
         sess = tf.Session(self.server.target, config=self.session_config)
         uninitialized = sess.run(self.ready_op)
@@ -216,6 +218,7 @@ class Worker:
                     'made with'.format(self.config['initial_ckpt_dir'] or self.config['current_ckpt_dir']),
                     error) from error
             sess.run(self.chief_ready.initializer)
+        recover_checkpoints(self.saver, self.config['current_ckpt_dir'])
         sess.run(self.local_init_op)
         return sess
 
@@ -241,7 +244,11 @@ class Worker:
         with graph.as_default():
             sess = self._chief_session() if self.is_chief else self._worker_session()
         if self.is_chief:
-            write_run_config(self.config['log_dir'], self.config['run_config'])
+            try:
+                write_run_config(self.config['log_dir'], self.config['run_config'])
+            except OSError as error:
+                raise _setup_error('cannot write the run config to {}'.format(self.config['log_dir']),
+                                   error) from error
         summary_dir = os.path.join(self.config['log_dir'], 'worker_{}'.format(self.task))
         writer = tf.summary.FileWriter(summary_dir, graph if self.is_chief else None)
         ckpt_path = os.path.join(self.config['current_ckpt_dir'], 'model_parameters')
