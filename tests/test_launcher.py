@@ -4,6 +4,7 @@ import glob
 import json
 import multiprocessing
 import os
+import queue
 import signal
 import socket
 import subprocess
@@ -119,6 +120,19 @@ def test_run_finishes_resumes_exports_and_starts_pretrained(tmp_path):
     assert 300 <= checkpoint_step(str(pretrained_dir / CKPT)) < 1000  # counted from 0 again
     for name, value in checkpoint_weights(str(pretrained_dir / CKPT)).items():
         np.testing.assert_allclose(value, exported[name], atol=1e-6, err_msg=name)
+
+
+def test_first_trained_step_is_timed_from_a_report_past_the_step_the_worker_started_at(tmp_path):
+    launcher = cartpole_launcher(tmp_path / 'run', 1000)
+    reports = queue.Queue()
+    resumed = {'task': 0, 'step': 800, 'start_step': 800, 'seconds': 1.0, 'finished': False, 'episodes': 0,
+               'recent_rewards': [], 'peak_rss_mb': 300.0}
+    reports.put(resumed)
+    launcher._drain(reports, time.time())
+    assert launcher.first_step_seconds is None  # a resumed worker that has not trained yet
+    reports.put(dict(resumed, step=820))
+    launcher._drain(reports, time.time() - 2.0)
+    assert 2.0 <= launcher.first_step_seconds < 10.0
 
 
 def test_missing_initial_checkpoint_is_reported(tmp_path):

@@ -236,8 +236,8 @@ class Launcher:
         Returns:
             dict with `global_step`, `completed` (False where every worker was stopped by a signal from outside
             before `max_env_steps`), `episodes`, `mean_reward` (recent train episodes), `seconds`, `restarts`,
-            `first_step_seconds` (from `run()` to the first progress report of a trained step), `peak_rss_mb`
-            per process (Linux) and `log_dir`.
+            `first_step_seconds` (from `run()` to the first progress report of a trained step; None where
+            none was trained), `peak_rss_mb` per process (Linux) and `log_dir`.
 
         Raises:
             RuntimeError: a worker kept crashing, could not set up, or a parameter server died.
@@ -333,7 +333,7 @@ class Launcher:
                 return
             self.progress[report['task']] = report
             self.last_report_time[report['task']] = time.time()
-            if self.first_step_seconds is None and report['step'] > 0:
+            if self.first_step_seconds is None and report['step'] > report['start_step']:
                 self.first_step_seconds = time.time() - start
 
     def _stop_all_uninterrupted(self):

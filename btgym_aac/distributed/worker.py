@@ -156,6 +156,7 @@ class Worker:
         self.task = config['task']
         self.is_chief = self.task == 0
         self.envs = []
+        self.start_step = None
 
     def run(self):
         from btgym_aac.algorithms.in_process import EpisodeRecorder
@@ -254,7 +255,7 @@ class Worker:
         ckpt_path = os.path.join(self.config['current_ckpt_dir'], 'model_parameters')
         self.trainer.start(sess, writer)
         max_steps, save_secs = self.config['max_env_steps'], self.config['save_secs']
-        step = start_step = int(sess.run(self.trainer.global_step))
+        step = start_step = self.start_step = int(sess.run(self.trainer.global_step))
         self.log.notice('started at global step {}'.format(step))
         last_save = start_time = time.time()
         last_report = 0.0
@@ -291,7 +292,7 @@ class Worker:
             return
         episodes = [episode for env in self.envs for episode in env.episodes if not episode['test']]
         self.progress_queue.put({
-            'task': self.task, 'step': step, 'seconds': seconds, 'finished': finished,
+            'task': self.task, 'step': step, 'start_step': self.start_step, 'seconds': seconds, 'finished': finished,
             'episodes': len(episodes), 'recent_rewards': [episode['total_reward'] for episode in episodes[-10:]],
             'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
         })
