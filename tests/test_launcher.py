@@ -1,5 +1,6 @@
 """Launcher on loopback: runs that finish by themselves, resume, pre-trained starts, export, taken ports, a killed
 worker, and a cluster of hand-started `btgym-aac cluster-node` processes."""
+import contextlib
 import glob
 import json
 import multiprocessing
@@ -293,19 +294,24 @@ def cartpole_config_file(tmp_path, max_env_steps):
     return config_path
 
 
-def start_cli_train(tmp_path, max_env_steps, workers=2, settle_seconds=3, **popen_kwargs):
-    """A `btgym-aac train` process (CartPole) in a session of its own, `settle_seconds` after its last worker
-    made its summary writer."""
+@contextlib.contextmanager
+def cli_train(tmp_path, max_env_steps, workers=2, settle_seconds=3, **popen_kwargs):
+    """A `btgym-aac train` process (CartPole) in a session of its own, given `settle_seconds` after its last worker
+    made its summary writer; whatever of its process group still runs at the end of the block is killed."""
     log_dir = tmp_path / 'run'
     command = [sys.executable, '-m', 'btgym_aac.cli', 'train', str(cartpole_config_file(tmp_path, max_env_steps)),
                '--log-dir', str(log_dir), '--workers', str(workers)]
     cluster = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                                start_new_session=True, **popen_kwargs)
-    deadline = time.time() + 180
-    while time.time() < deadline and not glob.glob(str(log_dir / 'worker_{}'.format(workers - 1) / 'events.*')):
-        time.sleep(0.5)
-    time.sleep(settle_seconds)
-    return cluster, log_dir
+    try:
+        deadline = time.time() + 180
+        while time.time() < deadline and not glob.glob(str(log_dir / 'worker_{}'.format(workers - 1) / 'events.*')):
+            time.sleep(0.5)
+        time.sleep(settle_seconds)
+        yield cluster, log_dir
+    finally:
+        if cluster.poll() is None or live_processes_in_group(cluster.pid):
+            os.killpg(cluster.pid, signal.SIGKILL)
 
 
 def wait_until_group_ends(group, seconds):
@@ -316,40 +322,28 @@ def wait_until_group_ends(group, seconds):
 
 
 def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
-    cluster, log_dir = start_cli_train(tmp_path, 10 ** 9)
-    try:
+    with cli_train(tmp_path, 10 ** 9) as (cluster, log_dir):
         os.killpg(cluster.pid, signal.SIGINT)
         assert cluster.wait(timeout=120) == 130
         assert latest_checkpoint(str(log_dir / CKPT)) is not None
         time.sleep(1)
         assert live_processes_in_group(cluster.pid) == []
-    finally:
-        if cluster.poll() is None:
-            os.killpg(cluster.pid, signal.SIGKILL)
 
 
 def test_sigterm_to_the_process_group_stops_the_cluster_after_the_chiefs_last_save(tmp_path):
-    cluster, log_dir = start_cli_train(tmp_path, 10 ** 9, workers=1, settle_seconds=1)
-    try:
+    with cli_train(tmp_path, 10 ** 9, workers=1, settle_seconds=1) as (cluster, log_dir):
         assert latest_checkpoint(str(log_dir / CKPT)) is None  # save_secs 3600: only the last save writes one
         os.killpg(cluster.pid, signal.SIGTERM)  # as a service manager stops a run: the parameter server too
         assert cluster.wait(timeout=120) == 143
         assert latest_checkpoint(str(log_dir / CKPT)) is not None
         assert wait_until_group_ends(cluster.pid, 10) == []
-    finally:
-        if cluster.poll() is None or live_processes_in_group(cluster.pid):
-            os.killpg(cluster.pid, signal.SIGKILL)
 
 
 def test_no_task_outlives_a_killed_train(tmp_path):
-    cluster, log_dir = start_cli_train(tmp_path, 10 ** 9, workers=1, settle_seconds=1)
-    try:
+    with cli_train(tmp_path, 10 ** 9, workers=1, settle_seconds=1) as (cluster, _):
         cluster.kill()
         cluster.wait(timeout=30)
         assert wait_until_group_ends(cluster.pid, 60) == []
-    finally:
-        if live_processes_in_group(cluster.pid):
-            os.killpg(cluster.pid, signal.SIGKILL)
 
 
 def test_run_config_of_a_script_with_its_own_env_class_can_be_read_back(tmp_path):
@@ -382,16 +376,12 @@ def test_run_config_of_a_script_with_its_own_env_class_can_be_read_back(tmp_path
 
 def test_a_run_started_with_ctrl_c_ignored_trains_to_the_end_through_a_ctrl_c(tmp_path):
     max_env_steps = 8000
-    cluster, log_dir = start_cli_train(tmp_path, max_env_steps, settle_seconds=0.5,
-                                       preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN))
-    try:
+    with cli_train(tmp_path, max_env_steps, settle_seconds=0.5,
+                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN)) as (cluster, log_dir):
         assert cluster.poll() is None  # still training when Ctrl-C reaches its whole process group
         os.killpg(cluster.pid, signal.SIGINT)
         assert cluster.wait(timeout=300) == 0
         assert checkpoint_step(str(log_dir / CKPT)) >= max_env_steps
-    finally:
-        if cluster.poll() is None:
-            os.killpg(cluster.pid, signal.SIGKILL)
 
 
 def test_workers_stopped_from_outside_make_train_exit_non_zero(tmp_path, monkeypatch, capsys):
