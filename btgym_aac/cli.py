@@ -108,9 +108,10 @@ def _train(args):
     try:
         result = launcher.run()
     except KeyboardInterrupt as interrupt:
+        by_sigterm = isinstance(interrupt, StopRequested)
         print('\n{}: workers stopped, the chief saved a checkpoint in {}'.format(
-            'stopped by SIGTERM' if isinstance(interrupt, StopRequested) else 'interrupted', launcher.current_ckpt_dir))
-        return 143 if isinstance(interrupt, StopRequested) else 130
+            'stopped by SIGTERM' if by_sigterm else 'interrupted', launcher.current_ckpt_dir))
+        return 143 if by_sigterm else 130
     except RuntimeError as exc:
         print('training failed: {}'.format(exc), file=sys.stderr)
         return 1

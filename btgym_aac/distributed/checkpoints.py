@@ -66,7 +66,7 @@ def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt
 def recover_checkpoints(saver, ckpt_dir):
     """Has `saver` take over the checkpoints listed in `ckpt_dir`'s state file, so its saves keep rotating them
     (`max_to_keep`) instead of leaving them on disk unlisted (a resumed run, a restarted chief)."""
-    state = tf.train.get_checkpoint_state(ckpt_dir) if os.path.isdir(ckpt_dir) else None
+    state = tf.train.get_checkpoint_state(ckpt_dir)
     if state is not None:
         saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
 

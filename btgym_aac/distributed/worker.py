@@ -255,7 +255,7 @@ class Worker:
         ckpt_path = os.path.join(self.config['current_ckpt_dir'], 'model_parameters')
         self.trainer.start(sess, writer)
         max_steps, save_secs = self.config['max_env_steps'], self.config['save_secs']
-        step = start_step = self.start_step = int(sess.run(self.trainer.global_step))
+        step = self.start_step = int(sess.run(self.trainer.global_step))
         self.log.notice('started at global step {}'.format(step))
         last_save = start_time = time.time()
         last_report = 0.0
@@ -265,7 +265,7 @@ class Worker:
                 step = self.trainer.last_global_step if frames else int(sess.run(self.trainer.global_step))
                 now = time.time()
                 if self.is_chief and now - last_save >= save_secs:
-                    self._save(sess, ckpt_path, step, start_step, start_time)
+                    self._save(sess, ckpt_path, step, start_time)
                     last_save = now
                 if now - last_report >= PROGRESS_SECONDS:
                     self._report(step, now - start_time)
@@ -274,17 +274,17 @@ class Worker:
             if self.stop.is_set():
                 self.log.notice('stop requested at step {}'.format(step))
             if self.is_chief:
-                self._save(sess, ckpt_path, int(sess.run(self.trainer.global_step)), start_step, start_time)
+                self._save(sess, ckpt_path, int(sess.run(self.trainer.global_step)), start_time)
             self._report(step, time.time() - start_time, finished=True)
             self.trainer.stop()
             writer.close()
             sess.close()
         self.log.notice('reached {} steps, exiting'.format(step))
 
-    def _save(self, sess, ckpt_path, step, start_step, start_time):
+    def _save(self, sess, ckpt_path, step, start_time):
         os.makedirs(os.path.dirname(ckpt_path), exist_ok=True)
         self.saver.save(sess, ckpt_path, global_step=step)
-        speed = (step - start_step) / max(time.time() - start_time, 1e-9)
+        speed = (step - self.start_step) / max(time.time() - start_time, 1e-9)
         self.log.notice('saved checkpoint at step {}; cluster speed {:.1f} env steps/s'.format(step, speed))
 
     def _report(self, step, seconds, finished=False):
