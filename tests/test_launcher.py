@@ -34,13 +34,13 @@ from btgym_aac.logs import get_logger
 CKPT = 'current_train_checkpoint'
 
 
-def cartpole_launcher(log_dir, max_env_steps, num_workers=2, learn_rate=1e-3, **kwargs):
+def cartpole_launcher(log_dir, max_env_steps, num_workers=2, learn_rate=1e-3, save_secs=5, **kwargs):
     return Launcher(
         env_config={'class_ref': gym_wrappers.TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}},
         cluster_config=dict({'num_workers': num_workers, 'log_dir': str(log_dir)}, **kwargs.pop('cluster', {})),
         policy_config={'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}},
         trainer_config={'class_ref': A3C, 'kwargs': {'rollout_length': 20, 'opt_learn_rate': learn_rate}},
-        test_mode=True, max_env_steps=max_env_steps, save_secs=5, root_random_seed=0, show_progress=False,
+        test_mode=True, max_env_steps=max_env_steps, save_secs=save_secs, root_random_seed=0, show_progress=False,
         **kwargs)
 
 
@@ -188,6 +188,26 @@ def test_stalled_worker_is_stopped_and_restarted(tmp_path):
     assert marker.exists(), 'the env never blocked'
     assert result['restarts'] == {0: 1}
     assert result['global_step'] >= 600
+    assert multiprocessing.active_children() == []
+
+
+def test_a_chief_waiting_on_a_hung_env_saves_when_the_run_is_stopped(tmp_path):
+    marker = tmp_path / 'hung'
+    launcher = cartpole_launcher(tmp_path / 'run', 10 ** 6, num_workers=1, save_secs=3600)
+    launcher.env_config = {'class_ref': HangingOnceEnv, 'kwargs': {'env_id': 'CartPole-v1', 'marker': str(marker)}}
+
+    def ctrl_c_once_the_env_hangs():
+        deadline = time.time() + 120
+        while time.time() < deadline and not marker.exists():
+            time.sleep(0.2)
+        time.sleep(1)  # the chief trains on the rollouts queued before the hang, then waits for more
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=ctrl_c_once_the_env_hangs, daemon=True).start()
+    with pytest.raises(KeyboardInterrupt):
+        launcher.run()
+    assert marker.exists(), 'the env never blocked'
+    assert 0 < checkpoint_step(str(tmp_path / 'run' / CKPT)) < 50  # the steps trained before the hang (step 50)
     assert multiprocessing.active_children() == []
 
 

@@ -14,7 +14,8 @@ from btgym_aac.algorithms.memory import Memory
 from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.policy import AacDensePolicy
 from btgym_aac.algorithms.rollout import make_data_getter
-from btgym_aac.algorithms.runner import BaseEnvRunnerFn, BaseSynchroRunner, RunnerThread, VerboseSynchroRunner
+from btgym_aac.algorithms.runner import (BaseEnvRunnerFn, BaseSynchroRunner, RunnerStopped, RunnerThread,
+                                        VerboseSynchroRunner)
 from btgym_aac.algorithms.runner.synchro import lstm_h_history, min_max_255
 from btgym_aac.algorithms.utils import LSTMStateTuple
 from btgym_aac.compat import tf
@@ -421,6 +422,36 @@ def test_stop_ends_runners_blocked_on_a_full_queue_or_busy_stepping():
     assert blocked.error is None and busy.error is None
     with pytest.raises(RuntimeError, match='stopped'):
         busy.get_data(timeout=5)
+
+
+class HangingToyEnv(ToyEnv):
+    """ToyEnv whose step `hang_at_step` blocks until `release` is set."""
+
+    def __init__(self, hang_at_step, **kwargs):
+        super().__init__(**kwargs)
+        self.hang_at_step, self.release = hang_at_step, threading.Event()
+
+    def step(self, action):
+        if self.total_steps + 1 == self.hang_at_step:
+            self.release.wait()
+        return super().step(action)
+
+
+def test_a_stop_event_of_the_caller_ends_a_wait_for_data_from_a_hung_env():
+    env = HangingToyEnv(hang_at_step=3, episode_length=10 ** 6)
+    runner = toy_runner(env, rollout_length=2)
+    stop = threading.Event()
+    runner.start_runner(None, None, stop_event=stop)
+    assert runner.get_data(timeout=10)['on_policy'].size == 2
+    threading.Timer(0.3, stop.set).start()
+    started = time.monotonic()
+    with pytest.raises(RunnerStopped, match='stopped on request'):
+        runner.get_data(timeout=60)
+    assert 0.3 <= time.monotonic() - started < 3
+    env.release.set()
+    runner.join(5)
+    assert not runner.is_alive() and runner.error is None  # the freed runner stops at its next queue put
+    assert runner.queue.empty()
 
 
 def test_get_data_timeout_and_unstarted_runner():

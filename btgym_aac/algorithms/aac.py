@@ -457,6 +457,8 @@ class BaseAAC:
         Args:
             sess: session of this worker.
             summary_writer: tf.summary.FileWriter of this worker.
+            **kwargs: passed on to every runner's `start_runner` (e.g. `stop_event`: a threading.Event whose setting
+                makes `process` raise RunnerStopped rather than wait for data from a hung environment).
         """
         if self.sync is not None:
             sess.run(self.sync)

@@ -46,7 +46,8 @@ def run_task(config, progress_queue=None):
         progress_queue: multiprocessing queue for progress reports (worker only), or None.
 
     A worker stops at SIGTERM or Ctrl-C (SIGINT) by finishing its current train step, saving (chief) and closing:
-    the signals only set a flag, so they can never cut the final save short. A worker started with Ctrl-C ignored
+    the signals only set a flag, so they can never cut the final save short. A worker waiting for data from its
+    runners stops waiting, so a chief whose environment hangs still saves. A worker started with Ctrl-C ignored
     (its launcher was started in the background by a script) keeps ignoring it, as its launcher does. A session
     run of a worker that takes longer than `SESSION_RUN_TIMEOUT_SECONDS` fails (TensorFlow's gRPC runtime can,
     rarely, leave a step waiting forever for a parameter server's reply); the worker then exits with an error and
@@ -231,6 +232,7 @@ class Worker:
         return manager.wait_for_session(self.server.target, config=self.session_config, max_wait_secs=600)
 
     def _train(self):
+        from btgym_aac.algorithms.runner import RunnerStopped
         from btgym_aac.compat import tf
         from btgym_aac.distributed.run_config import write_run_config
 
@@ -253,7 +255,7 @@ class Worker:
         summary_dir = os.path.join(self.config['log_dir'], 'worker_{}'.format(self.task))
         writer = tf.summary.FileWriter(summary_dir, graph if self.is_chief else None)
         ckpt_path = os.path.join(self.config['current_ckpt_dir'], 'model_parameters')
-        self.trainer.start(sess, writer)
+        self.trainer.start(sess, writer, stop_event=self.stop)
         max_steps, save_secs = self.config['max_env_steps'], self.config['save_secs']
         step = self.start_step = int(sess.run(self.trainer.global_step))
         self.log.notice('started at global step {}'.format(step))
@@ -261,7 +263,10 @@ class Worker:
         last_report = 0.0
         try:
             while step < max_steps and not self.stop.is_set():
-                frames = self.trainer.process(sess)
+                try:
+                    frames = self.trainer.process(sess)
+                except RunnerStopped:
+                    break
                 step = self.trainer.last_global_step if frames else int(sess.run(self.trainer.global_step))
                 now = time.time()
                 if self.is_chief and now - last_save >= save_secs:

@@ -5,6 +5,6 @@
 """
 from btgym_aac.algorithms.runner.base import BaseEnvRunnerFn
 from btgym_aac.algorithms.runner.synchro import BaseSynchroRunner, VerboseSynchroRunner
-from btgym_aac.algorithms.runner.threadrunner import RunnerThread
+from btgym_aac.algorithms.runner.threadrunner import RunnerStopped, RunnerThread
 
-__all__ = ['BaseEnvRunnerFn', 'BaseSynchroRunner', 'RunnerThread', 'VerboseSynchroRunner']
+__all__ = ['BaseEnvRunnerFn', 'BaseSynchroRunner', 'RunnerStopped', 'RunnerThread', 'VerboseSynchroRunner']

@@ -109,8 +109,9 @@ class BaseSynchroRunner:
 
     # ------------------------------------------------------------------------------------------- lifecycle
 
-    def start_runner(self, sess, summary_writer, **kwargs):
-        """Trainer entry point: same as `start`."""
+    def start_runner(self, sess, summary_writer, stop_event=None, **kwargs):
+        """Trainer entry point: same as `start`; `stop_event` is ignored (data is collected in the caller's thread,
+        so nothing waits on another thread)."""
         self.start(sess, summary_writer, **kwargs)
 
     def start(self, sess, summary_writer, init_context=None, data_sample_config=None):

@@ -12,13 +12,18 @@ POLL_INTERVAL = 0.1
 PUT_TIMEOUT = 600
 
 
+class RunnerStopped(RuntimeError):
+    """`get_data()` found the queue empty after a stop was asked for: no more data will come."""
+
+
 class RunnerThread(threading.Thread):
     """Daemon thread collecting environment data into a bounded queue (reference §14.2).
 
     The env is reset and stepped only inside this thread (`run`), as in-process BTGym episodes require.
     Improvements over the reference (§20.1 item 8): `stop()` ends the thread within about a step or
     `POLL_INTERVAL`; `get_data()` notices a dead runner at once and raises RuntimeError carrying its exception
-    instead of waiting 600 s; the exception is logged and kept in `error` rather than re-raised in the thread.
+    instead of waiting 600 s; the exception is logged and kept in `error` rather than re-raised in the thread;
+    a stop event given to `start_runner` (a worker's stop flag) ends a wait for data even when the env hangs.
     `make_data_getter(runner.queue)` keeps working for callers of the original style.
     """
 
@@ -57,18 +62,26 @@ class RunnerThread(threading.Thread):
         self.summary_writer = None
         self.error = None
         self._stop_event = threading.Event()
+        self._outside_stop_event = None
 
-    def start_runner(self, sess, summary_writer, **kwargs):
+    def start_runner(self, sess, summary_writer, stop_event=None, **kwargs):
         """Starts collecting data.
 
         Args:
             sess: TF session the policy runs in (None for policies that need none).
             summary_writer: summary writer handed to the runner function.
+            stop_event: threading.Event of the caller, or None. Once it is set, `get_data()` raises RunnerStopped
+                instead of waiting for data, and the runner stops at its next queue put.
             **kwargs: ignored.
         """
         self.sess = sess
         self.summary_writer = summary_writer
+        self._outside_stop_event = stop_event
         self.start()
+
+    def _stop_requested(self):
+        outside = self._outside_stop_event
+        return self._stop_event.is_set() or (outside is not None and outside.is_set())
 
     def stop(self, timeout=10.0):
         """Asks the runner to stop and waits up to `timeout` seconds for the thread to end.
@@ -107,7 +120,7 @@ class RunnerThread(threading.Thread):
             queue.Full: nobody took data for `PUT_TIMEOUT` seconds.
         """
         deadline = time.monotonic() + PUT_TIMEOUT
-        while not self._stop_event.is_set():
+        while not self._stop_requested():
             try:
                 self.queue.put(item, timeout=POLL_INTERVAL)
                 return True
@@ -128,6 +141,7 @@ class RunnerThread(threading.Thread):
 
         Raises:
             RuntimeError: the runner was not started, or it has ended (its exception, if any, is chained).
+            RunnerStopped: the queue is empty and a stop was asked for (`stop()` or the `start_runner` stop event).
             queue.Empty: no data within `timeout` seconds from a live runner.
         """
         if self.ident is None:
@@ -140,6 +154,8 @@ class RunnerThread(threading.Thread):
             except queue.Empty:
                 if not self.is_alive():
                     return self._last_item_or_raise()
+                if self._stop_requested():
+                    raise self._stopped_error() from None
                 if time.monotonic() >= deadline:
                     raise queue.Empty('runner of task {}: no data within {} s'.format(self.task, timeout)) from None
 
@@ -152,4 +168,9 @@ class RunnerThread(threading.Thread):
         if self.error is not None:
             raise RuntimeError('runner of task {} died: {}: {}'.format(
                 self.task, type(self.error).__name__, self.error)) from self.error
+        if self._stop_requested():
+            raise self._stopped_error()
         raise RuntimeError('runner of task {} has stopped and its queue is empty'.format(self.task))
+
+    def _stopped_error(self):
+        return RunnerStopped('runner of task {} was stopped on request and its queue is empty'.format(self.task))
