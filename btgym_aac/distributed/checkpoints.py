@@ -5,6 +5,7 @@ so a process killed while saving leaves the previous checkpoint as the latest us
 """
 import os
 import shutil
+import tempfile
 
 from btgym_aac.compat import tf
 
@@ -71,30 +72,63 @@ def recover_checkpoints(saver, ckpt_dir):
         saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
 
 
+def _holds_only_an_export(directory):
+    """True when every entry of `directory` is a file of a checkpoint its state file lists (an earlier export)."""
+    state = tf.train.get_checkpoint_state(directory)
+    if state is None:
+        return False
+    names = {os.path.basename(path) for path in state.all_model_checkpoint_paths}
+    names.add(os.path.basename(state.model_checkpoint_path))
+    return all(os.path.isfile(os.path.join(directory, entry))
+               and (entry == 'checkpoint' or any(entry.startswith(name + '.') for name in names))
+               for entry in os.listdir(directory))
+
+
+def _check_export_target(checkpoint_dir, target_dir):
+    """Raises unless `target_dir` can be replaced by an export of `checkpoint_dir`'s latest checkpoint."""
+    if os.path.exists(target_dir) and not os.path.isdir(target_dir):
+        raise NotADirectoryError('export target {!r} is a file'.format(target_dir))
+    source = os.path.realpath(checkpoint_dir)
+    target = os.path.realpath(target_dir)
+    if source == target or source.startswith(target + os.sep):
+        raise ValueError('export target {!r} holds the checkpoints being exported; choose another folder'.format(
+            target_dir))
+    if os.path.isdir(target_dir) and os.listdir(target_dir) and not _holds_only_an_export(target_dir):
+        raise FileExistsError('export target {!r} is not empty and does not hold an exported checkpoint; '
+                              'refusing to replace it (choose a new or empty folder)'.format(target_dir))
+
+
 def export_checkpoint(source_dir, target_dir):
     """Copies the latest checkpoint of `source_dir` into `target_dir`, usable as an `initial_ckpt_dir`.
 
-    The files are copied into a temporary folder next to the target, which then replaces the target.
+    The files are copied into a temporary folder next to the target, which then replaces the target. Only a
+    missing or empty target, or one holding nothing but an earlier export, is replaced.
 
     Returns:
         path prefix of the exported checkpoint.
 
     Raises:
-        FileNotFoundError: `source_dir` holds no checkpoint.
+        FileNotFoundError: `source_dir` holds no checkpoint, or its latest one has lost its index or data files.
+        FileExistsError: `target_dir` holds other files. NotADirectoryError: `target_dir` is a file.
+        ValueError: `target_dir` is, or contains, `source_dir`.
     """
     path = latest_checkpoint(source_dir)
     if path is None:
         raise FileNotFoundError('no checkpoint to export in {!r}'.format(source_dir))
-    name = os.path.basename(path)
+    checkpoint_dir, name = os.path.split(path)
+    files = [entry for entry in os.listdir(checkpoint_dir) if entry.startswith(name + '.')]
+    if name + '.index' not in files or not any(entry.startswith(name + '.data-') for entry in files):
+        raise FileNotFoundError('checkpoint {!r} misses its .index or .data files; nothing exported'.format(path))
     target_dir = os.path.abspath(target_dir)
-    staging = target_dir + '.exporting'
-    shutil.rmtree(staging, ignore_errors=True)
-    os.makedirs(staging)
-    for file_name in os.listdir(os.path.dirname(path)):
-        if file_name.startswith(name + '.'):
-            shutil.copy2(os.path.join(os.path.dirname(path), file_name), staging)
-    tf.train.update_checkpoint_state(staging, name, all_model_checkpoint_paths=[name])
-    if os.path.exists(target_dir):
-        shutil.rmtree(target_dir)
-    os.replace(staging, target_dir)
+    _check_export_target(checkpoint_dir, target_dir)
+    staging = tempfile.mkdtemp(prefix=os.path.basename(target_dir) + '.exporting-', dir=os.path.dirname(target_dir))
+    try:
+        for file_name in files:
+            shutil.copy2(os.path.join(checkpoint_dir, file_name), staging)
+        tf.train.update_checkpoint_state(staging, name, all_model_checkpoint_paths=[name])
+        if os.path.exists(target_dir):
+            shutil.rmtree(target_dir)
+        os.replace(staging, target_dir)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     return os.path.join(target_dir, name)
