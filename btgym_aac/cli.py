@@ -1,10 +1,14 @@
 """The `btgym-aac` command: train, evaluate, cluster-node, export, demo."""
 import argparse
+import inspect
 import json
 import os
 import runpy
 import sys
 import time
+import traceback
+
+from btgym_aac.logs import error_summary
 
 STARTED = time.time()
 
@@ -51,14 +55,27 @@ def load_config_file(path):
     """Runs a Python config file and returns the notebook-style dicts it defines.
 
     Raises:
-        FileNotFoundError: no such file. ValueError: it defines none of the config dicts.
+        FileNotFoundError: no such file. ValueError: it cannot be run, defines none of the config dicts, or
+            defines one that is not a dict.
     """
+    if os.path.isdir(path):
+        raise ValueError('config file {!r} is a folder'.format(path))
     if not os.path.isfile(path):
         raise FileNotFoundError('config file {!r} does not exist'.format(path))
-    namespace = runpy.run_path(path, run_name='btgym_aac_config')
+    try:
+        namespace = runpy.run_path(path, run_name='btgym_aac_config')
+    except SyntaxError as error:
+        raise ValueError('config file {} line {}: {}'.format(path, error.lineno, error.msg)) from error
+    except Exception as error:
+        lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path]
+        raise ValueError('config file {}{} failed: {}'.format(
+            path, ' line {}'.format(lines[-1]) if lines else '', error_summary(error))) from error
     configs = {name: namespace[name] for name in CONFIG_NAMES if name in namespace}
     if not configs:
         raise ValueError('config file {} defines none of {}'.format(path, ', '.join(CONFIG_NAMES)))
+    for name, config in configs.items():
+        if not isinstance(config, dict):
+            raise ValueError('config file {}: {} must be a dict, got {}'.format(path, name, type(config).__name__))
     return configs
 
 
@@ -92,6 +109,11 @@ def _make_launcher(configs, **overrides):
     from btgym_aac.distributed.launcher import Launcher
 
     kwargs = dict(configs.get('launcher_config', {}), **overrides)
+    known = inspect.signature(Launcher).parameters
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        raise ValueError('launcher_config has unknown key(s) {}; Launcher takes {}'.format(
+            ', '.join(unknown), ', '.join(name for name in known if not name.endswith('_config'))))
     return Launcher(env_config=configs['env_config'], cluster_config=configs['cluster_config'],
                     policy_config=configs['policy_config'], trainer_config=configs['trainer_config'], **kwargs)
 
@@ -130,19 +152,25 @@ def _train(args):
 
 def _cluster_node(args):
     """Runs one parameter server or worker of a cluster described by a JSON spec (one node of many hosts)."""
+    from btgym_aac.distributed.cluster import check_cluster_spec, check_own_port
     from btgym_aac.distributed.worker import run_task
 
     with open(args.cluster) as f:
-        cluster_spec = json.load(f)
-    for job in ('ps', 'worker'):
-        if not cluster_spec.get(job):
-            raise ValueError('cluster spec {} has no `{}` addresses'.format(args.cluster, job))
+        try:
+            cluster_spec = check_cluster_spec(json.load(f), args.cluster)
+        except json.JSONDecodeError as error:
+            raise ValueError('cluster spec {} is not valid JSON: {}'.format(args.cluster, error)) from error
     if not 0 <= args.task < len(cluster_spec[args.job]):
         raise ValueError('task {} is not in the cluster spec ({} {} tasks)'.format(
             args.task, len(cluster_spec[args.job]), args.job))
+    check_own_port(cluster_spec[args.job][args.task])
     configs = _configs_from_args(args)
     launcher = _make_launcher(configs, cluster_spec=cluster_spec, show_progress=False, purge_previous=0)
-    run_task(launcher.task_config(args.job, args.task))
+    try:
+        run_task(launcher.task_config(args.job, args.task))
+    except KeyboardInterrupt:
+        print('\n{} {} stopped by Ctrl-C'.format(args.job, args.task), file=sys.stderr)
+        return 130
     return 0
 
 

@@ -1,11 +1,18 @@
 """`btgym-aac` commands given bad input: one line naming the problem, a non-zero exit, nothing of the user's lost."""
+import json
 import os
+import signal
+import socket
+import subprocess
+import sys
+import time
 
 import pytest
 
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import FastSaver, latest_checkpoint
+from btgym_aac.distributed.cluster import free_ports, port_is_free
 
 CKPT = 'current_train_checkpoint'
 
@@ -70,3 +77,133 @@ def test_export_into_a_file_or_of_a_checkpoint_without_data_fails_and_leaves_not
     assert cli_main(['export', str(run), str(tmp_path / 'exported')]) == 2
     assert 'misses its .index or .data files' in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ['afile', 'run']
+
+
+def config_file(tmp_path, text):
+    path = tmp_path / 'config.py'
+    path.write_text(text)
+    return str(path)
+
+
+@pytest.mark.parametrize('text, message', [
+    ('env_config = {\n', 'config.py line 1: '),
+    ('x = 1\nenv_config = undefined_name\n', "config.py line 2 failed: NameError: name 'undefined_name'"),
+    ('import no_such_module_xyz\n', "config.py line 1 failed: ModuleNotFoundError: No module named"),
+    ('env_config = 5\n', 'config.py: env_config must be a dict, got int'),
+    ('launcher_config = {"bogus_key": 1}\n', 'launcher_config has unknown key(s) bogus_key; Launcher takes'),
+    ('launcher_config = {"max_env_steps": "abc"}\n', "max_env_steps (env steps to train) must be a whole number"),
+    ('launcher_config = {"save_secs": "soon"}\n', "save_secs must be a positive number of seconds, got 'soon'"),
+    ('cluster_config = {"num_workers": "two"}\n', "cluster_config num_workers must be a whole number >= 1, got 'two'"),
+    ('cluster_config = {"port": "abc"}\n', "cluster_config port must be a whole number >= 1, got 'abc'"),
+], ids=['syntax', 'name', 'import', 'not-a-dict', 'unknown-key', 'steps', 'save-secs', 'workers', 'port'])
+def test_bad_config_file_gives_one_line_naming_the_problem(tmp_path, capsys, text, message):
+    assert cli_main(['train', config_file(tmp_path, text), '--log-dir', str(tmp_path / 'run')]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1 and 'Traceback' not in err
+    assert not (tmp_path / 'run').exists()
+
+
+def test_missing_data_file_or_empty_log_dir_is_refused_before_fresh_empties_the_log_dir(tmp_path, capsys,
+                                                                                         monkeypatch):
+    run = saved_run(tmp_path / 'run')
+    before = files_under(run)
+    missing = str(tmp_path / 'nonexist.csv')
+    assert cli_main(['train', '--fresh', '--data', missing, '--log-dir', str(run)]) == 2
+    assert "data file '{}' (env_config filename) does not exist".format(missing) in capsys.readouterr().err
+    assert files_under(run) == before
+    monkeypatch.chdir(run)
+    assert cli_main(['train', '--fresh', '--log-dir', '']) == 2
+    assert 'log_dir is empty' in capsys.readouterr().err
+    assert files_under(run) == before
+
+
+def test_a_checkpoint_folder_that_is_a_file_is_named(tmp_path, capsys):
+    (tmp_path / 'run').mkdir()
+    (tmp_path / 'run' / CKPT).write_text('not a folder')
+    assert cli_main(['train', '--log-dir', str(tmp_path / 'run')]) == 2
+    assert '{} is a file, not a folder'.format(tmp_path / 'run' / CKPT) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('spec, message', [
+    ('{"ps": [', 'is not valid JSON'),
+    ('["a"]', 'must be a JSON object'),
+    ('{"ps": "127.0.0.1:2222", "worker": ["127.0.0.1:2223"]}', 'non-empty list of "host:port" addresses under "ps"'),
+    ('{"ps": ["nohostport"], "worker": ["127.0.0.1:2223"]}', "ps address 'nohostport' is not \"host:port\""),
+], ids=['json', 'list', 'string', 'address'])
+def test_bad_cluster_spec_is_named(tmp_path, capsys, spec, message):
+    (tmp_path / 'cluster.json').write_text(spec)
+    code = cli_main(['cluster-node', '--cluster', str(tmp_path / 'cluster.json'), '--job', 'ps', '--task', '0'])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / 'cluster.json') in err and message in err
+
+
+@pytest.mark.parametrize('interface', ['127.0.0.1', '127.0.0.2'])
+def test_a_port_taken_on_any_interface_is_named(tmp_path, capsys, interface):
+    with socket.socket() as holder:
+        holder.bind((interface, 0))
+        holder.listen(1)
+        port = holder.getsockname()[1]
+        spec = {'ps': ['127.0.0.1:{}'.format(port)], 'worker': ['127.0.0.1:{}'.format(free_ports(1)[0])]}
+        (tmp_path / 'cluster.json').write_text(json.dumps(spec))
+        code = cli_main(['cluster-node', '--cluster', str(tmp_path / 'cluster.json'), '--job', 'ps', '--task', '0'])
+        assert code == 2 and 'port {} of this task'.format(port) in capsys.readouterr().err
+        assert cli_main(['train', '--port', str(port), '--log-dir', str(tmp_path / 'run')]) == 2
+        assert 'cluster port(s) [{}] are in use'.format(port) in capsys.readouterr().err
+
+
+def one_ps_one_worker_spec(tmp_path):
+    """Writes `cluster.json` of one parameter server and one worker on free loopback ports; returns the ps port."""
+    ps_port, worker_port = free_ports(2)
+    (tmp_path / 'cluster.json').write_text(json.dumps(
+        {'ps': ['127.0.0.1:{}'.format(ps_port)], 'worker': ['127.0.0.1:{}'.format(worker_port)]}))
+    return ps_port
+
+
+def test_ctrl_c_ends_a_hand_started_parameter_server(tmp_path):
+    ps_port = one_ps_one_worker_spec(tmp_path)
+    node = subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli', 'cluster-node', '--cluster',
+                             str(tmp_path / 'cluster.json'), '--job', 'ps', '--task', '0', '--log-dir',
+                             str(tmp_path / 'run')], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        deadline = time.time() + 120
+        while time.time() < deadline and port_is_free(ps_port) and node.poll() is None:
+            time.sleep(0.2)
+        assert not port_is_free(ps_port), 'the parameter server never listened'
+        time.sleep(1)
+        node.send_signal(signal.SIGINT)
+        assert node.wait(timeout=30) == 130
+        assert 'ps 0 stopped by Ctrl-C' in node.stderr.read()
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.wait()
+
+
+def test_a_worker_says_it_waits_for_an_absent_parameter_server_and_stops_at_ctrl_c(tmp_path):
+    ps_port = one_ps_one_worker_spec(tmp_path)
+    (tmp_path / 'config.py').write_text(
+        'from btgym_aac.algorithms.policy import AacDensePolicy\n'
+        'from btgym_aac.env.gym_wrappers import TestModeEnv\n'
+        "env_config = {'class_ref': TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}}\n"
+        "policy_config = {'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (8,), 'lstm_layers': (8,)}}\n"
+        "launcher_config = {'test_mode': True, 'max_env_steps': 100}\n")
+    log = tmp_path / 'stderr.txt'
+    with open(str(log), 'w') as stderr:
+        node = subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli', 'cluster-node', '--cluster',
+                                 str(tmp_path / 'cluster.json'), '--job', 'worker', '--task', '0',
+                                 str(tmp_path / 'config.py'), '--log-dir', str(tmp_path / 'run')],
+                                stdout=subprocess.DEVNULL, stderr=stderr)
+    try:
+        waiting = "waiting for parameter server(s) ['127.0.0.1:{}']".format(ps_port)
+        deadline = time.time() + 120
+        while time.time() < deadline and waiting not in log.read_text() and node.poll() is None:
+            time.sleep(0.2)
+        assert waiting in log.read_text()
+        node.send_signal(signal.SIGINT)
+        assert node.wait(timeout=30) == 0
+        assert 'stop requested while waiting for the parameter servers' in log.read_text()
+    finally:
+        if node.poll() is None:
+            node.kill()
+            node.wait()

@@ -1,4 +1,8 @@
-"""Cluster specs and ports: consecutive given ports checked to be free, or free ports found by the OS."""
+"""Cluster specs and ports: consecutive given ports checked to be free, or free ports found by the OS.
+
+TensorFlow's servers listen on every interface whatever the host of their address, so ports are checked and
+found on all interfaces: a port taken on any one of them cannot be used.
+"""
 import errno
 import socket
 
@@ -9,11 +13,14 @@ class PortInUseError(OSError):
     """A requested cluster port is taken by another program."""
 
 
-def port_is_free(host, port):
-    """True if a TCP socket can bind `host:port` now."""
+ALL_INTERFACES = ''
+
+
+def port_is_free(port):
+    """True if a TCP socket can bind `port` on all interfaces now."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         try:
-            sock.bind((host, port))
+            sock.bind((ALL_INTERFACES, port))
         except OSError as exc:
             if exc.errno in (errno.EADDRINUSE, errno.EACCES):
                 return False
@@ -21,8 +28,8 @@ def port_is_free(host, port):
     return True
 
 
-def free_ports(host, count):
-    """Asks the OS for `count` distinct free ports on `host`.
+def free_ports(count):
+    """Asks the OS for `count` distinct ports free on all interfaces.
 
     Returns:
         list of ints.
@@ -31,7 +38,7 @@ def free_ports(host, count):
     try:
         for _ in range(count):
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((host, 0))
+            sock.bind((ALL_INTERFACES, 0))
             sockets.append(sock)
         return [sock.getsockname()[1] for sock in sockets]
     finally:
@@ -43,7 +50,7 @@ def cluster_ports(host, port, count):
     """Ports for `count` cluster tasks.
 
     Args:
-        host: interface the servers bind.
+        host: host of the task addresses (named in messages).
         port: first of `count` consecutive ports, or None / 0 to take free ports.
         count: number of tasks (parameter servers plus workers).
 
@@ -55,16 +62,17 @@ def cluster_ports(host, port, count):
         ValueError: the requested ports do not all lie in 1..65535.
     """
     if not port:
-        return free_ports(host, count)
+        return free_ports(count)
     ports = list(range(int(port), int(port) + count))
     if ports[0] < 1 or ports[-1] > MAX_PORT:
         raise ValueError('cluster ports {}..{} are outside 1..{}: choose another `port` in cluster_config'.format(
             ports[0], ports[-1], MAX_PORT))
-    taken = [p for p in ports if not port_is_free(host, p)]
+    taken = [p for p in ports if not port_is_free(p)]
     if taken:
         raise PortInUseError(
-            'cluster port(s) {} on {} are in use by another program; choose another `port` in cluster_config '
-            '(ports {}..{} are needed) or set port=None to pick free ports'.format(taken, host, ports[0], ports[-1]))
+            'cluster port(s) {} are in use by another program (on {} or another interface); choose another `port` '
+            'in cluster_config (ports {}..{} are needed) or set port=None to pick free ports'.format(
+                taken, host, ports[0], ports[-1]))
     return ports
 
 
@@ -79,3 +87,32 @@ def make_cluster_spec(host='127.0.0.1', port=None, num_workers=1, num_ps=1):
     ports = cluster_ports(host, port, num_ps + num_workers)
     addresses = ['{}:{}'.format(host, p) for p in ports]
     return {'ps': addresses[:num_ps], 'worker': addresses[num_ps:]}
+
+
+def check_cluster_spec(spec, source):
+    """Raises ValueError naming `source` unless `spec` is `{'ps': [...], 'worker': [...]}` of 'host:port' strings.
+
+    Returns:
+        `spec`.
+    """
+    if not isinstance(spec, dict):
+        raise ValueError('cluster spec {} must be a JSON object {{"ps": [...], "worker": [...]}}, got {}'.format(
+            source, type(spec).__name__))
+    for job in ('ps', 'worker'):
+        addresses = spec.get(job)
+        if not isinstance(addresses, list) or not addresses:
+            raise ValueError('cluster spec {} needs a non-empty list of "host:port" addresses under "{}"'.format(
+                source, job))
+        for address in addresses:
+            host, _, port = str(address).rpartition(':')
+            if not isinstance(address, str) or not host or not port.isdigit() or not 1 <= int(port) <= MAX_PORT:
+                raise ValueError('cluster spec {}: {} address {!r} is not "host:port" with a port in 1..{}'.format(
+                    source, job, address, MAX_PORT))
+    return spec
+
+
+def check_own_port(address):
+    """Raises PortInUseError when the port of this task's `address` ('host:port') is taken on this machine."""
+    port = int(address.rpartition(':')[2])
+    if not port_is_free(port):
+        raise PortInUseError('port {} of this task ({}) is in use by another program'.format(port, address))

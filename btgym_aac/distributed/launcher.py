@@ -9,6 +9,7 @@ started are ever stopped.
 import contextlib
 import copy
 import multiprocessing
+import numbers
 import os
 import pickle
 import queue
@@ -56,6 +57,22 @@ def _stop_on_signal(signum, frame):
     for ignored in (signal.SIGINT, signal.SIGTERM):
         signal.signal(ignored, signal.SIG_IGN)
     raise StopRequested('SIGTERM') if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _positive_int(name, value):
+    """`value` as an int >= 1 (whole floats such as 1e6 included), else ValueError naming the setting."""
+    whole = isinstance(value, numbers.Real) and not isinstance(value, bool) and float(value).is_integer()
+    if not whole or value < 1:
+        raise ValueError('{} must be a whole number >= 1, got {!r}'.format(name, value))
+    return int(value)
+
+
+def _check_data_files(env_config):
+    """Raises FileNotFoundError for a data file named by `env_config`'s `filename` that is not a file here."""
+    filenames = env_config.get('kwargs', {}).get('filename')
+    for filename in [filenames] if isinstance(filenames, str) else filenames or []:
+        if isinstance(filename, str) and not os.path.isfile(filename):
+            raise FileNotFoundError('data file {!r} (env_config filename) does not exist'.format(filename))
 
 
 def _peak_rss_mb(pid):
@@ -145,12 +162,13 @@ class Launcher:
                              ('trainer_config', self.trainer_config)):
             if config.get('class_ref') is None:
                 raise ValueError('{} needs a `class_ref`'.format(name))
-        self.max_env_steps = int(max_env_steps)
-        if self.max_env_steps < 1:
-            raise ValueError('max_env_steps must be a positive number of env steps, got {!r}'.format(max_env_steps))
-        if int(self.cluster_config['num_envs']) < 1:
-            raise ValueError('cluster_config num_envs (envs per worker) must be >= 1, got {!r}'.format(
-                self.cluster_config['num_envs']))
+        self.max_env_steps = _positive_int('max_env_steps (env steps to train)', max_env_steps)
+        for key in ('num_envs', 'num_workers', 'num_ps'):
+            self.cluster_config[key] = _positive_int('cluster_config {}'.format(key), self.cluster_config[key])
+        if self.cluster_config['port']:
+            self.cluster_config['port'] = _positive_int('cluster_config port', self.cluster_config['port'])
+        if isinstance(save_secs, bool) or not isinstance(save_secs, numbers.Real) or not save_secs > 0:
+            raise ValueError('save_secs must be a positive number of seconds, got {!r}'.format(save_secs))
         self.save_secs = save_secs
         self.test_mode = test_mode
         self.render_last_env = render_last_env
@@ -160,8 +178,14 @@ class Launcher:
                 stall_seconds))
         self.stall_seconds = stall_seconds
         self.show_progress = show_progress
+        if not str(self.cluster_config['log_dir'] or '').strip():
+            raise ValueError('cluster_config log_dir is empty: name the folder for logs and checkpoints')
         self.log_dir = os.path.abspath(os.path.expanduser(self.cluster_config['log_dir']))
         self.current_ckpt_dir = os.path.join(self.log_dir, self.cluster_config['log_ckpt_subdir'].strip('/'))
+        for path in (self.log_dir, self.current_ckpt_dir):
+            if os.path.exists(path) and not os.path.isdir(path):
+                raise NotADirectoryError('{} is a file, not a folder for logs and checkpoints'.format(path))
+        _check_data_files(self.env_config)
         initial = self.cluster_config['initial_ckpt_dir']
         self.initial_ckpt_dir = os.path.abspath(os.path.expanduser(initial)) if initial else None
         if self.initial_ckpt_dir and latest_checkpoint(self.initial_ckpt_dir) is None:
@@ -188,6 +212,7 @@ class Launcher:
         self.ps_peak_rss_mb = {}
 
     def _prepare_log_dir(self, purge_previous):
+        self.purged = False
         if os.path.isdir(self.log_dir) and os.listdir(self.log_dir):
             purge = purge_previous == 2
             if purge_previous == 1:
@@ -196,11 +221,17 @@ class Launcher:
                                        'use purge_previous=0 (keep, resume) or 2 (delete)'.format(self.log_dir))
                 purge = input('{} already exists. Delete its contents [y/N]? '.format(self.log_dir)).strip() == 'y'
             if purge:
+                self.purged = True
                 for entry in os.listdir(self.log_dir):
                     path = os.path.join(self.log_dir, entry)
                     shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
                 self.log.notice('purged {}'.format(self.log_dir))
         os.makedirs(self.log_dir, exist_ok=True)
+
+    def _log_dir_state(self):
+        if self.purged:
+            return 'the log dir was emptied at start, as purge_previous asked'
+        return 'a checkpoint already in the log dir is kept'
 
     def run_config(self):
         """The configs the chief writes to `<log_dir>/run_config.pkl` once it is set up (see `run_config.py`)."""
@@ -285,7 +316,7 @@ class Launcher:
                     continue
                 if process.exitcode == SETUP_FAILED_EXIT_CODE:
                     raise RuntimeError('worker {} could not set up (see its message above: a restart would meet '
-                                       'the same problem); a checkpoint already in the log dir is kept'.format(task))
+                                       'the same problem); {}'.format(task, self._log_dir_state()))
                 self._restart(context, task, 'died with exit code {}'.format(process.exitcode), progress)
             for task in self._stalled_workers():
                 self._stop_stalled(task)

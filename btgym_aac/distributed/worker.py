@@ -9,6 +9,7 @@ launcher through a queue.
 import os
 import resource
 import signal
+import socket
 import sys
 import threading
 import time
@@ -17,6 +18,8 @@ import traceback
 PROGRESS_SECONDS = 2.0
 SESSION_RUN_TIMEOUT_SECONDS = 120
 SETUP_FAILED_EXIT_CODE = 3
+PS_POLL_SECONDS = 1.0
+PS_WAIT_NOTICE_SECONDS = 30.0
 
 
 class WorkerSetupError(RuntimeError):
@@ -25,10 +28,12 @@ class WorkerSetupError(RuntimeError):
 
 
 def _setup_error(what, error):
-    """WorkerSetupError saying `what` failed, with the type and first line of `error`."""
+    """WorkerSetupError saying `what` failed, with the type and first line of `error` and where it was raised."""
     from btgym_aac.logs import error_summary
 
-    return WorkerSetupError('{} ({})'.format(what, error_summary(error)))
+    frames = traceback.extract_tb(error.__traceback__)
+    where = '; raised at {}:{}'.format(frames[-1].filename, frames[-1].lineno) if frames else ''
+    return WorkerSetupError('{} ({}{})'.format(what, error_summary(error), where))
 
 
 def run_task(config, progress_queue=None):
@@ -67,7 +72,7 @@ def run_task(config, progress_queue=None):
         server = tf.train.Server(cluster, job_name='ps', task_index=config['task'],
                                  config=_quiet_threads_config(device_filters=['/job:ps']))
         log.info('parameter server {} started'.format(config['task']))
-        server.join()
+        _serve_until_interrupted(server)
         return
     stop = threading.Event()
     stop_signals = [signal.SIGTERM]
@@ -84,9 +89,26 @@ def run_task(config, progress_queue=None):
         Worker(config, server, log, progress_queue, stop).run()
     except WorkerSetupError as error:
         if error.__cause__ is not None:
-            traceback.print_exception(error.__cause__)
+            log.debug('traceback of the setup error:\n{}'.format(''.join(traceback.format_exception(error.__cause__))))
         sys.stderr.write('worker {}: {}\n'.format(config['task'], error))
         sys.exit(SETUP_FAILED_EXIT_CODE)
+
+
+def _accepts_connections(address):
+    """True if a TCP connection to `address` ('host:port') succeeds now."""
+    host, _, port = address.rpartition(':')
+    try:
+        with socket.create_connection((host, int(port)), timeout=PS_POLL_SECONDS):
+            return True
+    except OSError:
+        return False
+
+
+def _serve_until_interrupted(server):
+    """Keeps `server` serving in a Python sleep rather than in `server.join()`, which no signal handler can
+    interrupt: Ctrl-C ends a hand-started parameter server (launcher-started ones ignore it)."""
+    while server is not None:
+        time.sleep(3600)
 
 
 def _end_with_launcher(launcher_pid):
@@ -196,6 +218,25 @@ class Worker:
         self.ready_op = tf.report_uninitialized_variables(global_vars + [self.chief_ready])
         self.session_config = worker_session_config(self.task)
 
+    def _wait_for_parameter_servers(self):
+        """Waits until every parameter server accepts connections, in Python so that a stop is seen (TensorFlow's
+        session creation would block unseen); says what it waits for at once and every `PS_WAIT_NOTICE_SECONDS`.
+
+        Returns:
+            False if a stop was requested first.
+        """
+        pending = list(self.config['cluster_spec']['ps'])
+        last_notice = 0.0
+        while True:
+            pending = [address for address in pending if not _accepts_connections(address)]
+            if not pending:
+                return True
+            if time.time() - last_notice >= PS_WAIT_NOTICE_SECONDS:
+                self.log.notice('waiting for parameter server(s) {} to accept connections'.format(pending))
+                last_notice = time.time()
+            if self.stop.wait(PS_POLL_SECONDS):
+                return False
+
     def _chief_session(self):
         """The chief initialises and restores the global variables unless the parameter server has them from a
         chief that finished doing so: `chief_ready` (on the parameter server, never saved) is initialised only
@@ -244,6 +285,9 @@ class Worker:
                 raise _setup_error('cannot build the trainer and policy from trainer_config and policy_config',
                                    error) from error
         graph.finalize()
+        if not self._wait_for_parameter_servers():
+            self.log.notice('stop requested while waiting for the parameter servers')
+            return
         with graph.as_default():
             sess = self._chief_session() if self.is_chief else self._worker_session()
         if self.is_chief:
