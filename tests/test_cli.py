@@ -1,6 +1,7 @@
 """`btgym-aac` commands given bad input: one line naming the problem, a non-zero exit, nothing of the user's lost."""
 import json
 import os
+import pickle
 import signal
 import socket
 import subprocess
@@ -207,3 +208,17 @@ def test_a_worker_says_it_waits_for_an_absent_parameter_server_and_stops_at_ctrl
         if node.poll() is None:
             node.kill()
             node.wait()
+
+
+@pytest.mark.parametrize('content, message', [
+    (b'', 'EOFError'),
+    (pickle.dumps({'env_config': {}})[:10], 'UnpicklingError'),
+    (b'garbage\n', 'cannot be read'),
+    (pickle.dumps([1, 2]), 'holds a list, not the dict of configs'),
+], ids=['empty', 'truncated', 'text', 'list'])
+def test_evaluate_names_a_damaged_run_config(tmp_path, capsys, content, message):
+    run = saved_run(tmp_path / 'run')
+    (run / 'run_config.pkl').write_bytes(content)
+    assert cli_main(['evaluate', str(run)]) == 2
+    err = capsys.readouterr().err
+    assert str(run / 'run_config.pkl') in err and message in err and 'Traceback' not in err

@@ -165,6 +165,18 @@ def test_too_few_fields_and_unknown_parsing_param(tmp_path):
         read_ohlcv(_bars(5), parsing_params={'colour': 'red'})
 
 
+def test_ragged_binary_and_latin1_files_are_named(tmp_path):
+    ragged = '20170101 000000;1;1;1;1;0\n' * 3 + '20170101 000300;1;1;1;1;0;7;8;9\n'
+    with pytest.raises(DataError, match=r'ragged.csv> cannot be read as UTF-8 CSV text \(ParserError: .*line 4'):
+        read_ohlcv(_write(tmp_path / 'ragged.csv', ragged))
+    (tmp_path / 'binary.csv').write_bytes(bytes(range(256)) * 4)
+    with pytest.raises(DataError, match=r'binary.csv> cannot be read as UTF-8 CSV text \(UnicodeDecodeError'):
+        read_ohlcv(tmp_path / 'binary.csv')
+    (tmp_path / 'latin.csv').write_bytes('d\xe4tum;open;high;low;close\n'.encode('latin-1'))
+    with pytest.raises(DataError, match=r'latin.csv> cannot be read as UTF-8 CSV text'):
+        read_ohlcv(tmp_path / 'latin.csv')
+
+
 # --------------------------------------------------------------------------------------------------- bar sizes
 
 
@@ -378,9 +390,13 @@ def test_target_backshift_and_frozen_time_split():
 # ------------------------------------------------------------------------------------------- dataset errors
 
 
-def test_data_too_short_names_required_and_available_bars():
+def test_data_too_short_names_required_and_available_bars(tmp_path):
     dataset = BTgymDataset(dataframe=_bars(1000), episode_duration={'hours': 23, 'minutes': 55})
     with pytest.raises(DataError, match=r'train interval has 1000 bars.*needs 1435 bars.*1075 required'):
+        dataset.reset()
+    path = write_histdata_csv(_bars(1000), tmp_path / 'short.csv')
+    dataset = BTgymDataset(filename=str(path), episode_duration={'hours': 23, 'minutes': 55})
+    with pytest.raises(DataError, match=r'\(data .*short.csv\): train interval has 1000 bars'):
         dataset.reset()
 
 

@@ -315,10 +315,11 @@ class BTgymBaseData:
         required = self.sample_num_records - self.max_gap_num_records
         if available < required:
             raise DataError(
-                '{}: {} interval has {} bars of {} min, too short for one sample: sample_duration {} needs {} bars'
-                ' ({} required after the time_gap tolerance of {} bars)'.format(
-                    self.name, kind, available, self.timeframe, self.max_sample_len_delta, self.sample_num_records,
-                    required, self.max_gap_num_records))
+                '{}{}: {} interval has {} bars of {} min, too short for one sample: sample_duration {} needs {} '
+                'bars ({} required after the time_gap tolerance of {} bars)'.format(
+                    self.name, '' if self.filename is None else ' (data {})'.format(self.filename), kind, available,
+                    self.timeframe, self.max_sample_len_delta, self.sample_num_records, required,
+                    self.max_gap_num_records))
 
     def describe(self):
         """pandas `describe()` of the data (loading and then unloading it if it was not loaded).

@@ -11,7 +11,7 @@ import pandas as pd
 from btgym_aac.data.columns import OHLCV_COLUMNS, match_columns, require_prices
 from btgym_aac.data.datetimes import looks_like_datetime, parse_datetimes
 from btgym_aac.data.errors import DataError
-from btgym_aac.logs import get_logger
+from btgym_aac.logs import error_summary, get_logger
 
 DEFAULT_PARSING_PARAMS = dict(sep=None, datetime_format=None, timeframe=None)
 # Keys of the original's parsing params: accepted for compatibility and ignored, because headers, column order
@@ -135,13 +135,15 @@ def read_file(path, parsing_params=None):
     if os.path.getsize(path) == 0:
         raise DataError('data file <{}> is empty'.format(path))
     where = 'data file <{}>'.format(path)
-    first_fields, sep = _first_line_fields(path, params['sep'])
-    has_header = not looks_like_datetime(first_fields[0], params['datetime_format'])
     try:
+        first_fields, sep = _first_line_fields(path, params['sep'])
+        has_header = not looks_like_datetime(first_fields[0], params['datetime_format'])
         table = pd.read_csv(path, sep=sep, header=None, skiprows=1 if has_header else 0, dtype={0: str},
                             encoding=_ENCODING, skipinitialspace=True)
     except pd.errors.EmptyDataError:
         table = pd.DataFrame()
+    except (UnicodeDecodeError, pd.errors.ParserError) as error:
+        raise DataError('{} cannot be read as UTF-8 CSV text ({})'.format(where, error_summary(error))) from error
     if table.empty:
         raise DataError('{} has a header line but no data rows'.format(where))
     if has_header:

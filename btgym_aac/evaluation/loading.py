@@ -35,6 +35,7 @@ def read_run_config(log_dir):
 
     Raises:
         FileNotFoundError: `log_dir` is not a directory or holds no run_config.pkl.
+        ValueError: run_config.pkl cannot be unpickled or holds no dict.
     """
     if not os.path.isdir(log_dir):
         raise FileNotFoundError('log dir {!r} does not exist (expected the log dir of a btgym-aac train run)'
@@ -43,8 +44,17 @@ def read_run_config(log_dir):
     if not os.path.isfile(path):
         raise FileNotFoundError('{!r} holds no {} (the chief of a run writes it once it is set up; is this the '
                                 'log dir of a btgym-aac train run?)'.format(log_dir, RUN_CONFIG_FILE))
-    with open(path, 'rb') as f:
-        return pickle.load(f)
+    try:
+        with open(path, 'rb') as f:
+            run_config = pickle.load(f)
+    except (pickle.UnpicklingError, EOFError, ImportError, AttributeError, ValueError, TypeError, IndexError,
+            KeyError) as error:
+        raise ValueError('{} cannot be read ({}); it is damaged, or names classes that can no longer be '
+                         'imported'.format(path, error_summary(error))) from error
+    if not isinstance(run_config, dict):
+        raise ValueError('{} holds a {}, not the dict of configs a run writes'.format(
+            path, type(run_config).__name__))
+    return run_config
 
 
 def resolve_checkpoint(log_dir, run_config, checkpoint=None):
