@@ -232,6 +232,17 @@ def _demo(args):
     return 0
 
 
+def _seed(text):
+    """argparse type of --seed: a whole number >= 0."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise argparse.ArgumentTypeError('must be a whole number >= 0, got {!r}'.format(text))
+    return seed
+
+
 def _add_run_flags(parser):
     parser.add_argument('config', nargs='?', help='Python file defining env_config, cluster_config, '
                         'policy_config, trainer_config (and optionally launcher_config)')
@@ -241,7 +252,7 @@ def _add_run_flags(parser):
     parser.add_argument('--max-steps', type=int, help='env steps to train (default {})'.format(DEFAULT_MAX_STEPS))
     parser.add_argument('--log-dir', help='logs and checkpoints (default {})'.format(DEFAULT_LOG_DIR))
     parser.add_argument('--data', nargs='+', metavar='CSV', help='train on these OHLC CSV files')
-    parser.add_argument('--seed', type=int, help='root random seed')
+    parser.add_argument('--seed', type=_seed, help='root random seed')
     parser.add_argument('--port', type=int, help='first cluster port (default: free ports)')
 
 
@@ -263,7 +274,7 @@ def build_parser():
     evaluate.add_argument('--data', nargs='+', metavar='CSV', help='evaluate on these OHLC CSV files')
     evaluate.add_argument('--episodes', type=int, default=5, help='episodes per agent (default: 5)')
     evaluate.add_argument('--out', help='folder for report.json and the plots (default: LOG_DIR/evaluation)')
-    evaluate.add_argument('--seed', type=int, default=0, help='seed of the first episode (default: 0)')
+    evaluate.add_argument('--seed', type=_seed, default=0, help='seed of the first episode (default: 0)')
     evaluate.set_defaults(run=_evaluate)
 
     node = commands.add_parser('cluster-node', help='run one task of a multi-host cluster',

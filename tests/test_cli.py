@@ -14,6 +14,7 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import FastSaver, latest_checkpoint
 from btgym_aac.distributed.cluster import free_ports, port_is_free
+from btgym_aac.evaluation.loading import resolve_checkpoint
 
 CKPT = 'current_train_checkpoint'
 
@@ -222,3 +223,17 @@ def test_evaluate_names_a_damaged_run_config(tmp_path, capsys, content, message)
     assert cli_main(['evaluate', str(run)]) == 2
     err = capsys.readouterr().err
     assert str(run / 'run_config.pkl') in err and message in err and 'Traceback' not in err
+
+
+def test_negative_seed_is_refused_naming_the_flag(capsys):
+    with pytest.raises(SystemExit) as exited:
+        cli_main(['evaluate', 'run', '--seed', '-1'])
+    assert exited.value.code == 2
+    assert "argument --seed: must be a whole number >= 0, got '-1'" in capsys.readouterr().err
+
+
+def test_a_checkpoint_whose_files_are_gone_is_named_as_such(tmp_path):
+    run = saved_run(tmp_path / 'run')
+    os.remove(str(run / CKPT / 'model_parameters-20.index'))
+    with pytest.raises(FileNotFoundError, match=r'model_parameters-20\) has lost its files'):
+        resolve_checkpoint(str(run), {'cluster_config': {}})

@@ -1,4 +1,5 @@
 """BTgymEnv: gymnasium contract, episodes, step timing, broker accounting, rendering, threads and bad input."""
+import re
 import threading
 from datetime import timedelta
 
@@ -309,6 +310,16 @@ def test_step_before_reset():
 def test_unknown_argument_is_named():
     with pytest.raises(TypeError, match='drawdown_cal'):
         BTgymEnv(drawdown_cal=3)
+
+
+@pytest.mark.parametrize('kwargs, message', [
+    (dict(skip_frame=0), 'skip_frame must be a whole number of bars >= 1, got 0'),
+    (dict(skip_frame=2.5), 'skip_frame must be a whole number of bars >= 1, got 2.5'),
+    (dict(start_cash=-5), 'start_cash must be positive, got -5'),
+], ids=['skip-zero', 'skip-float', 'cash'])
+def test_bad_skip_frame_or_start_cash_is_named(kwargs, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        BTgymEnv(**kwargs)
 
 
 def test_missing_file(tmp_path):

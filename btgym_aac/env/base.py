@@ -1,6 +1,7 @@
 """BTgymEnv: a gymnasium environment over an in-process backtrader episode."""
 import copy
 import functools
+import numbers
 import weakref
 
 import backtrader as bt
@@ -83,6 +84,9 @@ class BTgymEnv(gym.Env):
             raise ValueError('BTgymEnv trades exactly one asset, got asset_names={}'.format(self.asset_names))
         self.portfolio_actions = self.params['portfolio_actions']
         self.skip_frame = self.params['skip_frame']
+        if isinstance(self.skip_frame, bool) or not isinstance(self.skip_frame, numbers.Integral) or \
+                self.skip_frame < 1:
+            raise ValueError('skip_frame must be a whole number of bars >= 1, got {!r}'.format(self.skip_frame))
         self.initial_action = {asset: 0 for asset in self.asset_names}
         if self.portfolio_actions:
             self.initial_portfolio_action = {asset: self.portfolio_actions[0] for asset in self.asset_names}
@@ -146,6 +150,8 @@ class BTgymEnv(gym.Env):
             raise TypeError('unknown BTgymEnv arguments (not env, dataset, engine or {} params): {}'.format(
                 strategy.__name__, sorted(unknown)))
         settings = dict(ENGINE_DEFAULTS, **engine_kwargs)
+        if not settings['start_cash'] > 0:
+            raise ValueError('start_cash must be positive, got {!r}'.format(settings['start_cash']))
         engine = bt.Cerebro()
         engine.addstrategy(strategy, **kwargs)
         kwargs.clear()

@@ -73,6 +73,10 @@ def resolve_checkpoint(log_dir, run_config, checkpoint=None):
         directory = os.path.join(log_dir, subdir)
         path = latest_checkpoint(directory)
         if path is None:
+            state = tf.train.get_checkpoint_state(directory) if os.path.isdir(directory) else None
+            if state is not None:
+                raise FileNotFoundError('the latest checkpoint listed in {!r} ({}) has lost its files'.format(
+                    directory, state.model_checkpoint_path))
             raise FileNotFoundError('no checkpoint in {!r}: the run has not saved yet'.format(directory))
         return path
     if os.path.isdir(checkpoint):
