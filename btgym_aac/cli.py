@@ -1,5 +1,6 @@
 """The `btgym-aac` command: train, evaluate, cluster-node, export, demo."""
 import argparse
+import difflib
 import inspect
 import json
 import os
@@ -71,6 +72,11 @@ def load_config_file(path):
         raise ValueError('config file {}{} failed: {}'.format(
             path, ' line {}'.format(lines[-1]) if lines else '', error_summary(error))) from error
     configs = {name: namespace[name] for name in CONFIG_NAMES if name in namespace}
+    for name in sorted(set(namespace) - set(CONFIG_NAMES)):
+        close = difflib.get_close_matches(name, CONFIG_NAMES, n=1, cutoff=0.8)
+        if close and close[0] not in namespace:
+            print('btgym-aac: warning: config file {} defines `{}`, not `{}`: it is ignored'.format(
+                path, name, close[0]), file=sys.stderr)
     if not configs:
         raise ValueError('config file {} defines none of {}'.format(path, ', '.join(CONFIG_NAMES)))
     for name, config in configs.items():

@@ -10,6 +10,7 @@ import time
 
 import pytest
 
+from btgym_aac import cli as cli_module
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import FastSaver, latest_checkpoint
@@ -237,3 +238,10 @@ def test_a_checkpoint_whose_files_are_gone_is_named_as_such(tmp_path):
     os.remove(str(run / CKPT / 'model_parameters-20.index'))
     with pytest.raises(FileNotFoundError, match=r'model_parameters-20\) has lost its files'):
         resolve_checkpoint(str(run), {'cluster_config': {}})
+
+
+def test_a_misspelt_config_name_is_warned_about(tmp_path, capsys):
+    path = config_file(tmp_path, 'env_config = {}\ntrainer_confg = {}\nhelper_value = 3\n')
+    assert set(cli_module.load_config_file(path)) == {'env_config'}
+    assert capsys.readouterr().err.strip() == (
+        'btgym-aac: warning: config file {} defines `trainer_confg`, not `trainer_config`: it is ignored'.format(path))

@@ -149,6 +149,9 @@ def test_nan_bar_error_names_first_bad_timestamp(tmp_path):
            '2017-01-01 00:02,1,x,0.5,1.5\n'
     with pytest.raises(DataError, match=r"nan.csv.*2017-01-01 00:01:00.*\['high'\]"):
         read_ohlcv(_write(tmp_path / 'nan.csv', text))
+    text = 'Date,Open,High,Low,Close\n2017-01-01 00:00,1,2,0.5,1.5\n2017-01-01 00:01,1,2,0.5,inf\n'
+    with pytest.raises(DataError, match=r"inf.csv.*00:01:00 has missing, non-numeric or infinite \['close'\]"):
+        read_ohlcv(_write(tmp_path / 'inf.csv', text))
 
 
 def test_high_below_low_error_names_timestamp():

@@ -189,17 +189,18 @@ def _drop_duplicates(frame, where):
 
 
 def check_bars(frame, where):
-    """Raises DataError for bars with missing values or high < low, naming the first bad timestamp.
+    """Raises DataError for bars with missing or infinite values or high < low, naming the first bad timestamp.
 
     Args:
         frame: canonical OHLCV DataFrame.
         where: source description for messages.
     """
-    missing = frame.isna().any(axis=1).to_numpy()
+    missing = ~np.isfinite(frame[list(OHLCV_COLUMNS)].to_numpy(np.float64))
     if missing.any():
-        first = np.flatnonzero(missing)[0]
-        columns = [name for name in OHLCV_COLUMNS if pd.isna(frame.iloc[first][name])]
-        raise DataError('{}: bar at {} has missing or non-numeric {}'.format(where, frame.index[first], columns))
+        first = np.flatnonzero(missing.any(axis=1))[0]
+        columns = [name for name, bad in zip(OHLCV_COLUMNS, missing[first]) if bad]
+        raise DataError('{}: bar at {} has missing, non-numeric or infinite {}'.format(
+            where, frame.index[first], columns))
     inverted = (frame['high'] < frame['low']).to_numpy()
     if inverted.any():
         first = np.flatnonzero(inverted)[0]
