@@ -270,7 +270,8 @@ def build_parser():
     train = commands.add_parser('train', help='train on a local cluster', description=_train.__doc__)
     _add_run_flags(train)
     resume = train.add_mutually_exclusive_group()
-    resume.add_argument('--fresh', action='store_true', help='delete the log dir contents and start anew')
+    resume.add_argument('--fresh', action='store_true',
+                        help='delete the log dir contents (only files a run writes) and start anew')
     resume.add_argument('--resume', action='store_true', help='continue from the log dir checkpoint (default)')
     train.set_defaults(run=_train)
 

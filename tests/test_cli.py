@@ -71,6 +71,16 @@ def test_export_refuses_a_folder_holding_the_run_being_exported(tmp_path, capsys
     assert files_under(tmp_path) == before
 
 
+def test_export_refuses_a_folder_in_another_runs_log_dir(tmp_path, capsys):
+    run = saved_run(tmp_path / 'run')
+    other = saved_run(tmp_path / 'other', steps=(5,))
+    (other / 'run_config.pkl').write_bytes(b'configs')
+    before = files_under(other)
+    assert cli_main(['export', str(run), str(other / CKPT)]) == 2
+    assert 'lies in the log dir of a run' in capsys.readouterr().err
+    assert files_under(other) == before
+
+
 def test_export_into_a_file_or_of_a_checkpoint_without_data_fails_and_leaves_nothing_behind(tmp_path, capsys):
     run = saved_run(tmp_path / 'run')
     (tmp_path / 'afile').write_text('x')
@@ -217,7 +227,9 @@ def test_a_worker_says_it_waits_for_an_absent_parameter_server_and_stops_at_ctrl
     (pickle.dumps({'env_config': {}})[:10], 'UnpicklingError'),
     (b'garbage\n', 'cannot be read'),
     (pickle.dumps([1, 2]), 'holds a list, not the dict of configs'),
-], ids=['empty', 'truncated', 'text', 'list'])
+    (pickle.dumps({}), "has no env_config dict (got 'NoneType')"),
+    (pickle.dumps({'env_config': 5}), "has no env_config dict (got 'int')"),
+], ids=['empty', 'truncated', 'text', 'list', 'no-keys', 'not-a-dict'])
 def test_evaluate_names_a_damaged_run_config(tmp_path, capsys, content, message):
     run = saved_run(tmp_path / 'run')
     (run / 'run_config.pkl').write_bytes(content)

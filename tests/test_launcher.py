@@ -24,7 +24,7 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.distributed.cluster import PortInUseError, free_ports
-from btgym_aac.distributed.run_config import pickle_run_config, write_run_config
+from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, pickle_run_config, write_run_config
 from btgym_aac.distributed import checkpoints as checkpoints_module
 from btgym_aac.distributed import worker as worker_module
 from btgym_aac.env import gym_wrappers
@@ -72,6 +72,17 @@ def live_processes_in_group(group):
             if int(fields[2]) == group and fields[0] != 'Z':
                 pids.append(int(entry))
     return pids
+
+
+def saved_checkpoint_dir(directory):
+    """A folder holding one checkpoint of one variable."""
+    directory.mkdir(parents=True)
+    graph = tf.Graph()
+    with graph.as_default(), tf.Session(graph=graph) as sess:
+        variable = tf.Variable(1.0)
+        sess.run(variable.initializer)
+        checkpoints_module.FastSaver().save(sess, str(directory / 'model_parameters'), global_step=1)
+    return directory
 
 
 def checkpoint_step(directory):
@@ -253,20 +264,43 @@ def test_bad_settings_are_refused_before_the_log_dir_is_purged(tmp_path, bad):
     assert (log_dir / 'keep.txt').read_text() == 'previous run'
 
 
+def test_purge_empties_a_run_but_refuses_a_folder_with_other_files_or_this_runs_initial_checkpoint(tmp_path):
+    log_dir = tmp_path / 'run'
+    for folder in (CKPT, 'worker_0', 'worker_12', 'evaluation'):
+        (log_dir / folder).mkdir(parents=True)
+        (log_dir / folder / 'file').write_text('x')
+    (log_dir / 'run_config.pkl').write_bytes(b'x')
+    cartpole_launcher(log_dir, 100, num_workers=1, purge_previous=2)
+    assert os.listdir(str(log_dir)) == []
+
+    (log_dir / 'notes.txt').write_text('mine')
+    (log_dir / 'run_config.pkl').write_bytes(b'x')
+    with pytest.raises(ValueError, match=r'refusing to empty .*run: it holds notes.txt besides what a run writes'):
+        cartpole_launcher(log_dir, 100, num_workers=1, purge_previous=2)
+    assert sorted(os.listdir(str(log_dir))) == ['notes.txt', 'run_config.pkl']
+
+    os.remove(str(log_dir / 'notes.txt'))
+    pretrained = saved_checkpoint_dir(log_dir / 'worker_0' / 'pretrained')
+    with pytest.raises(ValueError, match='it holds the initial_ckpt_dir'):
+        cartpole_launcher(log_dir, 100, num_workers=1, purge_previous=2, cluster={'initial_ckpt_dir': str(pretrained)})
+    assert latest_checkpoint(str(pretrained)) is not None
+
+
 def test_checkpoint_that_cannot_be_restored_stops_the_run_and_is_kept(tmp_path):
     ckpt_dir = tmp_path / 'run' / CKPT
     ckpt_dir.mkdir(parents=True)
     (ckpt_dir / 'checkpoint').write_text('model_checkpoint_path: "model_parameters-300"\n')
     (ckpt_dir / 'model_parameters-300.index').write_bytes(b'not a checkpoint index')
     (ckpt_dir / 'model_parameters-300.data-00000-of-00001').write_bytes(b'\0' * 64)
-    write_run_config(str(tmp_path / 'run'), pickle_run_config({'made_by': 'the run that wrote the checkpoint'}))
+    previous = {name: {'made_by': 'the run that wrote the checkpoint'} for name in RUN_CONFIG_DICTS}
+    write_run_config(str(tmp_path / 'run'), pickle_run_config(previous))
     before = {path.name: path.read_bytes() for path in ckpt_dir.iterdir()}
     launcher = cartpole_launcher(tmp_path / 'run', 600, num_workers=1)
     with pytest.raises(RuntimeError, match='worker 0 could not set up'):
         launcher.run()
     assert launcher.restarts == {}
     assert {path.name: path.read_bytes() for path in ckpt_dir.iterdir()} == before
-    assert read_run_config(str(tmp_path / 'run')) == {'made_by': 'the run that wrote the checkpoint'}
+    assert read_run_config(str(tmp_path / 'run')) == previous
     assert multiprocessing.active_children() == []
 
 

@@ -8,6 +8,7 @@ import shutil
 import tempfile
 
 from btgym_aac.compat import tf
+from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
 
 CHECKPOINT_PREFIX = 'model_parameters'
 
@@ -93,6 +94,9 @@ def _check_export_target(checkpoint_dir, target_dir):
     if source == target or source.startswith(target + os.sep):
         raise ValueError('export target {!r} holds the checkpoints being exported; choose another folder'.format(
             target_dir))
+    if os.path.isfile(os.path.join(os.path.dirname(target), RUN_CONFIG_FILE)):
+        raise ValueError('export target {!r} lies in the log dir of a run; choose a folder outside it'.format(
+            target_dir))
     if os.path.isdir(target_dir) and os.listdir(target_dir) and not _holds_only_an_export(target_dir):
         raise FileExistsError('export target {!r} is not empty and does not hold an exported checkpoint; '
                               'refusing to replace it (choose a new or empty folder)'.format(target_dir))
@@ -110,7 +114,7 @@ def export_checkpoint(source_dir, target_dir):
     Raises:
         FileNotFoundError: `source_dir` holds no checkpoint, or its latest one has lost its index or data files.
         FileExistsError: `target_dir` holds other files. NotADirectoryError: `target_dir` is a file.
-        ValueError: `target_dir` is, or contains, `source_dir`.
+        ValueError: `target_dir` is, or contains, `source_dir`, or lies in a run's log dir.
     """
     path = latest_checkpoint(source_dir)
     if path is None:

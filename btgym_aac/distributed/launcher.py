@@ -13,6 +13,7 @@ import numbers
 import os
 import pickle
 import queue
+import re
 import shutil
 import signal
 import sys
@@ -23,7 +24,7 @@ import numpy as np
 
 from btgym_aac.distributed.checkpoints import export_checkpoint, latest_checkpoint
 from btgym_aac.distributed.cluster import make_cluster_spec
-from btgym_aac.distributed.run_config import pickle_run_config
+from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
 from btgym_aac.distributed.worker import SETUP_FAILED_EXIT_CODE, run_task
 from btgym_aac.logs import get_logger
 
@@ -57,6 +58,12 @@ def _stop_on_signal(signum, frame):
     for ignored in (signal.SIGINT, signal.SIGTERM):
         signal.signal(ignored, signal.SIG_IGN)
     raise StopRequested('SIGTERM') if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+def _is_within(path, directory):
+    """True if `path` is `directory` or lies inside it (symbolic links resolved)."""
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory + os.sep)
 
 
 def _positive_int(name, value):
@@ -221,12 +228,30 @@ class Launcher:
                                        'use purge_previous=0 (keep, resume) or 2 (delete)'.format(self.log_dir))
                 purge = input('{} already exists. Delete its contents [y/N]? '.format(self.log_dir)).strip() == 'y'
             if purge:
+                self._check_purgeable()
                 self.purged = True
                 for entry in os.listdir(self.log_dir):
                     path = os.path.join(self.log_dir, entry)
                     shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
                 self.log.notice('purged {}'.format(self.log_dir))
         os.makedirs(self.log_dir, exist_ok=True)
+
+    def _check_purgeable(self):
+        """Raises ValueError unless the log dir holds only what runs write, and no input of this run."""
+        ckpt_subdir = os.path.relpath(self.current_ckpt_dir, self.log_dir).split(os.sep)[0]
+        run_entries = {RUN_CONFIG_FILE, RUN_CONFIG_FILE + '.writing', ckpt_subdir, 'evaluation'}
+        foreign = sorted(entry for entry in os.listdir(self.log_dir)
+                         if entry not in run_entries and not re.fullmatch(r'worker_\d+', entry))
+        if foreign:
+            raise ValueError('refusing to empty {}: it holds {} besides what a run writes (run_config.pkl, {}, '
+                             'worker_N, evaluation); choose another log dir or move them'.format(
+                                 self.log_dir, ', '.join(foreign[:5]) + (', ...' if len(foreign) > 5 else ''),
+                                 ckpt_subdir))
+        inputs = [self.initial_ckpt_dir] if self.initial_ckpt_dir else []
+        inside = [path for path in inputs if _is_within(path, self.log_dir)]
+        if inside:
+            raise ValueError('refusing to empty {}: it holds the initial_ckpt_dir {} of this run'.format(
+                self.log_dir, inside[0]))
 
     def _log_dir_state(self):
         if self.purged:

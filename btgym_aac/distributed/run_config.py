@@ -7,6 +7,7 @@ import os
 import pickle
 
 RUN_CONFIG_FILE = 'run_config.pkl'
+RUN_CONFIG_DICTS = ('env_config', 'policy_config', 'trainer_config', 'cluster_config')
 
 
 def pickle_run_config(configs):

@@ -15,7 +15,7 @@ from btgym_aac.algorithms.aac import BaseAAC
 from btgym_aac.algorithms.math_utils import softmax
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
-from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
+from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, RUN_CONFIG_FILE
 from btgym_aac.env import BTgymEnv
 from btgym_aac.logs import error_summary
 
@@ -35,7 +35,7 @@ def read_run_config(log_dir):
 
     Raises:
         FileNotFoundError: `log_dir` is not a directory or holds no run_config.pkl.
-        ValueError: run_config.pkl cannot be unpickled or holds no dict.
+        ValueError: run_config.pkl cannot be unpickled or lacks one of the config dicts.
     """
     if not os.path.isdir(log_dir):
         raise FileNotFoundError('log dir {!r} does not exist (expected the log dir of a btgym-aac train run)'
@@ -54,6 +54,10 @@ def read_run_config(log_dir):
     if not isinstance(run_config, dict):
         raise ValueError('{} holds a {}, not the dict of configs a run writes'.format(
             path, type(run_config).__name__))
+    for name in RUN_CONFIG_DICTS:
+        if not isinstance(run_config.get(name), dict):
+            raise ValueError('{} has no {} dict (got {!r}); it was not written by a btgym-aac run'.format(
+                path, name, type(run_config.get(name)).__name__))
     return run_config
 
 
