@@ -50,13 +50,20 @@ def test_export_copies_the_latest_checkpoint_and_replaces_an_earlier_export(tmp_
     assert [name for name in os.listdir(tmp_path) if 'exporting' in name] == []
 
 
+def assert_export_refused(capsys, run, target, message, watched):
+    """`export run target` exits 2 with `message` and leaves the files under `watched` as they were."""
+    before = files_under(watched)
+    assert cli_main(['export', str(run), str(target)]) == 2
+    assert message in capsys.readouterr().err
+    assert files_under(watched) == before
+
+
 def test_export_refuses_a_folder_with_other_files_and_keeps_them(tmp_path, capsys):
     run = saved_run(tmp_path / 'run')
     dest = tmp_path / 'precious'
     dest.mkdir()
     (dest / 'notes.txt').write_text('important')
-    assert cli_main(['export', str(run), str(dest)]) == 2
-    assert 'is not empty and does not hold an exported checkpoint' in capsys.readouterr().err
+    assert_export_refused(capsys, run, dest, 'is not empty and does not hold an exported checkpoint', dest)
     assert files_under(dest) == ['notes.txt']
 
 
@@ -65,20 +72,14 @@ def test_export_refuses_a_folder_holding_the_run_being_exported(tmp_path, capsys
     run = saved_run(tmp_path / 'run')
     (tmp_path / 'other_run').mkdir()
     (tmp_path / 'other_run' / 'events').write_text('summaries')
-    before = files_under(tmp_path)
-    assert cli_main(['export', str(run), str(tmp_path / target)]) == 2
-    assert 'holds the checkpoints being exported' in capsys.readouterr().err
-    assert files_under(tmp_path) == before
+    assert_export_refused(capsys, run, tmp_path / target, 'holds the checkpoints being exported', tmp_path)
 
 
 def test_export_refuses_a_folder_in_another_runs_log_dir(tmp_path, capsys):
     run = saved_run(tmp_path / 'run')
     other = saved_run(tmp_path / 'other', steps=(5,))
     (other / 'run_config.pkl').write_bytes(b'configs')
-    before = files_under(other)
-    assert cli_main(['export', str(run), str(other / CKPT)]) == 2
-    assert 'lies in the log dir of a run' in capsys.readouterr().err
-    assert files_under(other) == before
+    assert_export_refused(capsys, run, other / CKPT, 'lies in the log dir of a run', other)
 
 
 def test_export_into_a_file_or_of_a_checkpoint_without_data_fails_and_leaves_nothing_behind(tmp_path, capsys):

@@ -73,6 +73,12 @@ def recover_checkpoints(saver, ckpt_dir):
         saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
 
 
+def is_within(path, directory):
+    """True if `path` is `directory` or lies inside it (symbolic links resolved)."""
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory + os.sep)
+
+
 def _holds_only_an_export(directory):
     """True when every entry of `directory` is a file of a checkpoint its state file lists (an earlier export)."""
     state = tf.train.get_checkpoint_state(directory)
@@ -89,12 +95,10 @@ def _check_export_target(checkpoint_dir, target_dir):
     """Raises unless `target_dir` can be replaced by an export of `checkpoint_dir`'s latest checkpoint."""
     if os.path.exists(target_dir) and not os.path.isdir(target_dir):
         raise NotADirectoryError('export target {!r} is a file'.format(target_dir))
-    source = os.path.realpath(checkpoint_dir)
-    target = os.path.realpath(target_dir)
-    if source == target or source.startswith(target + os.sep):
+    if is_within(checkpoint_dir, target_dir):
         raise ValueError('export target {!r} holds the checkpoints being exported; choose another folder'.format(
             target_dir))
-    if os.path.isfile(os.path.join(os.path.dirname(target), RUN_CONFIG_FILE)):
+    if os.path.isfile(os.path.join(os.path.dirname(os.path.realpath(target_dir)), RUN_CONFIG_FILE)):
         raise ValueError('export target {!r} lies in the log dir of a run; choose a folder outside it'.format(
             target_dir))
     if os.path.isdir(target_dir) and os.listdir(target_dir) and not _holds_only_an_export(target_dir):

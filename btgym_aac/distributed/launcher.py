@@ -22,7 +22,7 @@ import time
 
 import numpy as np
 
-from btgym_aac.distributed.checkpoints import export_checkpoint, latest_checkpoint
+from btgym_aac.distributed.checkpoints import export_checkpoint, is_within, latest_checkpoint
 from btgym_aac.distributed.cluster import make_cluster_spec
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
 from btgym_aac.distributed.worker import SETUP_FAILED_EXIT_CODE, run_task
@@ -58,12 +58,6 @@ def _stop_on_signal(signum, frame):
     for ignored in (signal.SIGINT, signal.SIGTERM):
         signal.signal(ignored, signal.SIG_IGN)
     raise StopRequested('SIGTERM') if signum == signal.SIGTERM else KeyboardInterrupt()
-
-
-def _is_within(path, directory):
-    """True if `path` is `directory` or lies inside it (symbolic links resolved)."""
-    path, directory = os.path.realpath(path), os.path.realpath(directory)
-    return path == directory or path.startswith(directory + os.sep)
 
 
 def _positive_int(name, value):
@@ -247,11 +241,9 @@ class Launcher:
                              'worker_N, evaluation); choose another log dir or move them'.format(
                                  self.log_dir, ', '.join(foreign[:5]) + (', ...' if len(foreign) > 5 else ''),
                                  ckpt_subdir))
-        inputs = [self.initial_ckpt_dir] if self.initial_ckpt_dir else []
-        inside = [path for path in inputs if _is_within(path, self.log_dir)]
-        if inside:
+        if self.initial_ckpt_dir and is_within(self.initial_ckpt_dir, self.log_dir):
             raise ValueError('refusing to empty {}: it holds the initial_ckpt_dir {} of this run'.format(
-                self.log_dir, inside[0]))
+                self.log_dir, self.initial_ckpt_dir))
 
     def _log_dir_state(self):
         if self.purged:
