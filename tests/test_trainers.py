@@ -32,7 +32,7 @@ class Session:
         with self.graph.as_default():
             self.trainer = trainer_class(env=env, task=0, policy_config={'class_ref': policy_class,
                                                                          'kwargs': policy_kwargs},
-                                         random_seed=0, model_summary_freq=1, **trainer_kwargs)
+                                         random_seed=0, **dict(dict(model_summary_freq=1), **trainer_kwargs))
             init_op = tf.global_variables_initializer()
         self.graph.finalize()
         self.sess = tf.Session(graph=self.graph)
@@ -140,6 +140,72 @@ def test_train_step_equals_session_run_and_sync_skips_only_untrained_variables(t
         sess.run(trainer.sync_pi)
         for local, glob in zip(sess.run(local_vars), sess.run(global_vars)):
             np.testing.assert_array_equal(local, glob)
+    finally:
+        session.close()
+
+
+def _record_runs(trainer):
+    """List that collects the names of the train-step session runs of `trainer` (sync_pi, train_last, ...)."""
+    names, run = [], trainer._train_callables.run
+
+    def recording_run(sess, name, *args, **kwargs):
+        names.append(name[0] if isinstance(name, tuple) else name)
+        return run(sess, name, *args, **kwargs)
+
+    trainer._train_callables.run = recording_run
+    return names
+
+
+def _local_and_global(session):
+    """(local, global) values of the variables sync_pi copies."""
+    trainer = session.trainer
+    synced = {op.inputs[0].op.name for op in trainer.sync_pi.control_inputs}
+    pairs = [(local, glob) for local, glob in zip(trainer.local_network.var_list, trainer.network.var_list)
+             if local.op.name in synced]
+    return session.sess.run(pairs)
+
+
+def test_a3c_syncs_at_the_end_of_the_train_step_unless_it_writes_the_model_summary(tmp_path):
+    """A3C runs the sync of a train step at the end of the previous step, in its train run: after process() the
+    local weights equal the updated global ones and the next step runs no sync of its own. A step writing the model
+    summary (whose ops read the local weights) leaves the local weights as they were trained on, so the next step
+    syncs first, as the original."""
+    session = Session(A3C, trading_env(), BaseAacPolicy, dict(lstm_layers=(16,), linear_layer_ref=linear,
+                                                              **SMALL_CONV), tmp_path, rollout_length=8,
+                      model_summary_freq=3)
+    try:
+        runs = _record_runs(session.trainer)
+        trained_on = [local for local, _ in _local_and_global(session)]
+        expected = [(['train_last'], False), (['sync_pi', 'train_last'], True), (['train_last'], True),
+                    (['train_last'], False)]
+        for step, (step_runs, synced) in enumerate(expected):
+            del runs[:]
+            assert session.train_step()[3]
+            assert runs == step_runs, step
+            values = _local_and_global(session)
+            if synced:
+                for local, glob in values:
+                    np.testing.assert_array_equal(local, glob)
+                trained_on = [local for local, _ in values]
+            else:
+                assert any(not np.array_equal(local, glob) for local, glob in values), step
+                for (local, _), expected_local in zip(values, trained_on):
+                    np.testing.assert_array_equal(local, expected_local)
+    finally:
+        session.close()
+
+
+def test_ppo_syncs_before_each_train_step_after_copying_the_target_policy(tmp_path):
+    """With a target policy the original order stays: pi' copies the local policy, then the local policy is synced
+    and trained; after process() the local weights are the ones trained on, not the updated global ones."""
+    session = Session(PPO, trading_env(), Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
+                      rollout_length=8, model_summary_freq=2)
+    try:
+        runs = _record_runs(session.trainer)
+        for _ in range(2):
+            assert session.train_step()[3]
+            assert any(not np.array_equal(local, glob) for local, glob in _local_and_global(session))
+        assert runs == ['sync_pi_prime', 'sync_pi', 'train_last'] * 2
     finally:
         session.close()
 

@@ -89,22 +89,24 @@ def _started(trainer, graph, server, init_op, log_dir):
 
 
 def test_trainer_in_a_cluster_syncs_and_pushes_exact_values_through_packs(tmp_path):
-    """A3C on a ps + worker cluster: the sync before a train step and the gradient push are packed; after the sync
-    the local variables equal the global ones bit for bit, and the gradients the parameter server's Adam receives
-    equal the clipped local gradients of the same run."""
+    """A3C on a ps + worker cluster: the syncs and the gradient push are packed; after the sync run at the end of a
+    train step, and after a sync of its own, the local variables equal the global ones bit for bit, and the
+    gradients the parameter server's Adam receives equal the clipped local gradients of the same run."""
     trainer, graph, server, init_op = _cluster_trainer()
     packs = [op for op in graph.get_operations() if op.type == 'ConcatV2' and 'packed_move' in op.name]
     assert {'/job:ps' in op.device for op in packs} == {True, False}
     sess, data = _started(trainer, graph, server, init_op, tmp_path)
     try:
-        trainer.process(sess)
+        for _ in range(2):  # the first step writes the model summary and syncs nothing at its end
+            trainer.process(sess)
         synced = [op.inputs[0].op.name for op in trainer.sync_pi.control_inputs]
         local = {var.op.name: var for var in trainer.local_network.var_list}
         pairs = [(local[name], glob) for name, glob in zip(local, trainer.network.var_list) if name in synced]
         assert len(pairs) == len(synced) > 2
-        sess.run(trainer.sync_pi)
-        for local_value, global_value in sess.run(pairs):
-            np.testing.assert_array_equal(local_value, global_value)
+        for sync in ([], [trainer.sync_pi]):
+            sess.run(sync)
+            for local_value, global_value in sess.run(pairs):
+                np.testing.assert_array_equal(local_value, global_value)
         applied = {op.inputs[0].op.name: op.inputs[9] for op in graph.get_operations() if op.type == 'ApplyAdam'}
         pushed = [(applied.pop(glob.op.name), grad)
                   for grad, glob in zip(trainer.grads, trainer.network.var_list) if grad is not None]

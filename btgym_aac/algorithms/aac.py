@@ -5,6 +5,13 @@ Between-graph replication as the original: every worker builds the global (param
 rollouts, syncs global -> local weights, computes gradients on the local policy and applies them to the global
 variables with Adam.
 
+One change of order, for speed: without a target policy the sync that the original runs before a train step is run
+at the end of the previous one, in the same session run as its update (`sync_pi_after_train`), which saves a
+parameter-server round trip per train step (about 15% of its CPU). The local policy then holds the global weights
+from the end of its own last update, as in universe-starter-agent's A3C (sync, then wait for the rollout), rather
+than from the end of the wait. A train step that writes the model summary, whose ops read the local weights, and
+trainers with a target policy (PPO: the target copies the local policy before the sync) keep the original order.
+
 Fixes of the reference's defects in this layer (§20.2, §20.3):
     * the global step counts real frames only (padded rows are masked out of losses and step counts);
     * a batch mixing train and test rollouts trains on its train rollouts (the original skipped or crashed);
@@ -186,7 +193,8 @@ class BaseAAC:
         self.last_sample_type = None
         self.local_steps = 0
         self.last_global_step = None
-        self.sync = self.sync_pi = self.sync_pi_prime = None
+        self.sync = self.sync_pi = self.sync_pi_prime = self.sync_pi_after_train = None
+        self._local_synced = False
         self.summary_writer = None
         self._train_callables = CallableCache()
         self.worker_device = '/job:worker/task:{}/cpu:0'.format(task)
@@ -345,10 +353,11 @@ class BaseAAC:
     def _make_train_op(self, pi, pi_prime, pi_global):
         """Adam on the global variables with the local gradients clipped at global norm 40; sync ops.
 
-        `sync` copies every global variable to the local policy (at `start`); `sync_pi` (before every train step)
+        `sync` copies every global variable to the local policy (at `start`); `sync_pi` (before a train step)
         skips the trainable variables the loss gives no gradient (such as the reward-prediction head of a policy
-        trained by A3C): nothing ever changes them, so their local copies stay equal to the global ones. Both syncs
-        and the gradient push move the small tensors packed together (see `transfers`). The train learning rate
+        trained by A3C): nothing ever changes them, so their local copies stay equal to the global ones.
+        `sync_pi_after_train` is `sync_pi` run after the update (see the module docstring). The syncs and the
+        gradient push move the small tensors packed together (see `transfers`). The train learning rate
         (`learn_rate_decayed` times the fed train phase), Adam's constants and the global step increment are
         computed on the global step's device, the train phase and frame count travelling in the gradient pack, so
         a train step sends only the packs and the large gradients to the parameter server and gets the new global
@@ -364,8 +373,9 @@ class BaseAAC:
         self.grads, _ = tf.clip_by_global_norm(grads, GRADIENT_CLIP_NORM)
         self.grads_global_norm = tf.global_norm([grad for grad in self.grads if grad is not None])
         self.sync = self._copy_op(pairs)
-        self.sync_pi = self._copy_op([(local, glob) for grad, (local, glob) in zip(self.grads, pairs)
-                                      if grad is not None or not local.trainable])
+        changing = [(local, glob) for grad, (local, glob) in zip(self.grads, pairs)
+                    if grad is not None or not local.trainable]
+        self.sync_pi = self._copy_op(changing)
         if self.use_target_policy:
             self.sync_pi_prime = self._copy_op(list(zip(pi_prime.var_list, pi.var_list)))
         pushed = [(grad, glob) for grad, (_, glob) in zip(self.grads, pairs) if grad is not None]
@@ -379,12 +389,21 @@ class BaseAAC:
                                                     epsilon=self.opt_epsilon)
             train_op = self.optimizer.apply_gradients(list(zip(moved[:-1], [glob for _, glob in pushed])))
             self.inc_step = self.global_step.assign_add(tf.cast(frames, tf.int32))
+        with tf.control_dependencies([train_op, self.inc_step]):
+            self.sync_pi_after_train = self._copy_op(changing)
         return train_op
 
     @staticmethod
     def _copy_op(pairs):
-        """Op assigning every `(target, source)` variable pair, small sources moved packed (see `transfers`)."""
-        values = moved_to([source for _, source in pairs], [target.device for target, _ in pairs])
+        """Op assigning every `(target, source)` variable pair, small sources moved packed (see `transfers`).
+
+        The sources are read by ops made here, so control dependencies around the call order the reads too.
+        """
+        sources = []
+        for _, source in pairs:
+            with tf.device(source.device):
+                sources.append(source.read_value())
+        values = moved_to(sources, [target.device for target, _ in pairs])
         return tf.group(*[target.assign(value) for (target, _), value in zip(pairs, values)])
 
     def _combine_summaries(self, policy, model_summaries):
@@ -462,6 +481,7 @@ class BaseAAC:
         """
         if self.sync is not None:
             sess.run(self.sync)
+            self._local_synced = True
         for runner in self.runners:
             runner.start_runner(sess, summary_writer, **kwargs)
         self.summary_writer = summary_writer
@@ -583,15 +603,18 @@ class BaseAAC:
         is_train = [self.rollout_is_train(rollout) for rollout in data['on_policy']]
         model_summary, frames = None, 0
         if any(is_train):
-            self._train_callables.run(sess, 'sync_pi', None, {}, targets=[self.sync_pi])
+            if self.use_target_policy or not self._local_synced:
+                self._train_callables.run(sess, 'sync_pi', None, {}, targets=[self.sync_pi])
             feed_dict = self.process_data(sess, data, is_train, self.local_network, self.local_network_prime)
             write_summary = self.model_summary_op is not None and self.local_steps % self.model_summary_freq == 0
             train = [self.train_op]
             for _ in range(self.num_epochs - 1):
                 self._train_callables.run(sess, 'train', None, feed_dict, targets=train)
+            sync_after = not (write_summary or self.use_target_policy)
             fetches = [self.inc_step] + ([self.model_summary_op] if write_summary else [])
-            fetched = self._train_callables.run(sess, ('train_last', write_summary), fetches, feed_dict,
-                                                targets=train)
+            fetched = self._train_callables.run(sess, ('train_last', write_summary, sync_after), fetches, feed_dict,
+                                                targets=train + ([self.sync_pi_after_train] if sync_after else []))
+            self._local_synced = sync_after
             self.last_global_step = int(fetched[0])
             model_summary = fetched[1] if write_summary else None
             frames = int(np.sum(feed_dict[self.local_network.on_pi_mask]))
