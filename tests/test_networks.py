@@ -111,17 +111,19 @@ def test_lstm_network_static_one_step_equals_dynamic_and_respects_lengths():
         assert not np.allclose(dynamic_state[layer].h[0], static_state[layer].h[0])
 
 
-def test_lstm_network_static_rejects_longer_sequences():
+def test_lstm_network_static_rejects_longer_sequences_and_lengths_other_than_one():
     with tf.Graph().as_default(), tf.Session() as sess:
         with pytest.raises(ValueError, match='length 1'):
             lstm_network(tf.zeros([2, 2, 3]), tf.ones([2], tf.int32), lstm_layers=(2,), static=True)
         x_pl = tf.placeholder(tf.float32, [None, None, 3])
-        out, _, _, state_pl_flat = lstm_network(x_pl, tf.ones([2], tf.int32), lstm_layers=(2,), static=True,
-                                                name='other')
+        len_pl = tf.placeholder(tf.int32, [None])
+        out, _, _, state_pl_flat = lstm_network(x_pl, len_pl, lstm_layers=(2,), static=True, name='other')
         sess.run(tf.global_variables_initializer())
-        feed = {x_pl: np.zeros((2, 2, 3)), **{pl: np.zeros((2, 2)) for pl in state_pl_flat}}
-        with pytest.raises(tf.errors.InvalidArgumentError, match='length 1'):
-            sess.run(out, feed)
+        state_feed = {pl: np.zeros((2, 2)) for pl in state_pl_flat}
+        assert sess.run(out, {x_pl: np.ones((2, 1, 3)), len_pl: [1, 1], **state_feed}).shape == (2, 1, 2)
+        for x, lengths in ((np.zeros((2, 2, 3)), [1, 1]), (np.ones((2, 1, 3)), [1, 0]), (np.ones((2, 1, 3)), [2, 1])):
+            with pytest.raises(tf.errors.InvalidArgumentError, match='length 1'):
+                sess.run(out, {x_pl: x, len_pl: lengths, **state_feed})
 
 
 def test_lstm_network_with_layer_norm_cell_and_dropout():

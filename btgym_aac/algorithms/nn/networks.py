@@ -73,15 +73,15 @@ def conv_1d_network(x, ob_space, ac_space, conv_1d_num_layers=4, conv_1d_num_fil
     return x
 
 
-def _first_time_step(x):
-    """Returns `x[:, 0, :]`, guarded by a run-time check that the time axis has length 1."""
+def _first_time_step(x, lengths):
+    """Returns `x[:, 0, :]`, guarded by a run-time check that the time axis and every sequence length are 1."""
     time_steps = x.get_shape()[1]
     if time_steps is not None and time_steps != 1:
         raise ValueError('lstm_network(static=True) needs sequences of length 1, got input shape {}'.format(
             x.get_shape()))
-    length_check = tf.debugging.assert_equal(
-        tf.shape(x)[1], 1, message='lstm_network(static=True) needs sequences of length 1'
-    )
+    length_check = tf.debugging.Assert(
+        tf.logical_and(tf.equal(tf.shape(x)[1], 1), tf.reduce_all(tf.equal(lengths, 1))),
+        ['lstm_network(static=True) needs sequences of length 1; time steps and lengths:', tf.shape(x)[1], lengths])
     with tf.control_dependencies([length_check]):
         return tf.identity(x[:, 0, :])
 
@@ -99,7 +99,8 @@ def lstm_network(x, lstm_sequence_length, lstm_class=tf.nn.rnn_cell.BasicLSTMCel
         lstm_class: cell class, called as `lstm_class(units)`.
         lstm_layers: units per layer.
         static: False: `dynamic_rnn` (outputs are zero past each length, final state frozen at the length);
-            True: `static_rnn` on the single time step (T_max must be 1, checked at run time).
+            True: `static_rnn` on the single time step (T_max and every length must be 1, checked at run time;
+            no length masking, which costs a cond and a select per state tensor and changes nothing then).
         keep_prob: output keep probability of a `DropoutWrapper` around each cell (float or tensor), or None.
         name: variable scope.
         reuse: reuse the variables of an existing scope.
@@ -125,9 +126,8 @@ def lstm_network(x, lstm_sequence_length, lstm_class=tf.nn.rnn_cell.BasicLSTMCel
         state_pl_flat = tf.nest.flatten(state_pl)
 
         if static:
-            outputs, final_state = tf.nn.static_rnn(
-                cell, [_first_time_step(x)], initial_state=state_pl, sequence_length=lstm_sequence_length
-            )
+            outputs, final_state = tf.nn.static_rnn(cell, [_first_time_step(x, lstm_sequence_length)],
+                                                    initial_state=state_pl)
             outputs = outputs[0][:, None, :]
         else:
             outputs, final_state = tf.nn.dynamic_rnn(
