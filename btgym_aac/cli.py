@@ -209,8 +209,10 @@ def _demo(args):
     import matplotlib.image
 
     from btgym_aac.env import BTgymEnv
+    from btgym_aac.evaluation.evaluator import check_output_folder
     from btgym_aac.strategy import DevStrat_4_11
 
+    check_output_folder(os.path.abspath(args.out))
     os.makedirs(args.out, exist_ok=True)
     env = BTgymEnv(strategy=DevStrat_4_11, render_modes=['human', 'episode', 'external', 'internal'],
                    random_seed=args.seed)

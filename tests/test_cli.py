@@ -50,6 +50,14 @@ def test_export_copies_the_latest_checkpoint_and_replaces_an_earlier_export(tmp_
     assert [name for name in os.listdir(tmp_path) if 'exporting' in name] == []
 
 
+def test_export_makes_the_missing_parent_folders_of_its_target(tmp_path):
+    run = saved_run(tmp_path / 'run')
+    dest = tmp_path / 'models' / 'eurusd' / 'exported'
+    assert cli_main(['export', str(run), str(dest)]) == 0
+    assert latest_checkpoint(str(dest)).endswith('model_parameters-20')
+    assert os.listdir(dest.parent) == ['exported']
+
+
 def assert_export_refused(capsys, run, target, message, watched):
     """`export run target` exits 2 with `message` and leaves the files under `watched` as they were."""
     before = files_under(watched)

@@ -253,3 +253,18 @@ def test_evaluate_on_csv_files(run, tmp_path):
     assert result['agents']['policy']['per_episode']['first_bar_time'][0] >= '2018-03-04'
     with pytest.raises(FileNotFoundError, match='not found'):
         evaluate(run['log_dir'], data=[str(tmp_path / 'nothing.csv')], episodes=1)
+
+
+def test_cli_names_a_data_folder_and_an_output_path_that_is_a_file(run, tmp_path, capsys):
+    """`--data DIR` is named as a folder and `--out FILE` (or a folder under a file) as a file, before any episode
+    is played; the file is left as it was."""
+    assert cli_main(['evaluate', run['log_dir'], '--data', str(tmp_path)]) == 2
+    assert 'are folders, not CSV files: {}'.format(tmp_path) in capsys.readouterr().err
+    taken = tmp_path / 'taken.txt'
+    taken.write_text('notes')
+    for out in (taken, taken / 'report'):
+        assert cli_main(['evaluate', run['log_dir'], '--out', str(out)]) == 2
+        assert '{} is a file, not a folder'.format(taken) in capsys.readouterr().err
+        assert cli_main(['demo', '--out', str(out)]) == 2
+        assert '{} is a file, not a folder'.format(taken) in capsys.readouterr().err
+    assert taken.read_text() == 'notes'

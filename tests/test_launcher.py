@@ -296,7 +296,8 @@ def test_checkpoint_that_cannot_be_restored_stops_the_run_and_is_kept(tmp_path):
     write_run_config(str(tmp_path / 'run'), pickle_run_config(previous))
     before = {path.name: path.read_bytes() for path in ckpt_dir.iterdir()}
     launcher = cartpole_launcher(tmp_path / 'run', 600, num_workers=1)
-    with pytest.raises(RuntimeError, match='worker 0 could not set up'):
+    with pytest.raises(RuntimeError, match=r'worker 0 could not set up.*; the checkpoint in the log dir '
+                                           r'\(model_parameters-300\) is kept'):
         launcher.run()
     assert launcher.restarts == {}
     assert {path.name: path.read_bytes() for path in ckpt_dir.iterdir()} == before
@@ -314,6 +315,7 @@ def test_bad_data_file_stops_the_run_at_once_naming_the_file(tmp_path):
     assert 'worker 0: cannot make environment 0 from env_config (DataError: data file <{}> is empty; raised at '.format(
         empty) in finished.stderr
     assert 'could not set up' in finished.stderr.strip().splitlines()[-1]
+    assert finished.stderr.strip().endswith('; the log dir holds no checkpoint')
     assert finished.stderr.count('cannot make environment') == 1  # one attempt: no restarts
     assert 'Traceback' not in finished.stderr  # one line, not a worker's traceback
     assert not (tmp_path / 'run' / 'run_config.pkl').exists()  # written only by a chief that set up

@@ -109,8 +109,9 @@ def _check_export_target(checkpoint_dir, target_dir):
 def export_checkpoint(source_dir, target_dir):
     """Copies the latest checkpoint of `source_dir` into `target_dir`, usable as an `initial_ckpt_dir`.
 
-    The files are copied into a temporary folder next to the target, which then replaces the target. Only a
-    missing or empty target, or one holding nothing but an earlier export, is replaced.
+    The files are copied into a temporary folder next to the target (its missing parent folders are made), which
+    then replaces the target. Only a missing or empty target, or one holding nothing but an earlier export, is
+    replaced.
 
     Returns:
         path prefix of the exported checkpoint.
@@ -129,6 +130,7 @@ def export_checkpoint(source_dir, target_dir):
         raise FileNotFoundError('checkpoint {!r} misses its .index or .data files; nothing exported'.format(path))
     target_dir = os.path.abspath(target_dir)
     _check_export_target(checkpoint_dir, target_dir)
+    os.makedirs(os.path.dirname(target_dir), exist_ok=True)
     staging = tempfile.mkdtemp(prefix=os.path.basename(target_dir) + '.exporting-', dir=os.path.dirname(target_dir))
     try:
         for file_name in files:

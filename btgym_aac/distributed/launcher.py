@@ -248,7 +248,10 @@ class Launcher:
     def _log_dir_state(self):
         if self.purged:
             return 'the log dir was emptied at start, as purge_previous asked'
-        return 'a checkpoint already in the log dir is kept'
+        checkpoint = latest_checkpoint(self.current_ckpt_dir)
+        if checkpoint is None:
+            return 'the log dir holds no checkpoint'
+        return 'the checkpoint in the log dir ({}) is kept'.format(os.path.basename(checkpoint))
 
     def run_config(self):
         """The configs the chief writes to `<log_dir>/run_config.pkl` once it is set up (see `run_config.py`)."""

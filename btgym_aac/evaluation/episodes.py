@@ -26,7 +26,7 @@ def make_evaluation_env(run_config, data=None):
 
     Raises:
         ValueError: the run did not train on a BTgymEnv (test-mode gymnasium runs have no broker to evaluate).
-        FileNotFoundError: a data file does not exist.
+        FileNotFoundError: a data file does not exist or is a folder.
     """
     env_class = run_config['env_config']['class_ref']
     if run_config.get('test_mode') or not issubclass(env_class, BTgymEnv):
@@ -35,6 +35,9 @@ def make_evaluation_env(run_config, data=None):
     overrides = {}
     if data:
         files = [data] if isinstance(data, str) else list(data)
+        folders = [path for path in files if os.path.isdir(path)]
+        if folders:
+            raise FileNotFoundError('data path(s) are folders, not CSV files: {}'.format(', '.join(folders)))
         missing = [path for path in files if not os.path.isfile(path)]
         if missing:
             raise FileNotFoundError('data file(s) not found: {}'.format(', '.join(missing)))

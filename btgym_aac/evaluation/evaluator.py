@@ -11,6 +11,15 @@ from btgym_aac.evaluation.report import build_report, write_report
 POLICY, BUY_AND_HOLD, RANDOM = 'policy', 'buy_and_hold', 'random'
 
 
+def check_output_folder(path):
+    """Raises ValueError naming `path` when it, or the nearest existing folder it would be made in, is a file."""
+    existing = path
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError('output folder {}: {} is a file, not a folder'.format(path, existing))
+
+
 def _checkpoint_step(path):
     suffix = path.rsplit('-', 1)[-1]
     return int(suffix) if suffix.isdigit() else None
@@ -50,11 +59,13 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0):
 
     Raises:
         FileNotFoundError: missing log dir, run_config.pkl, checkpoint or data file.
-        ValueError: bad `episodes`, or a run that did not train on a BTgymEnv.
+        ValueError: bad `episodes`, a run that did not train on a BTgymEnv, or an `out` that is a file.
     """
     if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
         raise ValueError('episodes must be a positive integer, got {!r}'.format(episodes))
     log_dir = os.path.abspath(log_dir)
+    out = os.path.abspath(out or os.path.join(log_dir, 'evaluation'))
+    check_output_folder(out)
     run_config = read_run_config(log_dir)
     env = make_evaluation_env(run_config, data)
     try:
@@ -76,7 +87,6 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0):
         'episode_type': 'test' if sample_type == TEST else 'train',
         'seed': seed,
     })
-    out = os.path.abspath(out or os.path.join(log_dir, 'evaluation'))
     os.makedirs(out, exist_ok=True)
     report['out'] = out
     report['plots'] = _write_plots(out, records, action_names)
