@@ -9,7 +9,12 @@ rendering off.
 
 Every configuration and worker count runs `--repeats` times, interleaved; the JSON keeps every run and the
 medians, from which the scaling and the speedup over the original are computed. Speed is measured between the
-first progress report of a run and the first one of its final step (start-up and shut-down excluded). Also reported:
+first progress report after every worker has trained and the first report of the run's final step (start-up,
+including a second worker's, and shut-down excluded). Then every configuration runs once more as a 2-worker
+cluster whose worker 1 is paused and resumed in turn every few seconds (`--alternation-pairs`,
+`--window-seconds`): each 2-worker window's speed over the mean of the 1-worker windows either side gives the
+scaling from measurements seconds apart rather than minutes, which the slow and fast spells of a shared machine
+do not bias (the 1-worker windows run one worker of a 2-worker cluster, a paused worker costing no CPU). Also reported:
 the time from `Launcher.run()` to the first trained step, the peak memory of every process, the scaling ratio
 2 workers / 1 worker, the cost of one env step inside worker 0: policy act (with the acting replica's
 refresh every rollout), env step, and train time without the wait for rollouts, and, over the same window as
@@ -19,12 +24,14 @@ and prints a table.
 
 Usage:
     python benchmarks/train_throughput.py [--configs a3c a3c_no_replica unreal] [--workers 1 2] [--repeats 2]
-                                          [--max-steps 5000] [--out benchmarks/results]
+                                          [--max-steps 5000] [--alternation-pairs 6] [--window-seconds 5]
+                                          [--out benchmarks/results]
 """
 import argparse
 import json
 import os
 import platform
+import signal
 import tempfile
 import time
 
@@ -36,7 +43,7 @@ from btgym_aac.env import BTgymEnv
 from btgym_aac.strategy import DevStrat_4_11
 
 ORIGINAL_BTGYM_A3C_1_WORKER = 28
-TIMERS = {'act': [], 'env_step': [], 'train': [], 'wait': []}
+TIMERS = {'act': [], 'env_step': [], 'train': [], 'wait': [], 'env_step_end': []}
 
 
 def _timed(name, method):
@@ -50,14 +57,19 @@ def _timed(name, method):
 
 
 class TimedEnv(BTgymEnv):
-    """BTgymEnv that times its steps and, when closed, writes this process's timers to
-    `<timings_dir>/worker_<task>.json`."""
+    """BTgymEnv that times its steps, notes when each ends (`time.time()`), and, when closed, writes this
+    process's timers to `<timings_dir>/worker_<task>.json`."""
 
     def __init__(self, timings_dir=None, **kwargs):
         self.timings_path = timings_dir and os.path.join(timings_dir, 'worker_{}.json'.format(kwargs.get('task', 0)))
         super().__init__(**kwargs)
 
-    step = _timed('env_step', BTgymEnv.step)
+    _timed_step = _timed('env_step', BTgymEnv.step)
+
+    def step(self, action):
+        result = self._timed_step(action)
+        TIMERS['env_step_end'].append(time.time())
+        return result
 
     def close(self):
         super().close()
@@ -155,6 +167,13 @@ def machine_cpu_shares(before, after):
             'steal_percent': 100.0 * steal / total}
 
 
+def all_workers_trained(launcher, num_workers):
+    """True once every worker of `launcher` has reported a trained step."""
+    progress = launcher.progress
+    return all(progress.get(task, {}).get('step', 0) > progress.get(task, {}).get('start_step', 0)
+               for task in range(num_workers))
+
+
 def measure(config, num_workers, max_env_steps):
     """Runs one cluster; returns its speed, start-up and memory figures, the cost split of worker 0 and the
     machine's CPU use while it stepped."""
@@ -166,14 +185,14 @@ def measure(config, num_workers, max_env_steps):
         def recording_drain(progress, start):
             drain(progress, start)
             step = max((r['step'] for r in launcher.progress.values()), default=0)
-            reports.append((time.time(), step, machine_cpu_times()))
+            reports.append((time.time(), step, machine_cpu_times(), all_workers_trained(launcher, num_workers)))
 
         launcher._drain = recording_drain
         start = time.time()
         result = launcher.run()
         with open(os.path.join(log_dir, 'worker_0.json')) as f:
             split = cost_split(json.load(f))
-    stepped = [report for report in reports if report[1] > 0]
+    stepped = [report[:3] for report in reports if report[3]]
     final_step = stepped[-1][1]
     (t0, s0, cpu0), (t1, s1, cpu1) = stepped[0], next(report for report in stepped if report[1] == final_step)
     cpu = machine_cpu_shares(cpu0, cpu1)
@@ -191,6 +210,90 @@ def measure(config, num_workers, max_env_steps):
         'cost_split_worker_0': split,
         'machine_cpu': cpu,
     }
+
+
+class WorkerAlternation:
+    """Pauses (SIGSTOP) and resumes (SIGCONT) worker 1 of a 2-worker launcher in turn, `window_seconds` each, from
+    the moment both workers have trained, for `windows` windows (an odd number, starting and ending paused); then
+    resumes it and stops both workers (SIGTERM: they end as if stopped from outside). Driven from the launcher's
+    progress polling; `switches` holds (time, paused, machine CPU times) per window start, then the end."""
+
+    def __init__(self, launcher, windows, window_seconds):
+        self.launcher, self.windows, self.window_seconds = launcher, windows, window_seconds
+        self.switches = []
+
+    def _signal(self, job_task, signum):
+        process = self.launcher.processes.get(job_task)
+        if process is not None and process.is_alive():
+            os.kill(process.pid, signum)
+
+    def poll(self):
+        if len(self.switches) > self.windows or not all_workers_trained(self.launcher, 2):
+            return
+        now = time.time()
+        if self.switches and now - self.switches[-1][0] < self.window_seconds:
+            return
+        paused = len(self.switches) % 2 == 0 and len(self.switches) < self.windows
+        self._signal(('worker', 1), signal.SIGSTOP if paused else signal.SIGCONT)
+        self.switches.append((now, paused, machine_cpu_times()))
+        if len(self.switches) > self.windows:
+            for task in (0, 1):
+                self._signal(('worker', task), signal.SIGTERM)
+
+
+def alternation_windows(switches, step_ends, settle_seconds):
+    """Cluster env steps/s and machine busy share of every window of a `WorkerAlternation`.
+
+    Args:
+        switches: its `switches`.
+        step_ends: end times of every env step of every worker.
+        settle_seconds: time left out at the start of each window.
+
+    Returns:
+        list of dicts: `workers` (1 or 2), `env_steps_per_s`, `busy_percent`.
+    """
+    ends = np.sort(np.asarray(step_ends, dtype=np.float64))
+    windows = []
+    for (start, paused, cpu_start), (end, _, cpu_end) in zip(switches, switches[1:]):
+        count = np.searchsorted(ends, end) - np.searchsorted(ends, start + settle_seconds)
+        shares = machine_cpu_shares(cpu_start, cpu_end)
+        windows.append({'workers': 1 if paused else 2,
+                        'env_steps_per_s': float(count) / (end - start - settle_seconds),
+                        'busy_percent': shares and shares['busy_percent']})
+    return windows
+
+
+def alternation_ratios(windows):
+    """Speed of every 2-worker window over the mean of the 1-worker windows either side of it."""
+    return [windows[i]['env_steps_per_s'] / (0.5 * (windows[i - 1]['env_steps_per_s'] +
+                                                     windows[i + 1]['env_steps_per_s']))
+            for i in range(1, len(windows) - 1, 2)]
+
+
+def measure_alternating(config, pairs, window_seconds, settle_seconds=1.0):
+    """Runs one 2-worker cluster whose worker 1 is paused and resumed in turn (see `WorkerAlternation`): the
+    scaling 2 workers / 1 worker from windows a few seconds apart, which a shared machine's slow and fast spells
+    (lasting minutes) do not separate the way they separate two clusters run one after the other."""
+    windows_count = 2 * pairs + 1
+    with tempfile.TemporaryDirectory() as log_dir:
+        launcher = make_launcher(config, 2, 10 ** 9, os.path.join(log_dir, 'run'), log_dir)
+        alternation = WorkerAlternation(launcher, windows_count, window_seconds)
+        drain = launcher._drain
+
+        def alternating_drain(progress, start):
+            drain(progress, start)
+            alternation.poll()
+
+        launcher._drain = alternating_drain
+        launcher.run()
+        step_ends = []
+        for task in (0, 1):
+            with open(os.path.join(log_dir, 'worker_{}.json'.format(task))) as f:
+                step_ends += json.load(f)['env_step_end']
+    windows = alternation_windows(alternation.switches, step_ends, settle_seconds)
+    ratios = alternation_ratios(windows)
+    return {'window_seconds': window_seconds, 'settle_seconds': settle_seconds, 'windows': windows,
+            'ratios_2_over_1': ratios, 'median_ratio_2_over_1': float(np.median(ratios))}
 
 
 def summarize(name, runs):
@@ -211,15 +314,20 @@ def summarize(name, runs):
     return result
 
 
-def run_all(names, workers, repeats, max_env_steps):
+def run_all(names, workers, repeats, max_env_steps, alternation_pairs, window_seconds):
     """Runs every configuration and worker count `repeats` times, interleaved so that slow and fast spells of a
-    shared machine fall on all of them."""
+    shared machine fall on all of them; then, with `alternation_pairs`, one alternating 2-worker run of every
+    configuration."""
     runs = {name: [] for name in names}
     for repeat in range(repeats):
         for name in names:
             for num_workers in workers:
                 runs[name].append(dict(measure(CONFIGS[name], num_workers, max_env_steps), repeat=repeat))
-    return {name: summarize(name, runs[name]) for name in names}
+    results = {name: summarize(name, runs[name]) for name in names}
+    if alternation_pairs:
+        for name in names:
+            results[name]['alternating'] = measure_alternating(CONFIGS[name], alternation_pairs, window_seconds)
+    return results
 
 
 def print_table(results):
@@ -242,6 +350,11 @@ def print_table(results):
         if 'speedup_1_worker_over_original' in result:
             print('{}: 1 worker / original btgym ({} env steps/s): {:.2f}x'.format(
                 name, ORIGINAL_BTGYM_A3C_1_WORKER, result['speedup_1_worker_over_original']))
+        if 'alternating' in result:
+            alternating = result['alternating']
+            print('{}: alternating 1 / 2 workers every {:.0f} s: scaling {:.2f} (each 2-worker window: {})'.format(
+                name, alternating['window_seconds'], alternating['median_ratio_2_over_1'],
+                ', '.join('{:.2f}'.format(ratio) for ratio in alternating['ratios_2_over_1'])))
 
 
 def main():
@@ -250,9 +363,13 @@ def main():
     parser.add_argument('--workers', type=int, nargs='+', default=[1, 2])
     parser.add_argument('--repeats', type=int, default=2, help='runs of every configuration and worker count')
     parser.add_argument('--max-steps', type=int, default=5000)
+    parser.add_argument('--alternation-pairs', type=int, default=6,
+                        help='2-worker windows of the alternating run of every configuration (0: no such run)')
+    parser.add_argument('--window-seconds', type=float, default=5.0, help='length of an alternating window')
     parser.add_argument('--out', default='benchmarks/results')
     args = parser.parse_args()
-    results = run_all(args.configs, args.workers, args.repeats, args.max_steps)
+    results = run_all(args.configs, args.workers, args.repeats, args.max_steps, args.alternation_pairs,
+                      args.window_seconds)
     output = {
         'benchmark': 'train_throughput',
         'configurations': results,
