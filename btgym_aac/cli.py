@@ -173,9 +173,11 @@ def _cluster_node(args):
     configs = _configs_from_args(args)
     launcher = _make_launcher(configs, cluster_spec=cluster_spec, show_progress=False, purge_previous=0)
     try:
-        run_task(launcher.task_config(args.job, args.task))
+        stopped = run_task(launcher.task_config(args.job, args.task))
     except KeyboardInterrupt:
-        print('\n{} {} stopped by Ctrl-C'.format(args.job, args.task), file=sys.stderr)
+        stopped = True
+    if stopped:
+        print('\n{} {} stopped by Ctrl-C or SIGTERM'.format(args.job, args.task), file=sys.stderr)
         return 130
     return 0
 

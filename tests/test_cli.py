@@ -223,8 +223,10 @@ def test_a_worker_says_it_waits_for_an_absent_parameter_server_and_stops_at_ctrl
             time.sleep(0.2)
         assert waiting in log.read_text()
         node.send_signal(signal.SIGINT)
-        assert node.wait(timeout=30) == 0
+        assert node.wait(timeout=30) == 130
         assert 'stop requested while waiting for the parameter servers' in log.read_text()
+        assert 'worker 0 stopped by Ctrl-C or SIGTERM' in log.read_text()
+        assert 'never used' not in log.read_text()  # no TensorFlow dump about the unrun readiness op
     finally:
         if node.poll() is None:
             node.kill()

@@ -50,6 +50,9 @@ def run_task(config, progress_queue=None):
             group, they would stop it before the chief's last save, which needs it): the launcher kills it last.
         progress_queue: multiprocessing queue for progress reports (worker only), or None.
 
+    Returns:
+        for a worker, True when SIGTERM or Ctrl-C stopped it (a parameter server serves until interrupted).
+
     A worker stops at SIGTERM or Ctrl-C (SIGINT) by finishing its current train step, saving (chief) and closing:
     the signals only set a flag, so they can never cut the final save short. A worker waiting for data from its
     runners stops waiting, so a chief whose environment hangs still saves. A worker started with Ctrl-C ignored
@@ -92,6 +95,7 @@ def run_task(config, progress_queue=None):
             log.debug('traceback of the setup error:\n{}'.format(''.join(traceback.format_exception(error.__cause__))))
         sys.stderr.write('worker {}: {}\n'.format(config['task'], error))
         sys.exit(SETUP_FAILED_EXIT_CODE)
+    return stop.is_set()
 
 
 def _accepts_connections(address):
@@ -216,6 +220,7 @@ class Worker:
         with tf.device('/job:ps/task:0'):
             self.chief_ready = tf.Variable(True, trainable=False, name='chief_ready', collections=[])
         self.ready_op = tf.report_uninitialized_variables(global_vars + [self.chief_ready])
+        self.ready_op.mark_used()  # a worker stopped before its session never runs it: no "never used" dump
         self.session_config = worker_session_config(self.task)
 
     def _wait_for_parameter_servers(self):
