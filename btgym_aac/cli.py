@@ -211,7 +211,7 @@ def _demo(args):
     import matplotlib.image
 
     from btgym_aac.env import BTgymEnv
-    from btgym_aac.evaluation.evaluator import check_output_folder
+    from btgym_aac.evaluation.report import check_output_folder
     from btgym_aac.strategy import DevStrat_4_11
 
     check_output_folder(os.path.abspath(args.out))

@@ -6,18 +6,9 @@ from btgym_aac.evaluation.episodes import (TEST, episode_sample_type, make_evalu
                                            reset_options)
 from btgym_aac.evaluation.loading import load_policy, read_run_config
 from btgym_aac.evaluation.plots import plot_action_probabilities, plot_equity
-from btgym_aac.evaluation.report import build_report, write_report
+from btgym_aac.evaluation.report import build_report, check_output_folder, write_report
 
 POLICY, BUY_AND_HOLD, RANDOM = 'policy', 'buy_and_hold', 'random'
-
-
-def check_output_folder(path):
-    """Raises ValueError naming `path` when it, or the nearest existing folder it would be made in, is a file."""
-    existing = path
-    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise ValueError('output folder {}: {} is a file, not a folder'.format(path, existing))
 
 
 def _checkpoint_step(path):

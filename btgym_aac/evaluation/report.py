@@ -28,6 +28,15 @@ TABLE_COLUMNS = (('total_reward', 'reward', '{:+.3f}'), ('final_value', 'final v
                  ('sharpe', 'sharpe', '{:+.3f}'))
 
 
+def check_output_folder(path):
+    """Raises ValueError naming `path` when it, or the nearest existing folder it would be made in, is a file."""
+    existing = path
+    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
+        existing = os.path.dirname(existing)
+    if not os.path.isdir(existing):
+        raise ValueError('output folder {}: {} is a file, not a folder'.format(path, existing))
+
+
 def _json_value(value):
     if hasattr(value, 'isoformat'):
         return value.isoformat()
