@@ -43,6 +43,7 @@ from btgym_aac.env import BTgymEnv
 from btgym_aac.strategy import DevStrat_4_11
 
 ORIGINAL_BTGYM_A3C_1_WORKER = 28
+SETTLE_SECONDS = 1.0
 TIMERS = {'act': [], 'env_step': [], 'train': [], 'wait': [], 'env_step_end': []}
 
 
@@ -174,20 +175,29 @@ def all_workers_trained(launcher, num_workers):
                for task in range(num_workers))
 
 
+def after_each_drain(launcher, callback):
+    """Has `launcher` call `callback()` each time it has drained its progress queue (every poll)."""
+    drain = launcher._drain
+
+    def drain_then_call(progress, start):
+        drain(progress, start)
+        callback()
+
+    launcher._drain = drain_then_call
+
+
 def measure(config, num_workers, max_env_steps):
     """Runs one cluster; returns its speed, start-up and memory figures, the cost split of worker 0 and the
     machine's CPU use while it stepped."""
     reports = []
     with tempfile.TemporaryDirectory() as log_dir:
         launcher = make_launcher(config, num_workers, max_env_steps, os.path.join(log_dir, 'run'), log_dir)
-        drain = launcher._drain
 
-        def recording_drain(progress, start):
-            drain(progress, start)
+        def record():
             step = max((r['step'] for r in launcher.progress.values()), default=0)
             reports.append((time.time(), step, machine_cpu_times(), all_workers_trained(launcher, num_workers)))
 
-        launcher._drain = recording_drain
+        after_each_drain(launcher, record)
         start = time.time()
         result = launcher.run()
         with open(os.path.join(log_dir, 'worker_0.json')) as f:
@@ -270,7 +280,7 @@ def alternation_ratios(windows):
             for i in range(1, len(windows) - 1, 2)]
 
 
-def measure_alternating(config, pairs, window_seconds, settle_seconds=1.0):
+def measure_alternating(config, pairs, window_seconds, settle_seconds=SETTLE_SECONDS):
     """Runs one 2-worker cluster whose worker 1 is paused and resumed in turn (see `WorkerAlternation`): the
     scaling 2 workers / 1 worker from windows a few seconds apart, which a shared machine's slow and fast spells
     (lasting minutes) do not separate the way they separate two clusters run one after the other."""
@@ -278,13 +288,7 @@ def measure_alternating(config, pairs, window_seconds, settle_seconds=1.0):
     with tempfile.TemporaryDirectory() as log_dir:
         launcher = make_launcher(config, 2, 10 ** 9, os.path.join(log_dir, 'run'), log_dir)
         alternation = WorkerAlternation(launcher, windows_count, window_seconds)
-        drain = launcher._drain
-
-        def alternating_drain(progress, start):
-            drain(progress, start)
-            alternation.poll()
-
-        launcher._drain = alternating_drain
+        after_each_drain(launcher, alternation.poll)
         launcher.run()
         step_ends = []
         for task in (0, 1):
@@ -368,6 +372,11 @@ def main():
     parser.add_argument('--window-seconds', type=float, default=5.0, help='length of an alternating window')
     parser.add_argument('--out', default='benchmarks/results')
     args = parser.parse_args()
+    if args.alternation_pairs < 0:
+        parser.error('--alternation-pairs must be >= 0, got {}'.format(args.alternation_pairs))
+    if not args.window_seconds > SETTLE_SECONDS:
+        parser.error('--window-seconds must exceed the {} s left out at the start of every window, got {}'.format(
+            SETTLE_SECONDS, args.window_seconds))
     results = run_all(args.configs, args.workers, args.repeats, args.max_steps, args.alternation_pairs,
                       args.window_seconds)
     output = {
