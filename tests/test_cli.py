@@ -151,7 +151,9 @@ def test_a_checkpoint_folder_that_is_a_file_is_named(tmp_path, capsys):
     ('["a"]', 'must be a JSON object'),
     ('{"ps": "127.0.0.1:2222", "worker": ["127.0.0.1:2223"]}', 'non-empty list of "host:port" addresses under "ps"'),
     ('{"ps": ["nohostport"], "worker": ["127.0.0.1:2223"]}', "ps address 'nohostport' is not \"host:port\""),
-], ids=['json', 'list', 'string', 'address'])
+    ('{"ps": ["127.0.0.1:2222"], "worker": ["127.0.0.1:2223", "127.0.0.1:2222"]}',
+     'ps 0 and worker 1 share the address 127.0.0.1:2222'),
+], ids=['json', 'list', 'string', 'address', 'shared address'])
 def test_bad_cluster_spec_is_named(tmp_path, capsys, spec, message):
     (tmp_path / 'cluster.json').write_text(spec)
     code = cli_main(['cluster-node', '--cluster', str(tmp_path / 'cluster.json'), '--job', 'ps', '--task', '0'])

@@ -90,7 +90,8 @@ def make_cluster_spec(host='127.0.0.1', port=None, num_workers=1, num_ps=1):
 
 
 def check_cluster_spec(spec, source):
-    """Raises ValueError naming `source` unless `spec` is `{'ps': [...], 'worker': [...]}` of 'host:port' strings.
+    """Raises ValueError naming `source` unless `spec` is `{'ps': [...], 'worker': [...]}` of distinct 'host:port'
+    strings (two tasks cannot share an address).
 
     Returns:
         `spec`.
@@ -108,6 +109,12 @@ def check_cluster_spec(spec, source):
             if not isinstance(address, str) or not host or not port.isdigit() or not 1 <= int(port) <= MAX_PORT:
                 raise ValueError('cluster spec {}: {} address {!r} is not "host:port" with a port in 1..{}'.format(
                     source, job, address, MAX_PORT))
+    tasks = ['{} {}'.format(job, index) for job in ('ps', 'worker') for index in range(len(spec[job]))]
+    addresses = spec['ps'] + spec['worker']
+    for position, address in enumerate(addresses):
+        if address in addresses[:position]:
+            raise ValueError('cluster spec {}: {} and {} share the address {}; every task needs its own'.format(
+                source, tasks[addresses.index(address)], tasks[position], address))
     return spec
 
 
