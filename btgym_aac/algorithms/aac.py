@@ -30,6 +30,7 @@ import numpy as np
 from btgym_aac.algorithms.math_utils import log_uniform
 from btgym_aac.algorithms.memory import Memory
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
+from btgym_aac.algorithms.policy.options import unread_policy_kwargs
 from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
 from btgym_aac.algorithms.session_callables import CallableCache
@@ -58,7 +59,8 @@ class BaseAAC:
         env: environment or list of environments (one runner each); `DictSpace` observations with an `external`
             key and an `ActionDictSpace`.
         task: worker index (0 is the chief).
-        policy_config: {'class_ref': policy class, 'kwargs': dict}.
+        policy_config: {'class_ref': policy class, 'kwargs': dict}; kwargs that no part of the policy reads are
+            logged as warnings (see `policy.options.unread_policy_kwargs`).
         log_level: logbook level.
         name: variable scope of the worker graph.
         on_policy_loss, off_policy_loss, vr_loss, rp_loss, pc_loss: loss builders (see `nn.losses`).
@@ -129,6 +131,9 @@ class BaseAAC:
         self._check_spaces(self.env_list[0])
         self.policy_class = policy_config['class_ref']
         self.policy_kwargs = dict(policy_config.get('kwargs', {}))
+        for key in unread_policy_kwargs(self.policy_class, self.policy_kwargs):
+            self.log.warning('policy argument `{}` is read by no part of {}; ignored'.format(
+                key, self.policy_class.__name__))
         self.on_policy_loss, self.off_policy_loss = on_policy_loss, off_policy_loss
         self.vr_loss, self.rp_loss, self.pc_loss = vr_loss, rp_loss, pc_loss
         self.runner_config = runner_config or {'class_ref': RunnerThread, 'kwargs': {'runner_fn_ref': runner_fn_ref}}

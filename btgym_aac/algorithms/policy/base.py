@@ -144,6 +144,20 @@ class BaseAacPolicy:
 
     supports_pixel_control = True
 
+    @classmethod
+    def kwargs_readers(cls, kwargs):
+        """The builders that get the leftover `**kwargs` of `__init__` (a trainer warns of kwargs that neither
+        they nor an `__init__` name; see `options.unread_policy_kwargs`). Subclasses that send kwargs elsewhere
+        override it.
+
+        Args:
+            kwargs: the policy kwargs.
+
+        Returns:
+            tuple of callables.
+        """
+        return conv_2d_network, pixel_change_2d_estimator, duelling_pc_network
+
     def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=tf.nn.rnn_cell.BasicLSTMCell,
                  lstm_layers=(256,), action_dp_alpha=200.0, aux_estimate=False, static_rnn=False,
                  linear_layer_ref=noisy_linear, pixel_control=None, logits_layer_norm=True, **kwargs):
@@ -163,7 +177,8 @@ class BaseAacPolicy:
             pixel_control: build the pixel-control head; None means `aux_estimate`.
             logits_layer_norm: layer-normalised logits as the original (see `networks.dense_aac_network`).
             **kwargs: encoder and pixel-control options (`conv_2d_*`, `pc_estimator_stride`, `duell_pc_*`);
-                anything else (e.g. the trainer's `task`, `cluster_spec`) is ignored.
+                anything else (e.g. the trainer's `task`, `cluster_spec`) is ignored (the trainer warns of
+                kwargs of its `policy_config` read by nothing).
         """
         self._init_interface(ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate)
         if not ac_space.is_discrete:

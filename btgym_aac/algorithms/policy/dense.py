@@ -39,6 +39,11 @@ class AacDensePolicy(BaseAacPolicy):
 
     supports_pixel_control = False
 
+    @classmethod
+    def kwargs_readers(cls, kwargs):
+        """None: the dense encoder takes no options from kwargs and there is no pixel-control head."""
+        return ()
+
     def __init__(self, ob_space, ac_space, rp_sequence_size, dense_layers=(64, 64), lstm_layers=(64,),
                  linear_layer_ref=linear, logits_layer_norm=False, **kwargs):
         """

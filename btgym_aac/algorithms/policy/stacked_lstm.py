@@ -1,7 +1,9 @@
 """Two-LSTM policies: `StackedLstmPolicy` (NAV-A3C style) and its RL² flavour `AacStackedRL2Policy`."""
 from btgym_aac.algorithms.nn.layer_norm import LayerNormBasicLSTMCell
 from btgym_aac.algorithms.nn.layers import noisy_linear
-from btgym_aac.algorithms.nn.networks import conv_2d_network, dense_aac_network, lstm_network
+from btgym_aac.algorithms.nn.networks import (
+    conv_2d_network, dense_aac_network, duelling_pc_network, lstm_network, pixel_change_2d_estimator,
+)
 from btgym_aac.algorithms.policy.base import AacGraph, BaseAacPolicy, checked_layers, flatten_frames, to_sequences
 from btgym_aac.compat import tf
 
@@ -33,6 +35,12 @@ class StackedLstmPolicy(BaseAacPolicy):
       `external` observation whose pixel-change map matches the Q map (raises ValueError otherwise). The
       reference's unused `datetime` reshaping and transposed LSTM-1 state are omitted.
     """
+
+    @classmethod
+    def kwargs_readers(cls, kwargs):
+        """The state encoder (given or default), `lstm_network` and the pixel-control builders."""
+        return (kwargs.get('state_encoder_class_ref', conv_2d_network), lstm_network, pixel_change_2d_estimator,
+                duelling_pc_network)
 
     def __init__(self, ob_space, ac_space, rp_sequence_size, state_encoder_class_ref=conv_2d_network,
                  lstm_class_ref=LayerNormBasicLSTMCell, lstm_layers=(256, 256), linear_layer_ref=noisy_linear,
