@@ -56,8 +56,8 @@ def load_config_file(path):
     """Runs a Python config file and returns the notebook-style dicts it defines.
 
     Raises:
-        FileNotFoundError: no such file. ValueError: it cannot be run, defines none of the config dicts, or
-            defines one that is not a dict.
+        FileNotFoundError: no such file. ValueError: it cannot be run, exits, defines none of the config dicts,
+            or defines one that is not a dict.
     """
     if os.path.isdir(path):
         raise ValueError('config file {!r} is a folder'.format(path))
@@ -67,6 +67,9 @@ def load_config_file(path):
         namespace = runpy.run_path(path, run_name='btgym_aac_config')
     except SyntaxError as error:
         raise ValueError('config file {} line {}: {}'.format(path, error.lineno, error.msg)) from error
+    except SystemExit as error:
+        raise ValueError('config file {} exited (exit status {!r}) instead of defining its configs'.format(
+            path, error.code)) from error
     except Exception as error:
         lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path]
         raise ValueError('config file {}{} failed: {}'.format(

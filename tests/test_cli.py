@@ -117,7 +117,8 @@ def config_file(tmp_path, text):
     ('launcher_config = {"save_secs": "soon"}\n', "save_secs must be a positive number of seconds, got 'soon'"),
     ('cluster_config = {"num_workers": "two"}\n', "cluster_config num_workers must be a whole number >= 1, got 'two'"),
     ('cluster_config = {"port": "abc"}\n', "cluster_config port must be a whole number >= 1, got 'abc'"),
-], ids=['syntax', 'name', 'import', 'not-a-dict', 'unknown-key', 'steps', 'save-secs', 'workers', 'port'])
+    ('import sys\nsys.exit(0)\n', 'config.py exited (exit status 0) instead of defining its configs'),
+], ids=['syntax', 'name', 'import', 'not-a-dict', 'unknown-key', 'steps', 'save-secs', 'workers', 'port', 'exit'])
 def test_bad_config_file_gives_one_line_naming_the_problem(tmp_path, capsys, text, message):
     assert cli_main(['train', config_file(tmp_path, text), '--log-dir', str(tmp_path / 'run')]) == 2
     err = capsys.readouterr().err
