@@ -4,11 +4,11 @@ import difflib
 import inspect
 import json
 import os
-import runpy
 import sys
 import time
 import traceback
 
+from btgym_aac.config_modules import load_config_module
 from btgym_aac.logs import error_summary
 
 STARTED = time.time()
@@ -53,7 +53,8 @@ def default_configs(algo='a3c'):
 
 
 def load_config_file(path):
-    """Runs a Python config file and returns the notebook-style dicts it defines.
+    """Runs a Python config file as a module of its own (see `config_modules`: the classes it defines reach the
+    cluster's processes and the run's saved configs) and returns the notebook-style dicts it defines.
 
     Raises:
         FileNotFoundError: no such file. ValueError: it cannot be run, exits, defines none of the config dicts,
@@ -64,7 +65,7 @@ def load_config_file(path):
     if not os.path.isfile(path):
         raise FileNotFoundError('config file {!r} does not exist'.format(path))
     try:
-        namespace = runpy.run_path(path, run_name='btgym_aac_config')
+        namespace = load_config_module(path)
     except SyntaxError as error:
         raise ValueError('config file {} line {}: {}'.format(path, error.lineno, error.msg)) from error
     except SystemExit as error:

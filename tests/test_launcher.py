@@ -343,8 +343,12 @@ def cartpole_config_file(tmp_path, max_env_steps):
         from btgym_aac.algorithms import A3C
         from btgym_aac.algorithms.policy import AacDensePolicy
         from btgym_aac.env.gym_wrappers import TestModeEnv
+
+        class ConfigFilePolicy(AacDensePolicy):
+            """Defined in the config file: its workers must get it."""
+
         env_config = {{'class_ref': TestModeEnv, 'kwargs': {{'env_id': 'CartPole-v1'}}}}
-        policy_config = {{'class_ref': AacDensePolicy, 'kwargs': {{'dense_layers': (16,), 'lstm_layers': (16,)}}}}
+        policy_config = {{'class_ref': ConfigFilePolicy, 'kwargs': {{'dense_layers': (16,), 'lstm_layers': (16,)}}}}
         trainer_config = {{'class_ref': A3C, 'kwargs': {{'rollout_length': 20}}}}
         launcher_config = {{'test_mode': True, 'max_env_steps': {}, 'save_secs': 3600}}
     '''.format(max_env_steps)))
@@ -385,6 +389,12 @@ def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
         assert latest_checkpoint(str(log_dir / CKPT)) is not None
         time.sleep(1)
         assert live_processes_in_group(cluster.pid) == []
+    (tmp_path / 'config.py').unlink()
+    script = ('import sys\nfrom btgym_aac.evaluation.loading import read_run_config\n'
+              "print(read_run_config(sys.argv[1])['policy_config']['class_ref'].__doc__)")
+    policy_doc = subprocess.run([sys.executable, '-c', script, str(log_dir)], capture_output=True, text=True,
+                                check=True).stdout.strip()
+    assert policy_doc == 'Defined in the config file: its workers must get it.'
 
 
 def test_sigterm_to_the_process_group_stops_the_cluster_after_the_chiefs_last_save(tmp_path):

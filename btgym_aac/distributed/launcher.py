@@ -22,10 +22,11 @@ import time
 
 import numpy as np
 
+from btgym_aac.config_modules import dumps_with_sources
 from btgym_aac.distributed.checkpoints import export_checkpoint, is_within, latest_checkpoint
 from btgym_aac.distributed.cluster import make_cluster_spec
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
-from btgym_aac.distributed.worker import SETUP_FAILED_EXIT_CODE, run_task
+from btgym_aac.distributed.worker import SETUP_FAILED_EXIT_CODE, run_pickled_task
 from btgym_aac.logs import get_logger
 
 STOP_GRACE_SECONDS = 60
@@ -275,7 +276,7 @@ class Launcher:
 
     def _start(self, context, job_name, task, progress):
         config = dict(self.task_config(job_name, task), launcher_pid=os.getpid())
-        process = context.Process(target=run_task, args=(config, progress),
+        process = context.Process(target=run_pickled_task, args=(dumps_with_sources(config), progress),
                                   name='btgym_aac-{}-{}'.format(job_name, task))
         self.processes[(job_name, task)] = process
         process.start()

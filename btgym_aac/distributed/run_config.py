@@ -4,7 +4,8 @@ The chief writes it once its session is ready (its checkpoint restored), so a ru
 file of the run whose checkpoint is in the log dir as it was.
 """
 import os
-import pickle
+
+from btgym_aac.config_modules import dumps_with_sources
 
 RUN_CONFIG_FILE = 'run_config.pkl'
 RUN_CONFIG_DICTS = ('env_config', 'policy_config', 'trainer_config', 'cluster_config')
@@ -12,7 +13,8 @@ RUN_CONFIG_DICTS = ('env_config', 'policy_config', 'trainer_config', 'cluster_co
 
 def pickle_run_config(configs):
     """Pickles the run's configs in the launching process, where classes of its `__main__` have their real names
-    (a spawned task knows them as `__mp_main__`'s, which no other process can load).
+    (a spawned task knows them as `__mp_main__`'s, which no other process can load), with the sources of the
+    config-file modules they refer to (see `config_modules`).
 
     Args:
         configs: dict with env_config, policy_config, trainer_config, cluster_config, test_mode.
@@ -20,7 +22,7 @@ def pickle_run_config(configs):
     Returns:
         bytes for `write_run_config`.
     """
-    return pickle.dumps(configs)
+    return dumps_with_sources(configs)
 
 
 def write_run_config(log_dir, pickled):

@@ -15,6 +15,8 @@ import threading
 import time
 import traceback
 
+from btgym_aac.config_modules import load_with_sources
+
 PROGRESS_SECONDS = 2.0
 SESSION_RUN_TIMEOUT_SECONDS = 120
 SETUP_FAILED_EXIT_CODE = 3
@@ -34,6 +36,16 @@ def _setup_error(what, error):
     frames = traceback.extract_tb(error.__traceback__)
     where = '; raised at {}:{}'.format(frames[-1].filename, frames[-1].lineno) if frames else ''
     return WorkerSetupError('{} ({}{})'.format(what, error_summary(error), where))
+
+
+def run_pickled_task(pickled_config, progress_queue=None):
+    """Entry point of a task process a Launcher starts: `run_task` of the config that `pickled_config` holds
+    (from `config_modules.dumps_with_sources`, so the classes of a config file are found).
+
+    Returns:
+        what `run_task` returns.
+    """
+    return run_task(load_with_sources(pickled_config), progress_queue)
 
 
 def run_task(config, progress_queue=None):

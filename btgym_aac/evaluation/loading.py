@@ -14,6 +14,7 @@ import numpy as np
 from btgym_aac.algorithms.aac import BaseAAC
 from btgym_aac.algorithms.math_utils import softmax
 from btgym_aac.compat import tf
+from btgym_aac.config_modules import ConfigModuleError, load_with_sources
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, RUN_CONFIG_FILE
 from btgym_aac.env import BTgymEnv
@@ -46,7 +47,9 @@ def read_run_config(log_dir):
                                 'log dir of a btgym-aac train run?)'.format(log_dir, RUN_CONFIG_FILE))
     try:
         with open(path, 'rb') as f:
-            run_config = pickle.load(f)
+            run_config = load_with_sources(f)
+    except ConfigModuleError as error:
+        raise ValueError('{}: {}'.format(path, error)) from error
     except (pickle.UnpicklingError, EOFError, ImportError, AttributeError, ValueError, TypeError, IndexError,
             KeyError) as error:
         raise ValueError('{} cannot be read ({}); it is damaged, or names classes that can no longer be '
