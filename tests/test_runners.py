@@ -128,12 +128,14 @@ class ScriptedPolicy:
         self.rng = np.random.default_rng(seed)
         self.callback = {}
         self.configs_given = 0
+        self.config_envs = []
         self.acts = []
         self.initial_contexts = []
 
-    def get_sample_config(self):
+    def get_sample_config(self, env=None):
         sample_type = self.sample_types[self.configs_given % len(self.sample_types)]
         self.configs_given += 1
+        self.config_envs.append(env)
         config = copy.deepcopy(EnvResetConfig)
         for key in config:
             config[key]['sample_type'] = sample_type
@@ -293,6 +295,7 @@ def test_test_episodes_are_summarised_apart_and_never_reach_memory():
     first = next(generator)
     memory = SpyMemory.made[0]
     assert [record['type'] for record in env.records[:3]] == [0, 1, 0]
+    assert policy.config_envs == [env] * policy.configs_given, 'the runner names its env to get_sample_config'
     assert first['on_policy']['position']['episode'][0] == 2, 'nothing is yielded while the memory fills'
     assert first['ep_summary']['total_r'] == pytest.approx(env.records[0]['reward'])
     assert first['test_ep_summary'] == pytest.approx({'total_r': env.records[1]['reward'],
@@ -524,6 +527,7 @@ def test_synchro_get_data_is_contiguous_and_acts_greedily_in_test_episodes():
     assert {act['deterministic'] for act in policy.acts if act['type'] == 1} == {True}
     assert {act['deterministic'] for act in policy.acts if act['type'] == 0} == {False}
     assert any(item['is_test'] for item in items)
+    assert policy.config_envs == [env] * policy.configs_given
     assert all(int(frame['state']['metadata']['type']) == 0 for frame in memory.offered)
     assert set(frames[0]['info']) >= {'broker_value', 'step'} and 'bars' not in frames[0]['info']
 

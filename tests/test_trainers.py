@@ -1,6 +1,7 @@
 """Trainers: one process() of A3C, Unreal (all auxiliary tasks) and PPO changes the global weights, advances the
 global step by the real frames trained on and writes summaries; test rollouts train nothing."""
 import glob
+import threading
 import types
 
 import numpy as np
@@ -9,6 +10,7 @@ import pytest
 from btgym_aac import BTgymDataset, BTgymEnv
 from btgym_aac.algorithms import A3C, PPO, BaseAAC, Unreal, train_in_process
 from btgym_aac.algorithms.nn.layers import linear
+from btgym_aac.algorithms.sample_cycle import SampleCycle
 from btgym_aac.algorithms.policy import Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy
 from btgym_aac.compat import tf
 from btgym_aac.data import make_sine_data
@@ -278,23 +280,40 @@ def test_batch_mixing_train_and_test_rollouts_trains_on_the_train_ones(tmp_path)
 
 def cycle_only_trainer(cycle, episodes_per_trial):
     """Just the state `BaseAAC.get_sample_config` reads, with the method bound to it."""
-    trainer = types.SimpleNamespace(episode_train_test_cycle=cycle, current_train_episode=0,
-                                    current_test_episode=0, last_sample_type=None, trial_episode=0,
-                                    episodes_per_trial=episodes_per_trial)
+    trainer = types.SimpleNamespace(episode_train_test_cycle=cycle, episodes_per_trial=episodes_per_trial,
+                                    _sample_cycles={}, _sample_cycles_lock=threading.Lock())
     trainer.get_sample_config = types.MethodType(BaseAAC.get_sample_config, trainer)
     return trainer
 
 
 def test_sample_config_cycles_train_and_test_episodes():
-    trainer = cycle_only_trainer((1, 1), episodes_per_trial=1)
-    types_seen = [trainer.get_sample_config()['episode_config']['sample_type'] for _ in range(6)]
-    assert types_seen == [0, 1, 0, 1, 0, 1]
+    trainer = cycle_only_trainer((2, 1), episodes_per_trial=1)
+    types_seen = [trainer.get_sample_config()['episode_config']['sample_type'] for _ in range(7)]
+    assert types_seen == [0, 0, 1, 0, 0, 1, 0]
+    assert [SampleCycle(0, 2, 1).next_config()['episode_config']['sample_type'] for _ in range(2)] == [1, 1]
 
 
-def test_sample_config_new_trial_every_episodes_per_trial():
+def test_sample_config_new_trial_every_episodes_per_trial_and_at_each_sample_type_change():
     trainer = cycle_only_trainer((5, 0), episodes_per_trial=3)
     new_trial = [trainer.get_sample_config()['trial_config']['get_new'] for _ in range(7)]
     assert new_trial == [True, False, False, True, False, False, True]
+    cycle = SampleCycle(3, 1, episodes_per_trial=2)
+    assert [cycle.next_config()['trial_config']['get_new'] for _ in range(8)] == [
+        True, False, True, True, True, False, True, True]
+    assert cycle.next_config(new_trial=False)['trial_config']['get_new'] is False
+
+
+def test_each_env_keeps_its_own_sample_cycle():
+    trainer = cycle_only_trainer((3, 1), episodes_per_trial=2)
+    envs = [object(), object()]
+    configs = {id(env): [] for env in envs}
+    for _ in range(8):
+        for env in envs:  # episodes of the two envs alternate
+            configs[id(env)].append(trainer.get_sample_config(env=env))
+    for env in envs:
+        assert [config['episode_config']['sample_type'] for config in configs[id(env)]] == [0, 0, 0, 1] * 2
+        assert [config['trial_config']['get_new'] for config in configs[id(env)]] == [
+            True, False, True, True, True, False, True, True]
 
 
 def test_subclass_refuses_the_flags_it_fixes():

@@ -21,9 +21,11 @@ Fixes of the reference's defects in this layer (§20.2, §20.3):
     * `opt_epsilon` is Adam's epsilon (default 1e-5, the value the original hard-coded);
     * subclasses refuse the flags they fix with a clear TypeError;
     * RL2 policies: a new data trial is requested every `episodes_per_trial` episodes, not every episode, so
-      `lstm_2_init_period` takes effect.
+      `lstm_2_init_period` takes effect; each env keeps its own train/test cycle and trial count (locked; the
+      original shared one unlocked among a worker's runner threads).
 """
 import contextlib
+import threading
 
 import numpy as np
 
@@ -33,6 +35,7 @@ from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_d
 from btgym_aac.algorithms.policy.options import unread_policy_kwargs
 from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
+from btgym_aac.algorithms.sample_cycle import SampleCycle
 from btgym_aac.algorithms.session_callables import CallableCache
 from btgym_aac.algorithms.summaries import average_stats, make_episode_summaries, stat_feed
 from btgym_aac.algorithms.transfers import moved_to
@@ -193,9 +196,8 @@ class BaseAAC:
         if use_pixel_control:
             self.policy_kwargs.setdefault('pixel_control', True)
         self.global_step, self.global_episode, self.inc_episode = global_step_op, global_episode_op, inc_episode_op
-        self.current_train_episode = self.current_test_episode = 0
-        self.trial_episode = 0
-        self.last_sample_type = None
+        self._sample_cycles = {}
+        self._sample_cycles_lock = threading.Lock()
         self.local_steps = 0
         self.last_global_step = None
         self.sync = self.sync_pi = self.sync_pi_prime = self.sync_pi_after_train = None
@@ -447,33 +449,28 @@ class BaseAAC:
             runners.append(self.runner_config['class_ref'](**kwargs))
         return runners
 
-    def get_sample_config(self, _new_trial=None, **kwargs):
-        """Next episode's data sample config from the train/test cycle.
+    def get_sample_config(self, _new_trial=None, env=None, **kwargs):
+        """Next episode's data sample config from `env`'s train/test cycle (see `SampleCycle`).
 
         Runs `episode_train_test_cycle[0]` train episodes then `[1]` test episodes, repeatedly. A new trial is
         requested when the sample type changes and every `episodes_per_trial` episodes (or as `_new_trial` says).
+        Each env keeps its own cycle (the reference shared one among a worker's runner threads, unlocked, so with
+        several envs the trials came out of step with each env's episodes).
+
+        Args:
+            _new_trial: force (True) or forbid (False) a new trial; None follows the schedule.
+            env: the env asking (runners pass theirs); None: one cycle shared by all callers that give none.
+            **kwargs: ignored.
 
         Returns:
             {'episode_config': {...}, 'trial_config': {...}} for `env.reset(**config)`.
         """
-        num_train, num_test = self.episode_train_test_cycle
-        if self.current_train_episode < num_train:
-            self.current_train_episode += 1
-            sample_type = 0
-        elif self.current_test_episode < num_test:
-            self.current_test_episode += 1
-            sample_type = 1
-        else:
-            self.current_train_episode = self.current_test_episode = 0
-            return self.get_sample_config(_new_trial=_new_trial, **kwargs)
-        if _new_trial is None:
-            _new_trial = sample_type != self.last_sample_type or self.trial_episode % self.episodes_per_trial == 0
-        self.trial_episode = 1 if _new_trial else self.trial_episode + 1
-        self.last_sample_type = sample_type
-        return {
-            'episode_config': dict(get_new=True, sample_type=sample_type, b_alpha=1.0, b_beta=1.0),
-            'trial_config': dict(get_new=bool(_new_trial), sample_type=sample_type, b_alpha=1.0, b_beta=1.0),
-        }
+        with self._sample_cycles_lock:
+            cycle = self._sample_cycles.get(id(env))
+            if cycle is None:
+                cycle = self._sample_cycles[id(env)] = SampleCycle(*self.episode_train_test_cycle,
+                                                                  episodes_per_trial=self.episodes_per_trial)
+            return cycle.next_config(_new_trial)
 
     def start(self, sess, summary_writer, **kwargs):
         """Copies global weights to the local policy and starts the runners.

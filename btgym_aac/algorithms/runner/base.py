@@ -62,14 +62,14 @@ def reset_env(env, policy, test_mode, sample_config=None):
 
     Args:
         env: environment (gymnasium API).
-        policy: policy whose `get_sample_config()` is used when `sample_config` is None.
+        policy: policy whose `get_sample_config(env=env)` is used when `sample_config` is None.
         test_mode: plain ``env.reset()`` (test-mode envs take no sample configs).
         sample_config: ``{'episode_config', 'trial_config'}`` for BTGym envs.
     """
     if test_mode:
         observation, _ = env.reset()
     else:
-        config = policy.get_sample_config() if sample_config is None else sample_config
+        config = policy.get_sample_config(env=env) if sample_config is None else sample_config
         observation, _ = env.reset(**config)
     return observation
 
@@ -345,8 +345,8 @@ def BaseEnvRunnerFn(sess, env, policy, task, rollout_length, summary_writer, epi
                     atari_test, ep_summary, memory_config, log, stop_event=None, **kwargs):
     """Generator of runner data: the default runtime logic of `RunnerThread` (reference §14.1).
 
-    Starts an episode (``env.reset(**policy.get_sample_config())``; test mode: ``env.reset()``) and loops: collects
-    a rollout of at most `rollout_length` frames (shorter when the episode ends); at an episode end records its
+    Starts an episode (``env.reset(**policy.get_sample_config(env=env))``; test mode: ``env.reset()``) and loops:
+    collects a rollout of at most `rollout_length` frames (shorter when the episode ends); at an episode end records its
     statistics, renders if due (see `should_render`), runs ``policy.inc_episode`` (when the trainer attached it)
     and starts the next episode with ``policy.get_initial_features(state=..., context=<final context>)``. Frames of
     train episodes go to replay memory; frames of test episodes (observation ``metadata['type']`` non-zero) never do

@@ -58,7 +58,7 @@ class BaseSynchroRunner:
             ep_summary: unused (kept for the trainer's runner kwargs).
             test: test-mode (Atari / classic-control) environment.
             policy: default policy.
-            data_sample_config: default episode sample config (None: ``policy.get_sample_config()``).
+            data_sample_config: default episode sample config (None: ``policy.get_sample_config(env=...)``).
             memory_config: replay memory config or None.
             test_conditions: nested dict an episode's initial experience must contain to be a test episode
                 (default `DEFAULT_TEST_CONDITIONS`).
@@ -158,8 +158,8 @@ class BaseSynchroRunner:
         """Starts a new episode (no step is taken).
 
         Counts the episode (``inc_episode`` of the runner's policy, ``local_episode += 1``), resets the env with
-        `data_sample_config` (default: the runner's, else ``policy.get_sample_config()``), decides whether it is a
-        test episode (`test_conditions` matched against ``{'state': first observation}``) and gets the initial
+        `data_sample_config` (default: the runner's, else ``policy.get_sample_config(env=...)``), decides whether it is
+        a test episode (`test_conditions` matched against ``{'state': first observation}``) and gets the initial
         context ``policy.get_initial_features(state=..., context=init_context)``.
 
         Args:
@@ -288,7 +288,7 @@ class BaseSynchroRunner:
             same_trial: every new episode of the batch comes from the first episode's trial (its
                 ``trial_config['get_new']`` is set False after the first; the caller's dict is not changed).
             data_sample_config: sample config of every new episode (default: the runner's, else one
-                ``policy.get_sample_config()`` call when `same_trial`, a call per episode otherwise).
+                ``policy.get_sample_config(env=...)`` call when `same_trial`, a call per episode otherwise).
 
         Returns:
             {'data': [data dicts], 'terminal_context': [final context of every episode that ended]}.
@@ -296,7 +296,8 @@ class BaseSynchroRunner:
         size = positive_int(size, 'size')
         config = data_sample_config if data_sample_config is not None else self.data_sample_config
         if same_trial and not self.test_mode:
-            config = copy.deepcopy(config if config is not None else (policy or self.policy).get_sample_config())
+            config = copy.deepcopy(config if config is not None else (policy or self.policy).get_sample_config(
+                env=self.env))
             if 'trial_config' not in config:
                 raise ValueError('get_batch(same_trial=True): data_sample_config needs a trial_config, got '
                                  '{!r}'.format(config))
