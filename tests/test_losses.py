@@ -155,6 +155,20 @@ def test_pc_loss_matches_numpy():
     np.testing.assert_allclose(values['q_loss'], expected, rtol=1e-5)
 
 
+def test_masked_pc_loss_counts_only_the_rows_with_mask_one():
+    rng = np.random.default_rng(6)
+    actions = np.eye(ACTIONS, dtype=np.float32)[rng.integers(0, ACTIONS, 4)]
+    targets = rng.normal(size=(4, 3, 2)).astype(np.float32)
+    q = rng.normal(size=(4, 3, 2, ACTIONS)).astype(np.float32)
+    mask = np.array([1, 0, 1, 0], dtype=np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        loss, _ = pc_loss_def(tf.constant(actions), tf.constant(targets), tf.constant(q), mask=tf.constant(mask))
+        loss_value = sess.run(loss)
+    q_taken = np.take_along_axis(q, actions.argmax(axis=1)[:, None, None, None], axis=-1)[..., 0]
+    expected = ((targets - q_taken) ** 2)[[0, 2]].sum() / 2
+    np.testing.assert_allclose(loss_value, expected, rtol=1e-5)
+
+
 def test_pc_loss_rejects_action_width_other_than_q_depth():
     with tf.Graph().as_default(), pytest.raises(ValueError, match='one-hot actions'):
         pc_loss_def(tf.zeros([2, 1]), tf.zeros([2, 3, 3]), tf.zeros([2, 3, 3, ACTIONS]))

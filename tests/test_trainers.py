@@ -266,7 +266,15 @@ def test_batch_mixing_train_and_test_rollouts_trains_on_the_train_ones(tmp_path)
                                target_period={'days': 2, 'hours': 0, 'minutes': 0})
         return BTgymEnv(dataset=dataset, strategy=DevStrat_4_11, render_enabled=False, random_seed=0)
 
-    session = Session(A3C, [env(), env()], Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
+    class SecondEnvTests(A3C):
+        """The second env's cycle starts with its test episode."""
+
+        def get_sample_config(self, _new_trial=None, env=None, **kwargs):
+            if env is self.env_list[1] and id(env) not in self._sample_cycles:
+                super().get_sample_config(env=env)
+            return super().get_sample_config(_new_trial, env=env, **kwargs)
+
+    session = Session(SecondEnvTests, [env(), env()], Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
                       rollout_length=8, episode_train_test_cycle=(1, 1))
     try:
         frames, real, advance, moved = session.train_step()

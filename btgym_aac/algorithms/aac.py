@@ -32,6 +32,7 @@ import numpy as np
 from btgym_aac.algorithms.math_utils import log_uniform
 from btgym_aac.algorithms.memory import Memory
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
+from btgym_aac.algorithms.pixel_control import pixel_control_targets
 from btgym_aac.algorithms.policy.options import unread_policy_kwargs
 from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
@@ -89,7 +90,8 @@ class BaseAAC:
         replay_memory_size, replay_batch_size, replay_rollout_length: replay memory settings.
         use_off_policy_aac, use_reward_prediction, use_pixel_control, use_value_replay: auxiliary tasks.
         rp_lambda, pc_lambda, vr_lambda, off_aac_lambda: auxiliary loss weights (scalars or [low, high]).
-        gamma_pc: accepted for compatibility, unused (as in the original).
+        gamma_pc: discount of the pixel-control n-step Q targets (unused in the original, which regressed Q on
+            the raw pixel change; see `pixel_control`).
         rp_reward_threshold: |reward| above this counts as non-zero for reward prediction and priority replay.
         rp_sequence_size: reward-prediction sample length in frames.
         clip_epsilon: PPO clip range (annealed with the learn rate).
@@ -338,9 +340,10 @@ class BaseAAC:
                     raise ValueError('use_pixel_control=True but {} built no pixel-control head'.format(
                         type(pi).__name__))
                 pi.pc_action = tf.placeholder(tf.float32, [None, depth], name='pc_action')
-                pi.pc_q_target = tf.placeholder(tf.float32, [None, None, None], name='pc_q_target')
+                pi.pc_q_target = self._pixel_control_target(pi)
                 pc_loss, pc_summaries = self.pc_loss(actions=pi.pc_action, targets=pi.pc_q_target,
-                                                     pi_pc_q=pi.pc_q, name='pixel_control', verbose=True)
+                                                     pi_pc_q=pi.pc_q, name='pixel_control', verbose=True,
+                                                     mask=pi.pc_mask)
                 loss = loss + self.pc_lambda * pc_loss
                 summaries += pc_summaries
             if self.use_value_replay:
@@ -356,6 +359,20 @@ class BaseAAC:
                 loss = loss + self.rp_lambda * rp_loss
                 summaries += rp_summaries
         return loss, summaries
+
+    @staticmethod
+    def _pixel_control_target(pi):
+        """N-step Q target [B, H, W] of pixel control: the fed discounted pixel changes plus the bootstrap
+        `gamma_pc^(L-t) max_a Q(s_L, a)` read from the Q head's own (gradient-stopped) output at the fed bootstrap
+        rows (see `pixel_control`); also makes the placeholders `pc_return`, `pc_bootstrap_weight`,
+        `pc_bootstrap_row` and `pc_mask` on `pi`."""
+        pi.pc_return = tf.placeholder(tf.float32, [None, None, None], name='pc_return')
+        pi.pc_bootstrap_weight = tf.placeholder(tf.float32, [None], name='pc_bootstrap_weight')
+        pi.pc_bootstrap_row = tf.placeholder(tf.int32, [None], name='pc_bootstrap_row')
+        pi.pc_mask = tf.placeholder(tf.float32, [None], name='pc_mask')
+        q_max = tf.stop_gradient(tf.reduce_max(pi.pc_q, axis=-1))
+        bootstrap = tf.gather(q_max, pi.pc_bootstrap_row) * pi.pc_bootstrap_weight[:, None, None]
+        return tf.add(pi.pc_return, bootstrap, name='pc_q_target')
 
     def _make_train_op(self, pi, pi_prime, pi_global):
         """Adam on the global variables with the local gradients clipped at global norm 40; sync ops.
@@ -501,10 +518,15 @@ class BaseAAC:
 
     # -------------------------------------------------------------------------------------------- feeding
 
-    def _process_rollouts(self, rollouts, size=None):
-        return batch_stack([rollout.process(gamma=self.model_gamma, gae_lambda=self.model_gae_lambda,
-                                            size=size or self.rollout_length, time_flat=self.time_flat)
-                            for rollout in rollouts])
+    def _process_rollouts(self, rollouts, size=None, pixel_control=False):
+        """Stacked processed rollouts (see `Rollout.process`), with the pixel-control target parts if asked."""
+        batches = [rollout.process(gamma=self.model_gamma, gae_lambda=self.model_gae_lambda,
+                                   size=size or self.rollout_length, time_flat=self.time_flat)
+                   for rollout in rollouts]
+        stacked = batch_stack(batches)
+        if pixel_control:
+            stacked.update(pixel_control_targets(batches, self.gamma_pc))
+        return stacked
 
     @staticmethod
     def _policy_inputs(pi, prefix, batch):
@@ -545,8 +567,10 @@ class BaseAAC:
             if self.use_target_policy and self.use_off_policy_aac:
                 feed.update(self._policy_inputs(pi_prime, 'off', off_policy_batch))
             if self.use_pixel_control:
-                feed.update({pi.pc_action: off_policy_batch['action'],
-                             pi.pc_q_target: off_policy_batch['pixel_change']})
+                feed.update({pi.pc_action: off_policy_batch['action'], pi.pc_return: off_policy_batch['pc_return'],
+                             pi.pc_bootstrap_weight: off_policy_batch['pc_bootstrap_weight'],
+                             pi.pc_bootstrap_row: off_policy_batch['pc_bootstrap_row'],
+                             pi.pc_mask: off_policy_batch['pc_mask']})
             if self.use_value_replay:
                 feed[pi.vr_target] = off_policy_batch['r']
         if rp_batch is not None:
@@ -572,7 +596,8 @@ class BaseAAC:
         if self.use_memory:
             off_policy = [rollout for rollout in data['off_policy'] if rollout is not None and rollout.size]
             if off_policy:
-                off_batch = self._process_rollouts(off_policy, size=self.replay_rollout_length)
+                off_batch = self._process_rollouts(off_policy, size=self.replay_rollout_length,
+                                                   pixel_control=self.use_pixel_control)
             if self.use_reward_prediction:
                 rp_rollouts = [rollout for rollout in data['off_policy_rp'] if rollout is not None]
                 if rp_rollouts:

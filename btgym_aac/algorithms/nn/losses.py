@@ -6,9 +6,10 @@ leading underscores of `name` are dropped (the default `_aac_` becomes `aac_/aac
 kept as given.
 Notation: `CE(a, l) = -sum_k a_k log softmax(l)_k`.
 
-Padding mask (fix of the reference's padding leak): `aac_loss_def`, `ppo_loss_def` and `value_fn_loss_def`
-take an optional float `mask` [B] of 0/1 row weights. When given, every batch mean of these losses (policy
-loss, value loss, entropy, and the reported mean value / ratio / KL) becomes a mean over the rows with mask 1:
+Padding mask (fix of the reference's padding leak): `aac_loss_def`, `ppo_loss_def`, `value_fn_loss_def` and
+`pc_loss_def` take an optional float `mask` [B] of 0/1 row weights. When given, every batch mean of these losses
+(policy loss, value loss, entropy, pixel-control loss, and the reported mean value / ratio / KL) becomes a mean over
+the rows with mask 1:
 `sum(mask * x) / max(sum(mask), 1)`, so zero-padded rows contribute nothing (an all-zero mask gives 0).
 """
 from btgym_aac.algorithms.math_utils import cat_entropy, kl_divergence
@@ -154,8 +155,9 @@ def value_fn_loss_def(r_target, pi_vf, name='_vr_', verbose=False, mask=None):
     return loss, summaries
 
 
-def pc_loss_def(actions, targets, pi_pc_q, name='_pc_', verbose=False):
-    """Pixel-control loss (https://arxiv.org/abs/1611.05397): `sum((targets - Q_a)^2) / B`.
+def pc_loss_def(actions, targets, pi_pc_q, name='_pc_', verbose=False, mask=None):
+    """Pixel-control loss (https://arxiv.org/abs/1611.05397): `sum((targets - Q_a)^2) / B`, the sum over the
+    batch and the map.
 
     `Q_a = sum_k Q[..., k] · actions[:, k]`. The actions must be one-hot of width A, the depth of `pi_pc_q`
     (the reference sized the trainer's action placeholder by the number of assets instead; a static width
@@ -163,10 +165,12 @@ def pc_loss_def(actions, targets, pi_pc_q, name='_pc_', verbose=False):
 
     Args:
         actions: one-hot actions [B, A].
-        targets: pixel-change targets [B, H, W].
+        targets: pixel-control Q targets [B, H, W].
         pi_pc_q: Q-value maps [B, H, W, A].
         name: name scope prefix.
         verbose: add the `q_loss` summary.
+        mask: optional float [B] of 0/1 row weights: B becomes `max(sum(mask), 1)` and rows with mask 0 count
+            nothing (see the module docstring).
 
     Returns:
         loss scalar; summaries (`q_loss` if verbose, else empty).
@@ -180,8 +184,7 @@ def pc_loss_def(actions, targets, pi_pc_q, name='_pc_', verbose=False):
                          'full action depth'.format(action_width, q_depth))
     with _loss_scope(name, 'pixel_control'):
         q_action = tf.reduce_sum(pi_pc_q * tf.reshape(actions, [-1, 1, 1, tf.shape(actions)[-1]]), axis=-1)
-        batch_size = tf.cast(tf.shape(targets)[0], tf.float32)
-        loss = tf.reduce_sum(tf.square(targets - q_action)) / batch_size
+        loss = _batch_mean(tf.reduce_sum(tf.square(targets - q_action), axis=[1, 2]), mask)
         summaries = _scalar_summaries([], [('q_loss', loss)], verbose)
     return loss, summaries
 
