@@ -117,6 +117,13 @@ def test_uniform_samples_are_contiguous_and_stop_at_terminal():
     assert 5 in sizes and min(sizes) < 5
 
 
+def test_uniform_samples_never_exceed_max_sample_size():
+    memory = Memory(history_size=40, max_sample_size=3, priority_sample_size=2, seed=4)
+    add_episodes(memory, [40])
+    sizes = {memory.sample_uniform(20).size for _ in range(50)}
+    assert sizes == {3}
+
+
 def test_priority_samples_are_contiguous():
     memory = Memory(history_size=60, max_sample_size=6, priority_sample_size=4, use_priority_sampling=True, seed=3)
     add_episodes(memory, [3, 5, 2, 8, 4, 7, 3, 9, 5, 6, 4, 4], reward_fn=lambda e, s: float(s % 3 == 0))

@@ -212,15 +212,28 @@ def test_ppo_syncs_before_each_train_step_after_copying_the_target_policy(tmp_pa
         session.close()
 
 
-def test_unreal_all_aux_tasks_on_trading_env(tmp_path):
-    session = Session(Unreal, trading_env(), Aac1dPolicy,
+def test_unreal_all_aux_tasks_on_trading_env_with_replayed_sequences_shorter_than_rollouts(tmp_path):
+    long_episodes = trading_env(episode_duration={'days': 1, 'hours': 0, 'minutes': 0})
+    session = Session(Unreal, long_episodes, Aac1dPolicy,
                       dict(lstm_layers=(16,), **SMALL_CONV), tmp_path, rollout_length=10, time_flat=False,
                       use_value_replay=True, use_reward_prediction=True, use_pixel_control=True,
-                      replay_memory_size=40, rp_reward_threshold=0.001)
+                      replay_memory_size=40, replay_rollout_length=6, rp_reward_threshold=0.001)
     try:
         assert_trained(session, ['v_loss', 'class_loss', 'q_loss', 'policy_loss'])
+        assert [rollout.size for rollout in session.data['off_policy']] == [6]
     finally:
         session.close()
+
+
+def test_replayed_sequences_shorter_than_reward_prediction_samples_are_refused():
+    env = trading_env()
+    try:
+        with tf.Graph().as_default(), pytest.raises(ValueError, match='replay_rollout_length 2 is shorter than '
+                                                                      'rp_sequence_size 3'):
+            Unreal(env=env, task=0, policy_config={'class_ref': Aac1dPolicy, 'kwargs': {}},
+                   use_reward_prediction=True, replay_rollout_length=2, rp_sequence_size=3)
+    finally:
+        env.close()
 
 
 def test_unreal_all_aux_tasks_on_image_env(tmp_path):

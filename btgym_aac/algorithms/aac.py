@@ -87,7 +87,11 @@ class BaseAAC:
         episode_summary_freq, env_render_freq: runner-side summary and rendering periods, in episodes.
         model_summary_freq: train steps between model summaries.
         test_mode: True for gymnasium test environments (Atari, CartPole) instead of BTgymEnv.
-        replay_memory_size, replay_batch_size, replay_rollout_length: replay memory settings.
+        replay_memory_size, replay_batch_size: replay memory settings.
+        replay_rollout_length: longest replayed sequence (the memory's `max_sample_size`; runners ask for
+            `rollout_length` frames, so off-policy sequences hold at most the smaller of the two); off-policy
+            batches are padded to it when `time_flat` is False. Must be >= `rp_sequence_size` with reward
+            prediction.
         use_off_policy_aac, use_reward_prediction, use_pixel_control, use_value_replay: auxiliary tasks.
         rp_lambda, pc_lambda, vr_lambda, off_aac_lambda: auxiliary loss weights (scalars or [low, high]).
         gamma_pc: discount of the pixel-control n-step Q targets (unused in the original, which regressed Q on
@@ -178,6 +182,10 @@ class BaseAAC:
         self.use_any_aux_tasks = use_value_replay or use_pixel_control or use_reward_prediction
         self.use_local_memory = _use_local_memory
         self.use_memory = (self.use_any_aux_tasks or use_off_policy_aac) and not _use_local_memory
+        if self.use_memory and use_reward_prediction and self.replay_rollout_length < rp_sequence_size:
+            raise ValueError('replay_rollout_length {} is shorter than rp_sequence_size {}: the memory cannot '
+                             'return reward-prediction samples that long'.format(self.replay_rollout_length,
+                                                                                 rp_sequence_size))
         self.use_target_policy = _use_target_policy
         self.use_global_network = _use_global_network
         self.aux_render_modes = list(aux_render_modes or [])

@@ -151,7 +151,8 @@ class Memory:
         return rollout
 
     def sample_uniform(self, sequence_size):
-        """Samples a run of up to ``sequence_size`` successive frames from a uniformly chosen start.
+        """Samples a run of up to ``sequence_size`` successive frames (at most ``max_sample_size``) from a uniformly
+        chosen start.
 
         Works on a partly filled memory (reference §20.3 item 22): the start is uniform over the positions where a
         whole window fits; a memory holding fewer frames than ``sequence_size`` starts at its oldest frame and
@@ -162,13 +163,14 @@ class Memory:
             sequence_size: maximum number of frames, >= 1.
 
         Returns:
-            `Rollout` of 1..sequence_size frames.
+            `Rollout` of 1..min(sequence_size, max_sample_size) frames.
         """
         if sequence_size < 1:
             raise ValueError('Memory.sample_uniform: sequence_size must be >= 1, got {}'.format(sequence_size))
         stored = len(self._frames)
         if stored == 0:
             raise ValueError('Memory.sample_uniform: the memory is empty')
+        sequence_size = min(int(sequence_size), self.max_sample_size)
         start = int(self._rng.integers(0, max(stored - sequence_size, 0) + 1))
         if self._frames[start]['terminal'] and start + 1 < stored:
             start += 1
