@@ -258,6 +258,23 @@ def test_ppo_two_epochs(tmp_path):
         session.close()
 
 
+def test_each_epoch_takes_its_gradient_at_the_weights_the_previous_one_made(tmp_path):
+    """PPO leaves the local weights as the last epoch trained on: with two epochs, the global weights after the
+    first one (and neither those before the step nor those after it)."""
+    session = Session(PPO, trading_env(), Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
+                      rollout_length=8, num_epochs=2, model_summary_freq=100)
+    try:
+        runs = _record_runs(session.trainer)
+        before = [glob for _, glob in _local_and_global(session)]
+        assert session.train_step()[3]
+        assert runs == ['sync_pi_prime', 'sync_pi', 'train_epoch', 'train_last']
+        values = _local_and_global(session)
+        assert any(not np.array_equal(local, old) for (local, _), old in zip(values, before))
+        assert any(not np.array_equal(local, glob) for local, glob in values)
+    finally:
+        session.close()
+
+
 def test_test_rollouts_train_nothing(tmp_path):
     dataset = BTgymDataset(dataframe=make_sine_data(num_bars=8000), episode_duration=SHORT_EPISODE,
                            target_period={'days': 2, 'hours': 0, 'minutes': 0})

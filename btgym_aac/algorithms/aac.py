@@ -22,7 +22,9 @@ Fixes of the reference's defects in this layer (§20.2, §20.3):
     * subclasses refuse the flags they fix with a clear TypeError;
     * RL2 policies: a new data trial is requested every `episodes_per_trial` episodes, not every episode, so
       `lstm_2_init_period` takes effect; each env keeps its own train/test cycle and trial count (locked; the
-      original shared one unlocked among a worker's runner threads).
+      original shared one unlocked among a worker's runner threads);
+    * each of `num_epochs` passes takes its gradient at the weights the previous pass made (the original repeated
+      the first pass's gradient, the local policy not being synced between passes).
 """
 import contextlib
 import threading
@@ -99,7 +101,8 @@ class BaseAAC:
         rp_reward_threshold: |reward| above this counts as non-zero for reward prediction and priority replay.
         rp_sequence_size: reward-prediction sample length in frames.
         clip_epsilon: PPO clip range (annealed with the learn rate).
-        num_epochs: SGD passes per batch.
+        num_epochs: SGD passes per batch; the local policy is synced between them (the original computed every
+            pass's gradient at the same weights, so the passes repeated one gradient).
         pi_prime_update_period: train steps between local pi -> pi' copies.
         episodes_per_trial: episodes per data trial (None: the policy's `lstm_2_init_period` if it has one,
             else 1, i.e. a new trial every episode).
@@ -210,7 +213,7 @@ class BaseAAC:
         self._sample_cycles_lock = threading.Lock()
         self.local_steps = 0
         self.last_global_step = None
-        self.sync = self.sync_pi = self.sync_pi_prime = self.sync_pi_after_train = None
+        self.sync = self.sync_pi = self.sync_pi_prime = self.sync_pi_after_train = self.sync_pi_after_epoch = None
         self._local_synced = False
         self.summary_writer = None
         self._train_callables = CallableCache()
@@ -388,7 +391,9 @@ class BaseAAC:
         `sync` copies every global variable to the local policy (at `start`); `sync_pi` (before a train step)
         skips the trainable variables the loss gives no gradient (such as the reward-prediction head of a policy
         trained by A3C): nothing ever changes them, so their local copies stay equal to the global ones.
-        `sync_pi_after_train` is `sync_pi` run after the update (see the module docstring). The syncs and the
+        `sync_pi_after_train` is `sync_pi` run after the update (see the module docstring); with `num_epochs` > 1,
+        `sync_pi_after_epoch` (the same without the global step increment) ends every epoch but the last, so each
+        epoch takes its gradient at the weights the previous one made. The syncs and the
         gradient push move the small tensors packed together (see `transfers`). The train learning rate
         (`learn_rate_decayed` times the fed train phase), Adam's constants and the global step increment are
         computed on the global step's device, the train phase and frame count travelling in the gradient pack, so
@@ -423,6 +428,9 @@ class BaseAAC:
             self.inc_step = self.global_step.assign_add(tf.cast(frames, tf.int32))
         with tf.control_dependencies([train_op, self.inc_step]):
             self.sync_pi_after_train = self._copy_op(changing)
+        if self.num_epochs > 1:
+            with tf.control_dependencies([train_op]):
+                self.sync_pi_after_epoch = self._copy_op(changing)
         return train_op
 
     @staticmethod
@@ -644,7 +652,7 @@ class BaseAAC:
             write_summary = self.model_summary_op is not None and self.local_steps % self.model_summary_freq == 0
             train = [self.train_op]
             for _ in range(self.num_epochs - 1):
-                self._train_callables.run(sess, 'train', None, feed_dict, targets=train)
+                self._train_callables.run(sess, 'train_epoch', None, feed_dict, targets=[self.sync_pi_after_epoch])
             sync_after = not (write_summary or self.use_target_policy)
             fetches = [self.inc_step] + ([self.model_summary_op] if write_summary else [])
             fetched = self._train_callables.run(sess, ('train_last', write_summary, sync_after), fetches, feed_dict,
