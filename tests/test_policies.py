@@ -319,6 +319,18 @@ def test_rl2_lstm_2_context_reset_rules():
         with pytest.raises(KeyError, match='trial_num'):
             policy.get_initial_features(state={'external': np.zeros((30, 1, 5))}, context=previous, sess=sess)
 
+        # Two envs on different trials, episodes interleaved: each keeps its own trial and count.
+        envs = [object(), object()]
+        kept = {id(env): [] for env in envs}
+        with sess.as_default():
+            for _ in range(3):
+                for env, trial_num in zip(envs, (7, 8)):
+                    state = {'metadata': {'trial_num': np.int64(trial_num), 'type': np.int64(0)}}
+                    _, lstm_2 = policy.get_initial_features(state=state, context=previous, env=env)
+                    kept[id(env)].append(bool(np.all(tf.nest.flatten(lstm_2)[0] == 3.0)))
+        assert kept == {id(envs[0]): [False, True, True], id(envs[1]): [False, True, True]}
+        assert (policy.current_trial_num, policy.current_ep_num) == (8, 3)
+
 
 def test_sample_category_is_robust_and_matches_softmax():
     np.random.seed(0)

@@ -185,19 +185,24 @@ class AacStackedRL2Policy(StackedLstmPolicy):
         self.lstm_2_init_period = int(lstm_2_init_period)
         self.current_trial_num = -1
         self.current_ep_num = 0
+        self._env_episodes = {}
 
-    def get_initial_features(self, state, context=None, sess=None, **kwargs):
+    def get_initial_features(self, state, context=None, sess=None, env=None, **kwargs):
         """Context for a new episode.
 
         LSTM 1 gets the zero state. LSTM 2 keeps `context[-1]` (the previous episode's final LSTM-2 state) unless:
         `state['metadata']['trial_num']` differs from the last call's, `context` is None, `state['metadata']['type']`
         is non-zero (test episode), or the episode counter is a multiple of `lstm_2_init_period` (true on the first
-        call). Records the trial number and counts the episode.
+        call). Records the trial number and counts the episode. The last trial number and the counter are kept per
+        `env` (runners pass theirs; the original kept one pair for all the envs of a worker, so interleaved
+        episodes of two envs on different trials reset LSTM 2 every time); `current_trial_num` and
+        `current_ep_num` show the pair of the latest call.
 
         Args:
             state: first observation of the episode (dict with `metadata` `trial_num` and `type`).
             context: final context of the previous episode, structured as `on_lstm_init_state`, or None.
             sess: session (None: the default session).
+            env: the env of the episode; None: one pair shared by all callers that give none.
             **kwargs: ignored.
 
         Returns:
@@ -213,14 +218,14 @@ class AacStackedRL2Policy(StackedLstmPolicy):
             raise KeyError('AacStackedRL2Policy: the episode state must hold metadata `trial_num` and `type`, got '
                            '{!r}'.format(state if not isinstance(state, dict) else list(state))) from error
         lstm_1_state, lstm_2_state = super().get_initial_features(sess=sess)
+        last_trial_num, episodes = self._env_episodes.get(id(env), (-1, 0))
         reset_lstm_2 = (
-            trial_num != self.current_trial_num
+            trial_num != last_trial_num
             or context is None
             or bool(episode_type)
-            or self.current_ep_num % self.lstm_2_init_period == 0
+            or episodes % self.lstm_2_init_period == 0
         )
         if not reset_lstm_2:
             lstm_2_state = context[-1]
-        self.current_trial_num = trial_num
-        self.current_ep_num += 1
+        self.current_trial_num, self.current_ep_num = self._env_episodes[id(env)] = (trial_num, episodes + 1)
         return lstm_1_state, lstm_2_state

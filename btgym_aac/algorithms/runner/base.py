@@ -282,7 +282,8 @@ class _EnvRunner:
     def start_episode(self, previous_context=None):
         self.state = reset_env(self.env, self.policy, self.test_mode)
         self.is_test = not self.test_mode and has_test_metadata(self.state)
-        self.context = self.policy.get_initial_features(state=self.state, context=previous_context, sess=self.sess)
+        self.context = self.policy.get_initial_features(state=self.state, context=previous_context, sess=self.sess,
+                                                        env=self.env)
         self.last_action = initial_action_code(self.env)
         self.last_reward = np.asarray(0.0)
         self.length = 0

@@ -175,7 +175,8 @@ class BaseSynchroRunner:
         config = data_sample_config if data_sample_config is not None else self.data_sample_config
         self.state = reset_env(self.env, policy, self.test_mode, config)
         self.is_test = bool(is_subdict(self.test_conditions, {'state': self.state}))
-        self.context = policy.get_initial_features(state=self.state, context=init_context, sess=self.sess)
+        self.context = policy.get_initial_features(state=self.state, context=init_context, sess=self.sess,
+                                                   env=self.env)
         self.last_action = initial_action_code(self.env)
         self.last_reward = np.asarray(0.0)
         self.ep_accum = {'logits': [], 'value': [], 'context': []}
