@@ -16,10 +16,12 @@ from btgym_aac.algorithms.policy import AacDensePolicy
 from btgym_aac.algorithms.rollout import make_data_getter
 from btgym_aac.algorithms.runner import (BaseEnvRunnerFn, BaseSynchroRunner, RunnerStopped, RunnerThread,
                                         VerboseSynchroRunner)
+from btgym_aac.algorithms.runner.base import act_and_step, collect_rollout, initial_action_code
 from btgym_aac.algorithms.runner.synchro import lstm_h_history, min_max_255
 from btgym_aac.algorithms.utils import LSTMStateTuple
 from btgym_aac.compat import tf
 from btgym_aac.data import EnvResetConfig, make_sine_data
+from btgym_aac.env import gym_wrappers
 from btgym_aac.logs import get_logger
 from btgym_aac.spaces import ActionDictSpace
 from btgym_aac.strategy import DevStrat_4_11
@@ -235,6 +237,30 @@ def assert_actions_chain(frames, ac_space):
 
 
 # ----------------------------------------------------------------------------------------------- BaseEnvRunnerFn
+
+@pytest.mark.parametrize('truncated, bootstrap', [(False, 0.0), (True, 7.5)], ids=['terminated', 'truncated'])
+def test_an_episode_cut_by_a_time_limit_is_bootstrapped_and_a_terminated_one_is_not(truncated, bootstrap):
+    frames = iter([{'reward': 1.0, 'value': 0.5, 'terminal': False, 'truncated': False},
+                   {'reward': 1.0, 'value': 0.5, 'terminal': True, 'truncated': truncated}])
+    rollout, terminal = collect_rollout(lambda: next(frames), bootstrap_value=lambda: 7.5, remember=lambda frame: None,
+                                        rollout_length=5)
+    assert terminal and rollout.size == 2
+    assert [float(np.asarray(r).item()) for r in rollout['r']] == [0.5, bootstrap]
+
+
+def test_act_and_step_marks_a_time_limit_apart_from_termination():
+    env = gym_wrappers.TestModeEnv(env_id='CartPole-v1', seed=0, max_episode_steps=3)
+    policy = ScriptedPolicy(env.action_space)
+    state, _ = env.reset()
+    flags = []
+    for step in range(3):
+        transition = act_and_step(None, env, policy, state, counted_context(step), initial_action_code(env),
+                                  np.asarray(0.0), {'episode': 0, 'step': step})
+        state = transition.state
+        flags.append((transition.experience['terminal'], transition.experience['truncated']))
+    env.close()
+    assert flags == [(False, False), (False, False), (True, True)]
+
 
 def test_rollouts_are_bounded_contiguous_and_bootstrapped():
     env = RecordingEnv()

@@ -4,11 +4,12 @@ A runner alone talks to its environment: it acts with the policy, steps the env,
 bootstraps n-step returns, keeps episode statistics, renders, and feeds replay memory.
 
 Experience frame (one env step): ``{'position': {'episode', 'step'}, 'state': observation the action was taken in,
-'action': one-hot [A], 'reward': float, 'value': V(state) [1], 'terminal': bool, 'context': policy context before
-the step, 'last_action': previous action code [E], 'last_reward': previous reward (0-d array), 'r': bootstrap [1]}``
-plus one key per policy callback (e.g. ``pixel_change``). ``'r'`` is V(next state) for a frame followed by
-another one, 0 after a terminal step, and for a rollout's last non-terminal frame the value of the state the next
-rollout starts in.
+'action': one-hot [A], 'reward': float, 'value': V(state) [1], 'terminal': bool (the episode is over),
+'truncated': bool (over by a time limit, not terminated), 'context': policy context before the step, 'last_action':
+previous action code [E], 'last_reward': previous reward (0-d array), 'r': bootstrap [1]}`` plus one key per policy
+callback (e.g. ``pixel_change``). ``'r'`` is V(next state) for a frame followed by another one, 0 after a
+terminated step, V(final observation) after a truncated one (the reference treated time limits as terminal), and
+for a rollout's last non-terminal frame the value of the state the next rollout starts in.
 
 Two environment flavours (the ``test`` / ``atari_test`` flag): BTGym (``reset(**sample_config)``, ``get_stat()``,
 metadata in observations) and test mode (gymnasium Atari / classic-control wrappers: plain ``reset()``, no
@@ -149,6 +150,7 @@ def act_and_step(sess, env, policy, state, context, last_action, last_reward, po
         'reward': float(reward),
         'value': value,
         'terminal': terminal,
+        'truncated': bool(truncated and not terminated),
         'context': context,
         'last_action': last_action,
         'last_reward': last_reward,
@@ -200,7 +202,8 @@ def collect_rollout(step, bootstrap_value, remember, rollout_length, stop_reques
         experience = step()
         complete(pending, experience['value'])
         pending = experience
-    complete(pending, 0.0 if pending['terminal'] else bootstrap_value())
+    ended = pending['terminal'] and not pending.get('truncated', False)
+    complete(pending, 0.0 if ended else bootstrap_value())
     return rollout, pending['terminal']
 
 
