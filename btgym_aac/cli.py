@@ -21,6 +21,9 @@ CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config
 def default_configs(algo='a3c'):
     """The reference configuration: DevStrat_4_11 on the built-in sine data, RL2 stacked-LSTM policy.
 
+    A new data trial every episode (`episodes_per_trial=1`), as the original's runs had: a `BTgymDataset` trial
+    is one episode's window, so longer trials would replay one window for `lstm_2_init_period` episodes.
+
     Args:
         algo: 'a3c', 'unreal' or 'ppo'.
 
@@ -47,7 +50,7 @@ def default_configs(algo='a3c'):
         trainer_config={'class_ref': trainers[algo], 'kwargs': dict(
             opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99,
             model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=10,
-            episode_summary_freq=1, env_render_freq=10)},
+            episode_summary_freq=1, env_render_freq=10, episodes_per_trial=1)},
         launcher_config={'max_env_steps': DEFAULT_MAX_STEPS, 'save_secs': 60},
     )
 
@@ -93,7 +96,8 @@ def _configs_from_args(args):
     configs = default_configs(args.algo or 'a3c')
     if args.config:
         for name, config in load_config_file(args.config).items():
-            configs[name] = config
+            merged = name in ('cluster_config', 'launcher_config')
+            configs[name] = dict(configs[name], **config) if merged else config
         if args.algo:
             configs['trainer_config'] = dict(configs['trainer_config'],
                                              class_ref=default_configs(args.algo)['trainer_config']['class_ref'])
@@ -101,7 +105,7 @@ def _configs_from_args(args):
     launcher = configs['launcher_config'] = dict(configs.get('launcher_config', {}))
     env_kwargs = dict(configs['env_config'].get('kwargs', {}))
     for flag, key in (('workers', 'num_workers'), ('envs_per_worker', 'num_envs'), ('log_dir', 'log_dir'),
-                      ('port', 'port')):
+                      ('port', 'port'), ('initial_ckpt_dir', 'initial_ckpt_dir')):
         if getattr(args, flag, None) is not None:
             cluster[key] = getattr(args, flag)
     if getattr(args, 'max_steps', None) is not None:
@@ -268,6 +272,8 @@ def _add_run_flags(parser):
     parser.add_argument('--data', nargs='+', metavar='CSV', help='train on these OHLC CSV files')
     parser.add_argument('--seed', type=_seed, help='root random seed')
     parser.add_argument('--port', type=int, help='first cluster port (default: free ports)')
+    parser.add_argument('--initial-ckpt-dir', metavar='DIR', help='start from the latest checkpoint in DIR '
+                        '(e.g. written by export), global step 0, instead of resuming or starting from scratch')
 
 
 def build_parser():

@@ -271,3 +271,21 @@ def test_a_misspelt_config_name_is_warned_about(tmp_path, capsys):
     assert set(cli_module.load_config_file(path)) == {'env_config'}
     assert capsys.readouterr().err.strip() == (
         'btgym-aac: warning: config file {} defines `trainer_confg`, not `trainer_config`: it is ignored'.format(path))
+
+
+def test_a_config_files_cluster_and_launcher_dicts_fill_in_the_command_defaults(tmp_path):
+    path = config_file(tmp_path, "cluster_config = {'num_envs': 3}\nlauncher_config = {'save_secs': 5}\n")
+    configs = cli_module._configs_from_args(cli_module.build_parser().parse_args(['train', path, '--workers', '4']))
+    assert configs['cluster_config'] == {'num_workers': 4, 'num_ps': 1, 'num_envs': 3,
+                                         'log_dir': cli_module.DEFAULT_LOG_DIR}
+    assert configs['launcher_config'] == {'max_env_steps': cli_module.DEFAULT_MAX_STEPS, 'save_secs': 5}
+    assert configs['trainer_config']['kwargs']['episodes_per_trial'] == 1
+
+
+def test_initial_checkpoint_folder_flag_reaches_the_launcher(tmp_path, capsys):
+    (tmp_path / 'empty').mkdir()
+    assert cli_main(['train', '--initial-ckpt-dir', str(tmp_path / 'empty'), '--log-dir', str(tmp_path / 'run')]) == 2
+    assert "initial_ckpt_dir '{}' holds no checkpoint".format(tmp_path / 'empty') in capsys.readouterr().err
+    run = saved_run(tmp_path / 'exported')
+    args = cli_module.build_parser().parse_args(['train', '--initial-ckpt-dir', str(run / CKPT)])
+    assert cli_module._configs_from_args(args)['cluster_config']['initial_ckpt_dir'] == str(run / CKPT)
