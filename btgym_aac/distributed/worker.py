@@ -345,7 +345,8 @@ class Worker:
             self.trainer.stop()
             writer.close()
             sess.close()
-        self.log.notice('reached {} steps, exiting'.format(step))
+        if not self.stop.is_set():
+            self.log.notice('reached {} steps, exiting'.format(step))
 
     def _save(self, sess, ckpt_path, step, start_time):
         os.makedirs(os.path.dirname(ckpt_path), exist_ok=True)
