@@ -24,7 +24,9 @@ Fixes of the reference's defects in this layer (§20.2, §20.3):
       `lstm_2_init_period` takes effect; each env keeps its own train/test cycle and trial count (locked; the
       original shared one unlocked among a worker's runner threads);
     * each of `num_epochs` passes takes its gradient at the weights the previous pass made (the original repeated
-      the first pass's gradient, the local policy not being synced between passes).
+      the first pass's gradient, the local policy not being synced between passes);
+    * pixel control regresses Q on n-step targets discounted by `gamma_pc` (see `pixel_control`), not on the raw
+      pixel change, and its loss ignores padded rows.
 """
 import contextlib
 import threading
