@@ -354,6 +354,18 @@ def test_each_env_keeps_its_own_sample_cycle():
             True, False, True, True, True, False, True, True]
 
 
+def test_each_env_replay_memory_draws_from_its_own_seed():
+    trainer = types.SimpleNamespace(use_memory=True, replay_memory_size=10, replay_rollout_length=5,
+                                    rp_sequence_size=3, rp_reward_threshold=0.1, use_reward_prediction=False,
+                                    task=2, log_level=None, random_seed=7)
+
+    def draws(index):
+        config = BaseAAC._memory_config(trainer, index)
+        return config['class_ref'](**config['kwargs'])._rng.integers(1 << 30, size=4).tolist()
+
+    assert draws(0) == draws(0) and draws(0) != draws(1)
+
+
 def test_subclass_refuses_the_flags_it_fixes():
     with pytest.raises(TypeError, match='A3C fixes'):
         A3C(env=None, task=0, policy_config=None, use_value_replay=True)

@@ -465,16 +465,21 @@ class BaseAAC:
 
     # ---------------------------------------------------------------------------------------------- runners
 
+    def _memory_config(self, index):
+        """Replay memory config of the runner of env `index` (None without memory); each memory draws its samples
+        from its own seed (`[random_seed, task, index]`)."""
+        if not self.use_memory:
+            return None
+        return dict(class_ref=Memory, kwargs=dict(
+            history_size=self.replay_memory_size, max_sample_size=self.replay_rollout_length,
+            priority_sample_size=self.rp_sequence_size, reward_threshold=self.rp_reward_threshold,
+            use_priority_sampling=self.use_reward_prediction, task=self.task, log_level=self.log_level,
+            seed=None if self.random_seed is None else [self.random_seed, self.task, index]))
+
     def _make_runners(self, policy):
-        memory_config = None
-        if self.use_memory:
-            memory_config = dict(class_ref=Memory, kwargs=dict(
-                history_size=self.replay_memory_size, max_sample_size=self.replay_rollout_length,
-                priority_sample_size=self.rp_sequence_size, reward_threshold=self.rp_reward_threshold,
-                use_priority_sampling=self.use_reward_prediction, task=self.task, log_level=self.log_level,
-                seed=None if self.random_seed is None else self.random_seed + self.task))
         runners = []
         for index, env in enumerate(self.env_list):
+            memory_config = self._memory_config(index)
             kwargs = dict(env=env, policy=policy, task=self.task + 0.01 * index, rollout_length=self.rollout_length,
                           episode_summary_freq=self.episode_summary_freq, env_render_freq=self.env_render_freq,
                           test=self.test_mode, ep_summary=self.ep_summary, memory_config=memory_config,
