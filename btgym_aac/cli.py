@@ -261,17 +261,20 @@ def _seed(text):
     return seed
 
 
-def _add_run_flags(parser):
+def _add_run_flags(parser, cluster_spec_given=False):
+    """Flags of `train` and `cluster-node` (whose cluster spec fixes the workers and ports: no --workers, --port)."""
     parser.add_argument('config', nargs='?', help='Python file defining env_config, cluster_config, '
                         'policy_config, trainer_config (and optionally launcher_config)')
     parser.add_argument('--algo', choices=('a3c', 'unreal', 'ppo'), help='trainer (default a3c)')
-    parser.add_argument('--workers', type=int, help='number of workers (default 2)')
+    if not cluster_spec_given:
+        parser.add_argument('--workers', type=int, help='number of workers (default 2)')
     parser.add_argument('--envs-per-worker', type=int, help='environments per worker (default 1)')
     parser.add_argument('--max-steps', type=int, help='env steps to train (default {})'.format(DEFAULT_MAX_STEPS))
     parser.add_argument('--log-dir', help='logs and checkpoints (default {})'.format(DEFAULT_LOG_DIR))
     parser.add_argument('--data', nargs='+', metavar='CSV', help='train on these OHLC CSV files')
     parser.add_argument('--seed', type=_seed, help='root random seed')
-    parser.add_argument('--port', type=int, help='first cluster port (default: free ports)')
+    if not cluster_spec_given:
+        parser.add_argument('--port', type=int, help='first cluster port (default: free ports)')
     parser.add_argument('--initial-ckpt-dir', metavar='DIR', help='start from the latest checkpoint in DIR '
                         '(e.g. written by export), global step 0, instead of resuming or starting from scratch')
 
@@ -300,7 +303,7 @@ def build_parser():
 
     node = commands.add_parser('cluster-node', help='run one task of a multi-host cluster',
                                description=_cluster_node.__doc__)
-    _add_run_flags(node)
+    _add_run_flags(node, cluster_spec_given=True)
     node.add_argument('--cluster', required=True, metavar='SPEC.json',
                       help='JSON {"ps": ["host:port", ...], "worker": ["host:port", ...]}')
     node.add_argument('--job', required=True, choices=('ps', 'worker'))

@@ -174,7 +174,8 @@ def test_a_port_taken_on_any_interface_is_named(tmp_path, capsys, interface):
         code = cli_main(['cluster-node', '--cluster', str(tmp_path / 'cluster.json'), '--job', 'ps', '--task', '0'])
         assert code == 2 and 'port {} of this task'.format(port) in capsys.readouterr().err
         assert cli_main(['train', '--port', str(port), '--log-dir', str(tmp_path / 'run')]) == 2
-        assert 'cluster port(s) [{}] are in use'.format(port) in capsys.readouterr().err
+        err = capsys.readouterr().err
+        assert 'cluster port(s) [{}] are in use'.format(port) in err and '--port of btgym-aac train' in err
 
 
 def one_ps_one_worker_spec(tmp_path):
@@ -289,3 +290,11 @@ def test_initial_checkpoint_folder_flag_reaches_the_launcher(tmp_path, capsys):
     run = saved_run(tmp_path / 'exported')
     args = cli_module.build_parser().parse_args(['train', '--initial-ckpt-dir', str(run / CKPT)])
     assert cli_module._configs_from_args(args)['cluster_config']['initial_ckpt_dir'] == str(run / CKPT)
+
+
+def test_cluster_node_takes_no_worker_count_or_port_its_spec_fixes(capsys):
+    for flag in ('--workers', '--port'):
+        with pytest.raises(SystemExit) as exited:
+            cli_main(['cluster-node', '--cluster', 'spec.json', '--job', 'ps', '--task', '0', flag, '2'])
+        assert exited.value.code == 2
+        assert 'unrecognized arguments: {}'.format(flag) in capsys.readouterr().err

@@ -65,14 +65,14 @@ def cluster_ports(host, port, count):
         return free_ports(count)
     ports = list(range(int(port), int(port) + count))
     if ports[0] < 1 or ports[-1] > MAX_PORT:
-        raise ValueError('cluster ports {}..{} are outside 1..{}: choose another `port` in cluster_config'.format(
-            ports[0], ports[-1], MAX_PORT))
+        raise ValueError('cluster ports {}..{} are outside 1..{}: choose another first port (`port` in '
+                         'cluster_config, --port of btgym-aac train)'.format(ports[0], ports[-1], MAX_PORT))
     taken = [p for p in ports if not port_is_free(p)]
     if taken:
         raise PortInUseError(
-            'cluster port(s) {} are in use by another program (on {} or another interface); choose another `port` '
-            'in cluster_config (ports {}..{} are needed) or set port=None to pick free ports'.format(
-                taken, host, ports[0], ports[-1]))
+            'cluster port(s) {} are in use by another program (on {} or another interface); choose another first '
+            'port (`port` in cluster_config, --port of btgym-aac train; ports {}..{} are needed) or leave it unset '
+            'to pick free ports'.format(taken, host, ports[0], ports[-1]))
     return ports
 
 
