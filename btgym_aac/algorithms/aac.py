@@ -215,7 +215,7 @@ class BaseAAC:
         self._sample_cycles_lock = threading.Lock()
         self.local_steps = 0
         self.last_global_step = None
-        self.sync = self.sync_pi = self.sync_pi_prime = self.sync_pi_after_train = self.sync_pi_after_epoch = None
+        self.sync = self.sync_pi = self.sync_pi_prime = self.sync_pi_after_train = None
         self._local_synced = False
         self.summary_writer = None
         self._train_callables = CallableCache()
@@ -393,10 +393,10 @@ class BaseAAC:
         `sync` copies every global variable to the local policy (at `start`); `sync_pi` (before a train step)
         skips the trainable variables the loss gives no gradient (such as the reward-prediction head of a policy
         trained by A3C): nothing ever changes them, so their local copies stay equal to the global ones.
-        `sync_pi_after_train` is `sync_pi` run after the update (see the module docstring); with `num_epochs` > 1,
-        `sync_pi_after_epoch` (the same without the global step increment) ends every epoch but the last, so each
-        epoch takes its gradient at the weights the previous one made. The syncs and the
-        gradient push move the small tensors packed together (see `transfers`). The train learning rate
+        `sync_pi_after_train` is `sync_pi` run after the update: it ends a train step (see the module docstring)
+        and, with `num_epochs` > 1, every epoch but the last, so each epoch takes its gradient at the weights the
+        previous one made (the global step increment runs only with the last epoch). The syncs and the gradient
+        push move the small tensors packed together (see `transfers`). The train learning rate
         (`learn_rate_decayed` times the fed train phase), Adam's constants and the global step increment are
         computed on the global step's device, the train phase and frame count travelling in the gradient pack, so
         a train step sends only the packs and the large gradients to the parameter server and gets the new global
@@ -428,11 +428,8 @@ class BaseAAC:
                                                     epsilon=self.opt_epsilon)
             train_op = self.optimizer.apply_gradients(list(zip(moved[:-1], [glob for _, glob in pushed])))
             self.inc_step = self.global_step.assign_add(tf.cast(frames, tf.int32))
-        with tf.control_dependencies([train_op, self.inc_step]):
+        with tf.control_dependencies([train_op]):
             self.sync_pi_after_train = self._copy_op(changing)
-        if self.num_epochs > 1:
-            with tf.control_dependencies([train_op]):
-                self.sync_pi_after_epoch = self._copy_op(changing)
         return train_op
 
     @staticmethod
@@ -659,7 +656,7 @@ class BaseAAC:
             write_summary = self.model_summary_op is not None and self.local_steps % self.model_summary_freq == 0
             train = [self.train_op]
             for _ in range(self.num_epochs - 1):
-                self._train_callables.run(sess, 'train_epoch', None, feed_dict, targets=[self.sync_pi_after_epoch])
+                self._train_callables.run(sess, 'train_epoch', None, feed_dict, targets=[self.sync_pi_after_train])
             sync_after = not (write_summary or self.use_target_policy)
             fetches = [self.inc_step] + ([self.model_summary_op] if write_summary else [])
             fetched = self._train_callables.run(sess, ('train_last', write_summary, sync_after), fetches, feed_dict,
