@@ -109,12 +109,14 @@ def check_cluster_spec(spec, source):
             if not isinstance(address, str) or not host or not port.isdigit() or not 1 <= int(port) <= MAX_PORT:
                 raise ValueError('cluster spec {}: {} address {!r} is not "host:port" with a port in 1..{}'.format(
                     source, job, address, MAX_PORT))
-    tasks = ['{} {}'.format(job, index) for job in ('ps', 'worker') for index in range(len(spec[job]))]
-    addresses = spec['ps'] + spec['worker']
-    for position, address in enumerate(addresses):
-        if address in addresses[:position]:
-            raise ValueError('cluster spec {}: {} and {} share the address {}; every task needs its own'.format(
-                source, tasks[addresses.index(address)], tasks[position], address))
+    owners = {}
+    for job in ('ps', 'worker'):
+        for index, address in enumerate(spec[job]):
+            task = '{} {}'.format(job, index)
+            if address in owners:
+                raise ValueError('cluster spec {}: {} and {} share the address {}; every task needs its own'.format(
+                    source, owners[address], task, address))
+            owners[address] = task
     return spec
 
 
