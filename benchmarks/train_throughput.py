@@ -346,9 +346,10 @@ def print_table(results):
             print('{:>16}{:>9}{:>14.1f}{:>20.1f}{:>9.2f}{:>9.2f}{:>10.2f}{:>12}{:>12}'.format(
                 name, run['workers'], run['env_steps_per_s'], run['first_step_seconds'], split['policy_act_ms'],
                 split['env_step_ms'], split['train_ms_per_env_step'], shares, cpu_ms))
-        medians = ', '.join('{} workers {:.1f}'.format(n, speed)
-                            for n, speed in result['median_env_steps_per_s'].items())
-        print('{}: median env steps/s: {}'.format(name, medians))
+        if result['median_env_steps_per_s']:
+            medians = ', '.join('{} workers {:.1f}'.format(n, speed)
+                                for n, speed in result['median_env_steps_per_s'].items())
+            print('{}: median env steps/s: {}'.format(name, medians))
         if result['scaling_2_over_1'] is not None:
             print('{}: scaling 2 / 1 workers {:.2f}'.format(name, result['scaling_2_over_1']))
         if 'speedup_1_worker_over_original' in result:
@@ -372,6 +373,8 @@ def main():
     parser.add_argument('--window-seconds', type=float, default=5.0, help='length of an alternating window')
     parser.add_argument('--out', default='benchmarks/results')
     args = parser.parse_args()
+    if args.repeats < 0:
+        parser.error('--repeats must be >= 0, got {}'.format(args.repeats))
     if args.alternation_pairs < 0:
         parser.error('--alternation-pairs must be >= 0, got {}'.format(args.alternation_pairs))
     if not args.window_seconds > SETTLE_SECONDS:
