@@ -7,6 +7,7 @@ import backtrader as bt
 import numpy as np
 import pandas as pd
 import pytest
+from gymnasium import spaces
 from gymnasium.utils.env_checker import check_env
 
 from btgym_aac import BTgymDataset, BTgymEnv
@@ -159,6 +160,8 @@ def test_reset_keyword_configs_like_the_original():
     assert observation in env.observation_space
     with pytest.raises(ValueError, match='unknown reset options'):
         env.reset(options={'episode_cfg': {}})
+    with pytest.raises(ValueError, match=r"unknown trial_config key\(s\) \['sampl_type'\]"):
+        env.reset(options={'trial_config': {'sampl_type': 1}})
     env.close()
 
 
@@ -391,4 +394,88 @@ def test_dataframe_with_hourly_bars():
     env = BTgymEnv(dataframe=frame, episode_duration={'days': 40, 'hours': 0, 'minutes': 0}, skip_frame=5, **QUIET)
     steps = run_random_episode(env)
     assert steps[1][3]['time'] - steps[0][3]['time'] == timedelta(hours=5)
+    env.close()
+
+
+class StatRecordingStrategy(DevStrat_4_11):
+    """Records the statistics params each episode's strategy gets."""
+    seen = []
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.seen.append((self.p.dataset_stat, self.p.trial_stat, self.p.episode_stat, len(self.data.close.array)))
+
+
+class StateDroppingStrategy(DevStrat_4_11):
+    def get_state(self):
+        state = super().get_state()
+        return {key: value for key, value in state.items() if key != 'internal'}
+
+
+def test_strategy_gets_dataset_trial_and_episode_statistics():
+    """As the original's server did, the strategy params carry pandas `describe()` of the dataset, the trial and
+    the episode."""
+    frame = make_random_walk_data(num_bars=6000, seed=1)
+    StatRecordingStrategy.seen.clear()
+    env = BTgymEnv(dataframe=frame, strategy=StatRecordingStrategy, **QUIET)
+    for _ in range(2):
+        env.reset()
+        trial = env._trial.data
+    env.close()
+    assert len(StatRecordingStrategy.seen) == 2
+    dataset_stat, trial_stat, episode_stat, bars = StatRecordingStrategy.seen[-1]
+    pd.testing.assert_frame_equal(dataset_stat, frame.describe())
+    pd.testing.assert_frame_equal(trial_stat, trial.describe())
+    assert episode_stat.loc['count', 'close'] == bars == len(trial)
+    assert episode_stat.loc['max', 'high'] == pytest.approx(trial['high'].max())
+
+
+def test_episode_too_short_for_the_warmup_names_the_bars_needed():
+    """DevStrat_4_11 warms up 286 bars; with skip_frame 10 an episode needs 286 + 2 * 10 + 1 bars for one step."""
+    short = BTgymEnv(strategy=DevStrat_4_11, episode_duration={'minutes': 306}, **QUIET)
+    with pytest.raises(RuntimeError, match='an episode of 306 bars is too short for DevStrat_4_11: its warm-up of '
+                                           '286 bars and skip_frame 10 need at least 307 bars'):
+        short.reset()
+    shortest = BTgymEnv(strategy=DevStrat_4_11, episode_duration={'minutes': 307}, **QUIET)
+    shortest.reset()
+    _, _, terminated, _, _ = shortest.step(HOLD)
+    assert terminated
+
+
+def test_state_shape_that_does_not_fit_the_strategy_is_named():
+    state_shape = dict(DevStrat_4_11.params.state_shape)
+    state_shape['internal'] = spaces.Box(-2, 2, (30, 1, 6), np.float32)
+    env = BTgymEnv(strategy=DevStrat_4_11, state_shape=state_shape, **QUIET)
+    with pytest.raises(ValueError, match=r"observation\['internal'\] has shape \(20, 1, 6\) but the state_shape "
+                                         r"space says \(30, 1, 6\)"):
+        env.reset()
+    with pytest.raises(ValueError, match=r"the strategy gives no observation\['internal'\]"):
+        BTgymEnv(strategy=StateDroppingStrategy, **QUIET).reset()
+
+
+def test_asset_names_must_be_data_line_names():
+    with pytest.raises(ValueError, match=r"asset_names \['EURUSD'\] are not among the data line names "
+                                         r"\['default_asset'\]"):
+        BTgymEnv(asset_names=['EURUSD'], **QUIET)
+    env = BTgymEnv(asset_names=['EURUSD'], data_names=['EURUSD'], **QUIET)
+    env.reset()
+    assert env.step(BUY)[4]['broker_message'] != ''
+    env.close()
+
+
+def test_reset_data_switches_the_data_source(tmp_path):
+    first = write_histdata_csv(make_random_walk_data(num_bars=3000, seed=1), str(tmp_path / 'a.csv'))
+    second_frame = make_random_walk_data(num_bars=3000, seed=2, start='2018-06-04 00:00')
+    second = write_histdata_csv(second_frame, str(tmp_path / 'b.csv'))
+    StatRecordingStrategy.seen.clear()
+    env = BTgymEnv(filename=first, strategy=StatRecordingStrategy, episode_duration={'hours': 8}, **QUIET)
+    _, info = env.reset()
+    assert info['time'].year == 2017
+    env.step(HOLD)
+    env.reset_data(data_filename=second)
+    with pytest.raises(RuntimeError, match='call reset'):
+        env.step(HOLD)
+    _, info = env.reset()
+    assert info['time'].year == 2018
+    pd.testing.assert_frame_equal(StatRecordingStrategy.seen[-1][0], second_frame.describe())
     env.close()

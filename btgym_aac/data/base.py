@@ -18,6 +18,7 @@ from btgym_aac.data.columns import OHLCV_COLUMNS
 from btgym_aac.data.datetimes import infer_timeframe
 from btgym_aac.data.errors import DataError
 from btgym_aac.data.parsing import read_ohlcv, resolve_parsing_params
+from btgym_aac.data.statistics import describe_bars
 from btgym_aac.data.windows import ZERO_DURATION, as_timedelta, duration_to_records, first_row_of_day, missing_time
 from btgym_aac.logs import WARNING, get_logger
 
@@ -108,7 +109,7 @@ class BTgymBaseData:
         Args:
             filename: CSV path or list of paths (concatenated in order), read by `reset()`; see `read_ohlcv`.
             dataframe: DataFrame used as the data instead of files (converted by `read_ohlcv` right away).
-            parsing_params: see `parsing.resolve_parsing_params` (`sep`, `datetime_format`, `timeframe`).
+            parsing_params: see `parsing.resolve_parsing_params`.
             sampling_params: see `resolve_sampling_params`.
             name: instance name (logger name is '<name>_<task>').
             data_names: names of the data lines; the first is the backtrader feed name.
@@ -322,14 +323,15 @@ class BTgymBaseData:
                     self.max_gap_num_records))
 
     def describe(self):
-        """pandas `describe()` of the data (loading and then unloading it if it was not loaded).
+        """Statistics of the data as pandas `describe()` gives them (loading and then unloading the data if it was not
+        loaded).
 
         Returns:
             DataFrame of count, mean, std, min, 25%, 50%, 75%, max per column.
         """
         loaded_here = self.data is None
         self.read_csv()
-        self.data_stat = self.data.describe()
+        self.data_stat = describe_bars(self.data)
         if loaded_here:
             self.data = None
         return self.data_stat
@@ -441,11 +443,13 @@ class BTgymBaseData:
                 rejected['gap'] += 1
             else:
                 return self._make_sample(first, first + num_rows, name)
+        hint = '; raise time_gap to admit the gaps (nights, weekends, holidays) a window may span' \
+            if rejected['gap'] else ''
         raise RuntimeError(
             '{}: no acceptable {}-bar window in rows {} after {} attempts (rejected: {} by start weekday {}, {} by '
             'start_00 leaving the interval, {} by missing time over time_gap {}); check sampling params against '
-            'the data'.format(self.name, num_rows, interval, MAX_SAMPLING_ATTEMPTS, rejected['weekday'],
-                              self.start_weekdays, rejected['interval'], rejected['gap'], self.max_time_gap))
+            'the data{}'.format(self.name, num_rows, interval, MAX_SAMPLING_ATTEMPTS, rejected['weekday'],
+                                self.start_weekdays, rejected['interval'], rejected['gap'], self.max_time_gap, hint))
 
     def _sample_exact_interval(self, interval, name):
         """Samples exactly the rows [interval[0], interval[1])."""

@@ -11,6 +11,11 @@ DEFAULT_TIMEFRAME = 1
 _KNOWN_FORMATS = (
     (re.compile(r'^\d{8} \d{6}$'), HISTDATA_DATETIME_FORMAT),
     (re.compile(r'^\d{8}$'), '%Y%m%d'),
+    # Dotted dates are day first (DD.MM.YYYY, e.g. Dukascopy's 'Gmt time'); pandas would read them month first.
+    (re.compile(r'^\d{2}\.\d{2}\.\d{4} \d{2}:\d{2}:\d{2}\.\d{1,6}$'), '%d.%m.%Y %H:%M:%S.%f'),
+    (re.compile(r'^\d{2}\.\d{2}\.\d{4} \d{2}:\d{2}:\d{2}$'), '%d.%m.%Y %H:%M:%S'),
+    (re.compile(r'^\d{2}\.\d{2}\.\d{4} \d{2}:\d{2}$'), '%d.%m.%Y %H:%M'),
+    (re.compile(r'^\d{2}\.\d{2}\.\d{4}$'), '%d.%m.%Y'),
 )
 _HISTDATA_WIDTH = 15
 _HISTDATA_DIGITS = [position for position in range(_HISTDATA_WIDTH) if position != 8]
@@ -18,7 +23,8 @@ _ASCII_ZERO = 48
 
 
 def datetime_format_for(sample_value, datetime_format=None):
-    """The strptime format to use: the given one, else HistData / YYYYMMDD when `sample_value` fits, else None."""
+    """The strptime format to use: the given one, else HistData / YYYYMMDD / day-first DD.MM.YYYY[ HH:MM[:SS[.f]]]
+    when `sample_value` fits, else None (pandas infers it)."""
     if datetime_format:
         return datetime_format
     for pattern, known_format in _KNOWN_FORMATS:

@@ -13,13 +13,12 @@ from btgym_aac.data.datetimes import looks_like_datetime, parse_datetimes
 from btgym_aac.data.errors import DataError
 from btgym_aac.logs import error_summary, get_logger
 
-DEFAULT_PARSING_PARAMS = dict(sep=None, datetime_format=None, timeframe=None)
-# Keys of the original's parsing params: accepted for compatibility and ignored, because headers, column order
-# and feed column indices are now detected / fixed by the reader.
-LEGACY_PARSING_KEYS = frozenset(
-    ['header', 'index_col', 'parse_dates', 'names', 'datetime', 'open', 'high', 'low', 'close', 'volume',
-     'openinterest']
-)
+COLUMN_INDEX_KEYS = ('datetime', 'open', 'high', 'low', 'close', 'volume')
+DEFAULT_PARSING_PARAMS = dict(sep=None, datetime_format=None, timeframe=None, names=None,
+                              **{key: None for key in COLUMN_INDEX_KEYS})
+# Keys of the original's parsing params that the reader does not need: accepted for compatibility and ignored,
+# because header lines, the datetime column and its parsing are detected.
+IGNORED_LEGACY_PARSING_KEYS = frozenset(['header', 'index_col', 'parse_dates', 'openinterest'])
 _ENCODING = 'utf-8-sig'
 
 _log = get_logger('OHLCVReader')
@@ -29,10 +28,18 @@ def resolve_parsing_params(parsing_params=None):
     """Merges user parsing params into the defaults.
 
     Args:
-        parsing_params: dict or None. Keys: `sep` (field separator; None: detect ';', ',' or tab from the first
-            line), `datetime_format` (strptime format; None: HistData format when it fits, else inferred),
-            `timeframe` (minutes per bar; None: inferred from the data). Legacy keys of the original
-            (`header`, `names`, `index_col`, ...) are accepted and ignored.
+        parsing_params: dict or None. Keys:
+            `sep`: field separator; None: detect ';', ',' or tab from the first line.
+            `datetime_format`: strptime format; None: HistData, YYYYMMDD or day-first DD.MM.YYYY when it fits,
+                else inferred.
+            `timeframe`: minutes per bar; None: inferred from the data.
+            `names`: names of a file's fields after the first (datetime) one, as the original read files with
+                `index_col=0`, or of all fields; matched like a header line (which they replace).
+            `datetime`, `open`, `high`, `low`, `close`, `volume`: field positions as in the original (datetime
+                0, open 1, ...; -1: the file has no such field, volume then 0); each one given overrides the
+                header / `names` / positional mapping.
+            The original's `header`, `index_col`, `parse_dates`, `openinterest` are accepted and ignored.
+            `names` and field positions apply to files, not DataFrames (whose columns are matched by name).
 
     Returns:
         new dict with all default keys.
@@ -42,7 +49,7 @@ def resolve_parsing_params(parsing_params=None):
     """
     params = dict(DEFAULT_PARSING_PARAMS)
     if parsing_params:
-        unknown = sorted(set(parsing_params) - set(DEFAULT_PARSING_PARAMS) - LEGACY_PARSING_KEYS)
+        unknown = sorted(set(parsing_params) - set(DEFAULT_PARSING_PARAMS) - IGNORED_LEGACY_PARSING_KEYS)
         if unknown:
             raise TypeError('unknown parsing_params key(s): {}; known: {}'.format(unknown, sorted(params)))
         params.update({key: parsing_params[key] for key in DEFAULT_PARSING_PARAMS if key in parsing_params})
@@ -107,12 +114,40 @@ def _header_roles(header, num_columns, where):
     return roles
 
 
+def _named_roles(names, num_columns, where):
+    """Roles from the `names` parsing param: names of the fields after the datetime one, or of all fields."""
+    names = [names] if isinstance(names, str) else list(names)
+    if len(names) == num_columns - 1:
+        names = ['datetime'] + names
+    elif len(names) != num_columns:
+        raise DataError('{}: parsing_params names {} name {} fields, but data lines have {} (datetime first)'
+                        .format(where, names, len(names), num_columns))
+    return match_columns(names)
+
+
+def _override_positions(roles, params, num_columns, where):
+    """Applies the field positions given in the parsing params (-1: no such field) over `roles`."""
+    roles = dict(roles)
+    for key in COLUMN_INDEX_KEYS:
+        position = params[key]
+        if position is None:
+            continue
+        if isinstance(position, bool) or not isinstance(position, int) or not -1 <= position < num_columns:
+            raise DataError('{}: parsing_params {}={!r} is not a field position in 0..{} or -1 (absent)'.format(
+                where, key, position, num_columns - 1))
+        roles.pop(key, None)
+        if position >= 0:
+            roles[key] = position
+    return roles
+
+
 def read_file(path, parsing_params=None):
     """Reads one CSV file (HistData `;` without or with a header line, or generic OHLCV CSV with a header).
 
     A header is detected when the first field of the first line is not a date. Header names are matched
     case-insensitively (Date/Datetime/Time or Date+Time, Open, High, Low, Close, Volume; '1_O;2_H;...' style too);
-    without a header the columns are datetime, open, high, low, close[, volume]. Missing volume becomes 0.
+    without a header the columns are datetime, open, high, low, close[, volume]. The `names` and field position
+    parsing params override this mapping. Missing volume becomes 0.
     **[bug fix]** the original read HistData files with `header=0` and dropped their first bar; all bars are kept.
 
     Args:
@@ -146,10 +181,13 @@ def read_file(path, parsing_params=None):
         raise DataError('{} cannot be read as UTF-8 CSV text ({})'.format(where, error_summary(error))) from error
     if table.empty:
         raise DataError('{} has a header line but no data rows'.format(where))
-    if has_header:
+    if params['names'] is not None:
+        roles = _named_roles(params['names'], table.shape[1], where)
+    elif has_header:
         roles = _header_roles(first_fields, table.shape[1], where)
     else:
         roles = _positional_roles(table.shape[1], where)
+    roles = _override_positions(roles, params, table.shape[1], where)
     datetimes = _datetime_column(table, roles, 2 if has_header else 1, params, where)
     return _assemble(table, roles, datetimes, where)
 

@@ -27,6 +27,8 @@ LEGACY_NETWORK_KWARGS = (
     'data_master', 'data_network_address', 'data_port', 'port', 'network_address', 'connect_timeout',
 )
 PRICE_COLUMNS = ['open', 'high', 'low', 'close']
+SAMPLE_CONFIG_KEYS = frozenset(['get_new', 'sample_type', 'b_alpha', 'b_beta', 'timestamp', 'force_interval',
+                                'interval'])
 RENDER_OBSERVERS = (bt.observers.Broker, bt.observers.BuySell, bt.observers.Trades, Reward, Position, NormPnL)
 
 
@@ -82,6 +84,10 @@ class BTgymEnv(gym.Env):
         self.asset_names = tuple(self.params['asset_names'])
         if len(self.asset_names) != 1:
             raise ValueError('BTgymEnv trades exactly one asset, got asset_names={}'.format(self.asset_names))
+        data_names = getattr(self.dataset, 'data_names', None)
+        if data_names is not None and not set(self.asset_names) <= set(data_names):
+            raise ValueError('asset_names {} are not among the data line names {}: pass the same names as '
+                             'data_names'.format(list(self.asset_names), list(data_names)))
         self.portfolio_actions = self.params['portfolio_actions']
         self.skip_frame = self.params['skip_frame']
         if isinstance(self.skip_frame, bool) or not isinstance(self.skip_frame, numbers.Integral) or \
@@ -103,7 +109,9 @@ class BTgymEnv(gym.Env):
                 raise ValueError('render mode {!r} is neither human, episode nor an observation key {}'.format(
                     mode, list(self.observation_space.spaces)))
 
+        self._dataset_stat = self.dataset.describe()
         self._trial = None
+        self._trial_stat = None
         self._handoff = None
         self._episode_number = -1
         self._episode_done = True
@@ -188,6 +196,10 @@ class BTgymEnv(gym.Env):
             if unknown:
                 raise ValueError('unknown reset options {}; expected {}'.format(sorted(unknown), sorted(config)))
             for key, value in source.items():
+                unknown = set(value or {}) - SAMPLE_CONFIG_KEYS
+                if unknown:
+                    raise ValueError('unknown {} key(s) {}; expected some of {}'.format(
+                        key, sorted(unknown), sorted(SAMPLE_CONFIG_KEYS)))
                 config[key].update(value or {})
         return config
 
@@ -195,6 +207,7 @@ class BTgymEnv(gym.Env):
         if trial_config.get('get_new', True) or self._trial is None:
             self._trial = self.dataset.sample(**trial_config)
             self._trial.reset()
+            self._trial_stat = self._trial.describe()
         return self._trial.sample(**episode_config)
 
     def _new_cerebro(self, episode, decide):
@@ -204,13 +217,20 @@ class BTgymEnv(gym.Env):
         strategy_params = dict(
             metadata=episode.metadata,
             trial_metadata=self._trial.metadata,
-            dataset_stat=None,
-            trial_stat=None,
-            episode_stat=None,
+            dataset_stat=self._dataset_stat,
+            trial_stat=self._trial_stat,
+            episode_stat=self._episode_stat(episode),
         )
         observers = RENDER_OBSERVERS if self.render_enabled else ()
         return prepare_cerebro(copy.deepcopy(self.engine), feeds, strategy_params, decide,
                                render_observers=observers, capture_raw_state=self.render_enabled)
+
+    def _episode_stat(self, episode):
+        """Statistics of the episode's bars; those of its trial when the episode spans the whole trial."""
+        trial_data, data = self._trial.data, episode.data
+        if len(data) == len(trial_data) and data.index[0] == trial_data.index[0]:
+            return self._trial_stat
+        return episode.describe()
 
     def _finish_episode(self):
         """Stops the running episode (if any) and keeps its result."""
@@ -239,9 +259,7 @@ class BTgymEnv(gym.Env):
         self._finish_episode()
         if seed is not None:
             self.dataset.seed(seed)
-            self.dataset.reset()
-            self._trial = None
-            self._episode_number = -1
+            self._reset_dataset()
         episode = self._next_episode(config['trial_config'], config['episode_config'])
         self._episode_number += 1
         self._episode_result = None
@@ -257,11 +275,30 @@ class BTgymEnv(gym.Env):
         observation, _, _, _, info = self._exchange(self.initial_portfolio_action)
         return observation, info
 
+    def reset_data(self, **kwargs):
+        """Reloads and re-splits the dataset (the original's data-server reset); the next `reset()` samples a new
+        trial from it. A running episode is stopped.
+
+        Args:
+            **kwargs: passed to the dataset's `reset()` (e.g. `data_filename` to switch to other data files).
+        """
+        self._finish_episode()
+        self._reset_dataset(**kwargs)
+        self._dataset_stat = self.dataset.describe()
+
+    def _reset_dataset(self, **kwargs):
+        self.dataset.reset(**kwargs)
+        self._trial = None
+        self._trial_stat = None
+        self._episode_number = -1
+
     def _exchange(self, action):
         response = self._handoff.exchange(action)
         if response is None:
             raise RuntimeError('the episode ended without an observation (the data window is too short for '
                                'the strategy warm-up of {} bars?)'.format(self.strategy_class.warmup_period))
+        if self._env_step == 0:
+            self._check_state(response.state)
         self._env_step += 1
         self._episode_done = response.done
         self._last_step = dict(state=response.state, reward=response.reward, done=response.done,
@@ -269,6 +306,20 @@ class BTgymEnv(gym.Env):
         info = dict(response.infos[-1])
         info['bars'] = response.infos
         return self._observation(response.state), float(response.reward), bool(response.done), False, info
+
+    def _check_state(self, state, space=None, path='observation'):
+        """Raises ValueError naming the first key whose state is missing or not of its space's shape."""
+        space = space or self.observation_space
+        for key, subspace in space.spaces.items():
+            where = '{}[{!r}]'.format(path, key)
+            if key not in state:
+                raise ValueError('the strategy gives no {} (its state keys: {}); state_shape must name what '
+                                 'the strategy returns'.format(where, sorted(state)))
+            if isinstance(subspace, spaces.Dict):
+                self._check_state(state[key], subspace, where)
+            elif np.shape(state[key]) != subspace.shape:
+                raise ValueError('{} has shape {} but the state_shape space says {}'.format(
+                    where, np.shape(state[key]), subspace.shape))
 
     def _observation(self, state):
         """Copies the strategy state into fresh arrays of the observation space dtypes."""

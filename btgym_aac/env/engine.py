@@ -179,7 +179,8 @@ class Handoff:
             raise RuntimeError('an episode must be stepped from the thread that called reset(): {}'.format(exc)) \
                 from None
         if self.error is not None:
-            raise EngineError('backtrader episode failed: {!r}'.format(self.error)) from self.error
+            raise EngineError('backtrader episode failed: {}: {}'.format(type(self.error).__name__, self.error)) \
+                from self.error
         return response
 
     def decide(self, response):

@@ -144,6 +144,7 @@ class BTgymBaseStrategy(bt.Strategy):
         self.current_pos_max_value = self.start_cash
 
         warmup = self.warmup_period or max(self.time_dim, self.avg_period)
+        self._check_episode_length(warmup)
         self.data.dim_sma = btind.SimpleMovingAverage(self.datas[0], period=warmup)
         self.data.dim_sma.plotinfo.plot = False
 
@@ -211,6 +212,16 @@ class BTgymBaseStrategy(bt.Strategy):
 
     def set_datalines(self):
         """Hook for custom indicators and data lines; called once at the end of `__init__`."""
+
+    def _check_episode_length(self, warmup):
+        """Raises ValueError when the episode cannot give one decision: the first observation comes
+        `skip_frame` bars after the `warmup` bars, and the episode must not end at it."""
+        needed = warmup + 2 * self.p.skip_frame + 1
+        if self.data.numrecords < needed:
+            raise ValueError(
+                'an episode of {} bars is too short for {}: its warm-up of {} bars and skip_frame {} need at least '
+                '{} bars for one step; lengthen episode_duration'.format(
+                    self.data.numrecords, type(self).__name__, warmup, self.p.skip_frame, needed))
 
     # ----------------------------------------------------------------------------------------------- per bar
 
