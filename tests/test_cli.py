@@ -298,3 +298,30 @@ def test_cluster_node_takes_no_worker_count_or_port_its_spec_fixes(capsys):
             cli_main(['cluster-node', '--cluster', 'spec.json', '--job', 'ps', '--task', '0', flag, '2'])
         assert exited.value.code == 2
         assert 'unrecognized arguments: {}'.format(flag) in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('algo, trainer', [('a3c', 'A3C'), ('unreal', 'Unreal'), ('ppo', 'PPO')])
+def test_algo_flag_picks_the_trainer_also_over_a_config_file(tmp_path, algo, trainer):
+    parser = cli_module.build_parser()
+    configs = cli_module._configs_from_args(parser.parse_args(['train', '--algo', algo]))
+    assert configs['trainer_config']['class_ref'].__name__ == trainer
+    assert configs['trainer_config']['kwargs']['rollout_length'] == 20
+    path = config_file(tmp_path, "from btgym_aac.algorithms.aac import A3C\n"
+                                 "trainer_config = {'class_ref': A3C, 'kwargs': {'rollout_length': 7}}\n")
+    configs = cli_module._configs_from_args(parser.parse_args(['train', path, '--algo', algo]))
+    assert configs['trainer_config']['class_ref'].__name__ == trainer
+    assert configs['trainer_config']['kwargs'] == {'rollout_length': 7}
+
+
+def test_demo_writes_four_non_blank_renderings(tmp_path, capsys):
+    import matplotlib.image
+
+    out = tmp_path / 'demo'
+    assert cli_main(['demo', '--out', str(out), '--seed', '3']) == 0
+    assert sorted(os.listdir(out)) == ['episode.png', 'external.png', 'human.png', 'internal.png']
+    for name in os.listdir(out):
+        image = matplotlib.image.imread(str(out / name))
+        assert image.ndim == 3 and image.shape[0] > 100 and image.shape[1] > 100
+        assert image[..., :3].std() > 0.01
+    printed = capsys.readouterr().out
+    assert 'renderings written: ' in printed and 'agent steps' in printed
