@@ -467,9 +467,9 @@ def test_state_errors():
     with pytest.raises(ValueError, match='Beta'):
         dataset.sample(b_alpha=0)
     episode = _episode(dataset)[1]
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match='an episode cannot be reset; sample a new one from its trial'):
         episode.reset()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(RuntimeError, match='an episode cannot be sampled; it is the lowest data level'):
         episode.sample()
     with pytest.raises(DataError, match='filename'):
         BTgymDataset().reset()

@@ -16,6 +16,7 @@ from btgym_aac.strategy import DevStrat_4_11
 
 HOLD, BUY, SELL, CLOSE = range(4)
 QUIET = dict(render_enabled=False)
+WARMUP_4_11 = 286  # DevStrat_4_11 bars before the first step
 
 
 def run_random_episode(env, seed=0):
@@ -181,7 +182,10 @@ def test_get_stat_and_initial_action():
     steps = run_random_episode(env)
     stat = env.get_stat()
     assert stat['episode'] == 0 and stat['runtime'] > timedelta(0)
-    assert stat['length'] >= steps[-1][3]['step']
+    last = steps[-1][3]
+    # 'length' counts bars: DevStrat_4_11's 286 warm-up bars, then one per step; END OF DATA leaves skip_frame unused
+    assert last['broker_message'] == '-' and last['step'] == len(env._trial.data) - WARMUP_4_11 - 10
+    assert stat['length'] == env._trial.data.index.get_loc(last['time']) + 1 == last['step'] + WARMUP_4_11
     assert env.get_initial_action() == {'default_asset': 0}
     assert env.get_initial_portfolio_action() == {'default_asset': 'hold'}
     env.close()
@@ -191,9 +195,10 @@ def test_get_stat_finishes_a_running_episode():
     env = BTgymEnv(strategy=DevStrat_4_11, **QUIET)
     env.reset(seed=0)
     for _ in range(3):
-        env.step(HOLD)
+        _, _, _, _, info = env.step(HOLD)
     stat = env.get_stat()
-    assert stat['length'] < 1435
+    assert len(env._trial.data) == 1435 and info['step'] == 10 + 3 * 10
+    assert stat['length'] == env._trial.data.index.get_loc(info['time']) + 1 == info['step'] + WARMUP_4_11
     with pytest.raises(RuntimeError, match='call reset'):
         env.step(HOLD)
     env.close()
@@ -376,15 +381,43 @@ def test_engine_with_strategy_kwargs_is_refused():
         BTgymEnv(engine=engine, drawdown_call=3)
 
 
+class _FillLog(bt.Analyzer):
+    """Records every completed order as (bar time, executed size, price, commission)."""
+
+    def start(self):
+        self.rets['fills'] = []
+
+    def notify_order(self, order):
+        if order.status == order.Completed:
+            executed = order.executed
+            self.rets['fills'].append((self.strategy.data.datetime.datetime(), executed.size, executed.price,
+                                       executed.comm))
+
+
 def test_custom_engine_runs_as_configured():
     engine = bt.Cerebro()
     engine.addstrategy(DevStrat_4_11, start_cash=2000, commission=0.0001, leverage=10.0, order_size=2000,
                        drawdown_call=10, target_call=10, reward_scale=7)
-    env = BTgymEnv(engine=engine, render_enabled=False)
-    steps = run_random_episode(env, seed=4)
+    steps = run_random_episode(BTgymEnv(engine=engine, render_enabled=False), seed=4)
     assert steps[0][3]['broker_value'] == pytest.approx(2000.0)
     assert all(abs(reward) <= 7 for _, reward, _, _ in steps)
+
+    engine.addanalyzer(_FillLog, _name='fill_log')
+    env = BTgymEnv(engine=engine, render_enabled=False)
+    _, info = env.reset(seed=4)
+    fill_time = info['time'] + timedelta(minutes=2)  # submitted on the next bar, filled at the one after
+    _, _, _, _, info = env.step(BUY)
+    after_fill = next(bar for bar in info['bars'] if bar['time'] == fill_time)
+    env.step(HOLD)
+    fills = env.get_stat()['fill_log']['fills']
+    price = env._trial.data['open'].loc[fill_time]
     env.close()
+    assert len(fills) == 1
+    (time, size, fill_price, commission), = fills
+    assert (time, size) == (fill_time, 2000) and fill_price == pytest.approx(price, abs=1e-12)
+    assert commission == pytest.approx(0.0001 * 2000 * price, rel=1e-9)
+    # leverage 10: a tenth of the position's price is taken from the cash, plus the commission
+    assert after_fill['broker_cash'] == pytest.approx(2000.0 - 2000 * price / 10.0 - commission, rel=1e-12)
 
 
 def test_dataframe_with_hourly_bars():

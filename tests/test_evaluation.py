@@ -1,6 +1,8 @@
 """Evaluation of a short Launcher run: restored policy, report, baselines on the same windows, plots and the CLI."""
+import dataclasses
 import json
 import os
+import re
 import shutil
 import statistics
 from datetime import datetime, timedelta
@@ -17,9 +19,11 @@ from btgym_aac.data import make_random_walk_data, make_sine_data, write_histdata
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.env import BTgymEnv
 from btgym_aac.evaluation import evaluate, load_policy
+from btgym_aac.evaluation.baselines import RandomAgent
 from btgym_aac.evaluation.episodes import make_evaluation_env, play_episode, reset_options
 from btgym_aac.evaluation.loading import read_run_config
 from btgym_aac.evaluation.metrics import METRIC_NAMES, max_drawdown_pct, sharpe_ratio, win_rate
+from btgym_aac.evaluation.report import build_report
 from btgym_aac.strategy import DevStrat_4_11
 
 HOLD, BUY, SELL, CLOSE = range(4)
@@ -30,16 +34,19 @@ SKIP_FRAME = DevStrat_4_11.skip_frame
 AGENTS = ('policy', 'buy_and_hold', 'random')
 
 
+def env_kwargs(data):
+    return dict(dataframe=data, strategy=DevStrat_4_11, start_cash=START_CASH, commission=COMMISSION, leverage=10.0,
+                order_size=ORDER_SIZE, drawdown_call=50, target_call=50,
+                episode_duration={'days': 0, 'hours': 8, 'minutes': 0}, target_period={'days': 1})
+
+
 @pytest.fixture(scope='module')
 def run(tmp_path_factory):
     """A 300-step A3C run on noisy sine data whose last day is the test interval."""
     data = make_sine_data(num_bars=6000, noise=2e-5, seed=1)
     log_dir = tmp_path_factory.mktemp('evaluation') / 'run'
     Launcher(
-        env_config={'class_ref': BTgymEnv, 'kwargs': dict(
-            dataframe=data, strategy=DevStrat_4_11, start_cash=START_CASH, commission=COMMISSION, leverage=10.0,
-            order_size=ORDER_SIZE, drawdown_call=50, target_call=50,
-            episode_duration={'days': 0, 'hours': 8, 'minutes': 0}, target_period={'days': 1})},
+        env_config={'class_ref': BTgymEnv, 'kwargs': env_kwargs(data)},
         cluster_config={'num_workers': 1, 'num_ps': 1, 'log_dir': str(log_dir)},
         policy_config={'class_ref': Aac1dPolicy,
                        'kwargs': {'lstm_layers': (16,), 'conv_2d_num_filters': (8, 8, 8, 8)}},
@@ -201,6 +208,100 @@ def test_trade_log_counts_fills_and_trades_of_scripted_orders(run):
     metrics = record.metrics()
     assert metrics['orders'] == 6 and metrics['trades'] == 2
     assert metrics['win_rate'] == sum(trade['pnlcomm'] > 0 for trade in trades) / 2
+
+
+SCRIPT = [BUY, HOLD, HOLD, CLOSE, SELL, HOLD, SELL, CLOSE, BUY, HOLD, HOLD, HOLD, CLOSE, SELL, HOLD, CLOSE]
+
+
+@pytest.fixture(scope='module')
+def played():
+    """Episodes of a scripted and a random agent on the same two test windows, played without a trained run."""
+    run_config = {'env_config': {'class_ref': BTgymEnv, 'kwargs': env_kwargs(make_sine_data(
+        num_bars=6000, noise=2e-5, seed=1))}, 'test_mode': False}
+    env = make_evaluation_env(run_config)
+    try:
+        agents = {'scripted': _ScriptedAgent(SCRIPT), 'random': RandomAgent(4, seed=0)}
+        return {name: [play_episode(env, agent, SEED + index, reset_options(1)) for index in range(EPISODES)]
+                for name, agent in agents.items()}
+    finally:
+        env.close()
+
+
+def plain_metrics(record):
+    """Per-episode metrics recomputed with numpy from the record's rewards, values and trade log."""
+    bar_values, step_values = np.array(record.bar_values), np.array(record.step_values)
+    peaks = np.maximum.accumulate(bar_values)
+    step_returns = np.diff(step_values) / step_values[:-1]
+    trades = record.trade_log['trades']
+    return {
+        'total_reward': np.sum(record.rewards),
+        'start_value': bar_values[0],
+        'final_value': bar_values[-1],
+        'return_pct': 100.0 * (bar_values[-1] / bar_values[0] - 1.0),
+        'orders': len(record.trade_log['fills']),
+        'trades': len(trades),
+        'win_rate': np.mean([trade['pnlcomm'] > 0 for trade in trades]) if trades else 0.0,
+        'max_drawdown_pct': 100.0 * np.max(1.0 - bar_values / peaks),
+        'sharpe': np.mean(step_returns) / np.std(step_returns, ddof=1),
+        'steps': len(record.actions),
+    }
+
+
+def test_played_records_are_consistent(played):
+    """Step values are the bar values at the step times; fills add up to the closed trades' results."""
+    for name, records in played.items():
+        assert len(records) == EPISODES
+        for record in records:
+            bars = dict(zip(record.bar_times, record.bar_values))
+            assert len(bars) == len(record.bar_times) == len(record.bar_values)
+            assert [bars[time] for time in record.step_times] == record.step_values
+            assert len(record.step_values) == len(record.actions) + 1 == len(record.rewards) + 1
+            fills = record.trade_log['fills']
+            flat = np.flatnonzero(np.cumsum([fill['size'] for fill in fills]) == 0)
+            trades = record.trade_log['trades']
+            assert len(trades) == len(flat) >= 1, name
+            start = 0
+            for trade, end in zip(trades, flat):
+                segment = fills[start:end + 1]
+                pnl = -sum(fill['size'] * fill['price'] for fill in segment)
+                assert trade['pnlcomm'] == pytest.approx(pnl - sum(fill['commission'] for fill in segment), abs=1e-9)
+                start = end + 1
+
+
+def test_report_metrics_equal_a_numpy_recomputation_from_the_records(played):
+    report = build_report(played, {'seed': SEED})
+    assert report['episodes'] == EPISODES
+    assert [window['seed'] for window in report['windows']] == [SEED + index for index in range(EPISODES)]
+    for name, records in played.items():
+        summary = report['agents'][name]
+        expected = [plain_metrics(record) for record in records]
+        for metric in METRIC_NAMES:
+            values = [episode[metric] for episode in expected]
+            np.testing.assert_allclose(summary['per_episode'][metric], values, rtol=1e-9, atol=1e-12,
+                                       err_msg='{} {}'.format(name, metric))
+            assert summary['mean'][metric] == pytest.approx(np.mean(values), rel=1e-9, abs=1e-12)
+    # The records tell the metrics apart: summed and mean rewards differ, bars fall deeper than steps somewhere, a
+    # Sharpe ratio over bars is not one over steps, and trades win and lose.
+    records = played['scripted'] + played['random']
+    step_drawdowns = [100.0 * np.max(1.0 - np.divide(record.step_values, np.maximum.accumulate(record.step_values)))
+                      for record in records]
+    assert any(step_dd < plain_metrics(record)['max_drawdown_pct'] for step_dd, record in zip(step_drawdowns, records))
+    for record in records:
+        assert len(record.rewards) > 1 and np.sum(record.rewards) != pytest.approx(np.mean(record.rewards))
+        bar_returns = np.diff(record.bar_values) / np.array(record.bar_values[:-1])
+        assert np.mean(bar_returns) / np.std(bar_returns, ddof=1) != pytest.approx(plain_metrics(record)['sharpe'])
+    assert {trade['pnlcomm'] > 0 for record in records for trade in record.trade_log['trades']} == {True, False}
+
+
+def test_building_a_report_refuses_baselines_on_other_windows(played):
+    scripted, other = played['scripted'], list(played['random'])
+    other[1] = dataclasses.replace(other[1], seed=other[1].seed + 5)
+    message = "episode 1 was not replayed on the same window by all agents: {{'scripted': ({}, ".format(SEED + 1)
+    with pytest.raises(RuntimeError, match=re.escape(message)):
+        build_report({'scripted': scripted, 'random': other}, {})
+    moved = dataclasses.replace(other[0], bar_times=[time + BAR for time in other[0].bar_times])
+    with pytest.raises(RuntimeError, match='episode 0 was not replayed on the same window by all agents'):
+        build_report({'scripted': scripted, 'random': [moved, played['random'][1]]}, {})
 
 
 def test_plots_are_non_blank_pngs(report):

@@ -6,6 +6,7 @@ import json
 import multiprocessing
 import os
 import queue
+import re
 import signal
 import socket
 import subprocess
@@ -130,7 +131,9 @@ def test_run_finishes_resumes_exports_and_starts_pretrained(tmp_path):
     cartpole_launcher(pretrained_dir, 300, learn_rate=1e-12,
                       cluster={'initial_ckpt_dir': str(export_dir)}).run()
     assert 300 <= checkpoint_step(str(pretrained_dir / CKPT)) < 1000  # counted from 0 again
-    for name, value in checkpoint_weights(str(pretrained_dir / CKPT)).items():
+    pretrained = checkpoint_weights(str(pretrained_dir / CKPT))
+    assert pretrained.keys() == exported.keys()
+    for name, value in pretrained.items():
         np.testing.assert_allclose(value, exported[name], atol=1e-6, err_msg=name)
 
 
@@ -252,14 +255,18 @@ def test_hand_started_cluster_nodes_form_a_working_cluster(tmp_path):
                 node.wait(30)
 
 
-@pytest.mark.parametrize('bad', [dict(num_workers=0), dict(cluster={'port': 70000}), dict(max_env_steps=0),
-                                 dict(cluster={'num_envs': 0})], ids=['workers', 'port', 'max-steps', 'envs'])
-def test_bad_settings_are_refused_before_the_log_dir_is_purged(tmp_path, bad):
+@pytest.mark.parametrize('bad, message', [
+    (dict(num_workers=0), 'cluster_config num_workers must be a whole number >= 1, got 0'),
+    (dict(cluster={'port': 70000}), 'cluster ports 70000..70001 are outside 1..65535: choose another first port'),
+    (dict(max_env_steps=0), 'max_env_steps (env steps to train) must be a whole number >= 1, got 0'),
+    (dict(cluster={'num_envs': 0}), 'cluster_config num_envs must be a whole number >= 1, got 0'),
+], ids=['workers', 'port', 'max-steps', 'envs'])
+def test_bad_settings_are_refused_before_the_log_dir_is_purged(tmp_path, bad, message):
     log_dir = tmp_path / 'run'
     log_dir.mkdir()
     (log_dir / 'keep.txt').write_text('previous run')
     kwargs = dict(dict(num_workers=1, max_env_steps=100), **bad)
-    with pytest.raises(ValueError, match='num_workers|outside 1..65535|max_env_steps|num_envs'):
+    with pytest.raises(ValueError, match=re.escape(message)):
         cartpole_launcher(log_dir, purge_previous=2, **kwargs)
     assert (log_dir / 'keep.txt').read_text() == 'previous run'
 
@@ -519,7 +526,9 @@ def test_a_chief_that_died_between_initialising_and_restoring_is_followed_by_one
     monkeypatch.undo()
     worker_module.Worker(config, server, get_logger('Worker')).run()
     assert checkpoint_step(str(log_dir / CKPT)) == saved_step
-    for name, value in checkpoint_weights(str(log_dir / CKPT)).items():
+    restored = checkpoint_weights(str(log_dir / CKPT))
+    assert len(saved_weights) > 0 and restored.keys() == saved_weights.keys()
+    for name, value in restored.items():
         np.testing.assert_array_equal(value, saved_weights[name], err_msg=name)
 
 

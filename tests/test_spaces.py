@@ -63,7 +63,7 @@ def test_dict_space_rejects_wrong_shape_bounds_and_keys():
 
 
 def test_dict_space_rejects_bad_constructor_input():
-    with pytest.raises(TypeError):
+    with pytest.raises(TypeError, match="DictSpace expects a dict of spaces, got <class 'list'>"):
         DictSpace([('a', _box(()))])
     with pytest.raises(TypeError, match="'a'"):
         DictSpace({'a': (3, 4)})

@@ -130,6 +130,49 @@ def held_position(episode, num_bars):
     return position
 
 
+def cash_per_bar(fills, cash, num_bars):
+    """Broker cash on every bar with backtrader's `shortcash=False` (reference §4): opening a long or a short
+    position pays its cost |size| * price; closing it gets the cost back plus the trade's profit or loss.
+    Every fill here opens a position from flat or closes one to flat."""
+    cash_left = np.full(num_bars, cash)
+    position, entry = 0, None
+    for _, executed, price, size in fills:
+        if position == 0:
+            position, entry = size, price
+            cash_left[executed:] -= abs(size) * price
+        else:
+            assert size == -position
+            cash_left[executed:] += abs(size) * entry + position * (price - entry)
+            position = 0
+    return cash_left
+
+
+def broker_values(infos, cash, num_bars):
+    """Broker value of every bar: `cash` before the first bar with an info (nothing is traded before it)."""
+    values = np.full(num_bars, cash)
+    rows = np.array(sorted(infos))
+    values[rows] = [infos[row]['broker_value'] for row in rows]
+    assert np.array_equal(rows, np.arange(rows[0], rows[-1] + 1))
+    return values
+
+
+def position_extremes(values, position):
+    """Reference §5.2 trackers: the bar's broker value when flat, else the running max and min from the last flat
+    bar's value on."""
+    highs, lows = values.copy(), values.copy()
+    for row in range(1, len(values)):
+        if position[row] != 0:
+            highs[row] = max(highs[row - 1], values[row])
+            lows[row] = min(lows[row - 1], values[row])
+    return highs, lows
+
+
+def plain_norm_value(value, start, lower, upper, epsilon=1e-8):
+    """Reference §5.1 norm_value written out: percent change mapped to -1 at -lower %, +1 at +upper %."""
+    z = ((value / start - 1.0) * 100.0 - upper) / (lower + upper) + 1.0
+    return 2.0 * np.clip(z, epsilon, 1.0 - epsilon) - 1.0
+
+
 def plain_reward(stat, skip, gamma, scale):
     """Reward of reference §5.2 from the broker statistic windows, written out case by case."""
     unrealized = list(stat['unrealized_pnl'])
@@ -391,6 +434,11 @@ def test_broker_statistics_match_values_and_trades():
                   close_short[1]: -300 * (opens[close_short[1]] - opens[sell[1]])}
     position = held_position(episode, len(frame))
     infos = bar_infos(episode, frame)
+    values = broker_values(infos, cash, len(frame))
+    cash_left = cash_per_bar(episode.fills, cash, len(frame))
+    peaks = np.maximum.accumulate(values)
+    drawdown = 100.0 * (peaks - values) / peaks
+    pos_max, pos_min = position_extremes(values, position)
     realized_value = cash
     checked = 0
     for row, info in infos.items():
@@ -410,8 +458,17 @@ def test_broker_statistics_match_values_and_trades():
         assert stat['unrealized_pnl'] == pytest.approx((value - realized_value) * normalizer)
         assert stat['pos_direction'] == np.sign(position[row])
         assert stat['exposure'] == pytest.approx(position[row] / (cash + 0.01))
+        assert info['broker_cash'] == pytest.approx(cash_left[row], rel=1e-12)
+        assert stat['cash'] == pytest.approx(plain_norm_value(cash_left[row], cash, 99.0, target_call), abs=1e-12)
+        # `stats.drawdown.drawdown[-1]` as in the original: the strategy runs before the observer advances to the
+        # bar, so [0] holds the previous bar's drawdown and [-1] the one before it
+        assert stat['drawdown'] == pytest.approx(drawdown[row - 2], abs=1e-12)
+        assert stat['max_unrealized_pnl'] == pytest.approx((pos_max[row] - realized_value) * normalizer, abs=1e-12)
+        assert stat['min_unrealized_pnl'] == pytest.approx((pos_min[row] - realized_value) * normalizer, abs=1e-12)
         checked += 1
     assert checked > 20
+    assert drawdown.max() > 1.0 and cash_left.min() < 0.7 * cash
+    assert (pos_max > values).any() and (pos_min < values).any()
 
 
 # ------------------------------------------------------------------------------------ base: construction
@@ -519,6 +576,7 @@ def test_dev_4_6_external_state_and_internal_statistics():
     channels = np.stack([data[:, 0] - np.concatenate([[np.nan], data[:-1, 0]]), data[:, 1] - data[:, 0],
                          data[:, 2] - data[:, 0]], axis=-1)
     columns = ['value', 'unrealized_pnl', 'realized_pnl', 'cash', 'exposure']
+    assert [record.row for record in episode.records] == list(range(39, 140, 10))  # END OF DATA on row 139
     for record in episode.records:
         state = record.response.state
         expected = np.tanh(2e3 * channels[record.row - 29:record.row + 1])[:, None, :]
@@ -535,6 +593,7 @@ def test_dev_4_7_and_4_10_internal_state_is_latest_statistics(strategy_class):
     assert episode.strategy.p.gamma == 1.0
     assert all(window.maxlen == 20 for window in episode.strategy.broker_stat.values())
     columns = ['value', 'unrealized_pnl', 'realized_pnl', 'cash', 'exposure']
+    assert [record.row for record in episode.records] == list(range(39, 140, 10))  # END OF DATA on row 139
     for record in episode.records:
         state = record.response.state
         assert state['external'].shape == (30, 1, 3)
