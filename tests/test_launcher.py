@@ -60,6 +60,20 @@ class HangingOnceEnv(gym_wrappers.TestModeEnv):
         return super().step(action)
 
 
+class CrashingEnv(gym_wrappers.TestModeEnv):
+    """CartPole whose process dies (exit code 7) at the env's 50th step, every time."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.steps = 0
+
+    def step(self, action):
+        self.steps += 1
+        if self.steps == 50:
+            os._exit(7)
+        return super().step(action)
+
+
 def live_processes_in_group(group):
     """PIDs of the running (not zombie) processes of a process group, read from /proc."""
     pids = []
@@ -185,6 +199,15 @@ def test_killed_worker_is_restarted_and_the_run_completes(tmp_path):
     assert killed, 'worker 1 was never seen running'
     assert result['restarts'] == {1: 1}
     assert result['global_step'] >= 3000
+    assert multiprocessing.active_children() == []
+
+
+def test_a_worker_that_keeps_dying_ends_the_run_once_its_restarts_are_used_up(tmp_path):
+    launcher = cartpole_launcher(tmp_path / 'run', 10 ** 6, num_workers=1, max_restarts=2)
+    launcher.env_config = {'class_ref': CrashingEnv, 'kwargs': {'env_id': 'CartPole-v1'}}
+    with pytest.raises(RuntimeError, match=r'worker 0 died with exit code 7 after 2 restarts'):
+        launcher.run()
+    assert launcher.restarts == {0: 2}
     assert multiprocessing.active_children() == []
 
 
