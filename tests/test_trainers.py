@@ -68,11 +68,7 @@ class Session:
 
     def summary_tags(self):
         self.writer.flush()
-        tags = set()
-        for path in glob.glob(self.log_dir + '/events.*'):
-            for event in tf.train.summary_iterator(path):
-                tags.update(value.tag for value in event.summary.value)
-        return tags
+        return set(scalar_events(self.log_dir))
 
     def close(self):
         self.trainer.stop()
@@ -80,6 +76,23 @@ class Session:
         self.sess.close()
         for env in self.trainer.env_list:
             env.close()
+
+
+def scalar_events(log_dir):
+    """{tag: [(step, simple_value), ...] in write order} of the summaries in the event files of `log_dir`."""
+    events = {}
+    for path in sorted(glob.glob(str(log_dir) + '/events.*')):
+        for event in tf.train.summary_iterator(path):
+            for value in event.summary.value:
+                events.setdefault(value.tag, []).append((event.step, value.simple_value))
+    return events
+
+
+def tagged(events, suffix):
+    """The events of the one tag ending with `suffix`."""
+    tags = [tag for tag in events if tag.endswith(suffix)]
+    assert len(tags) == 1, (suffix, sorted(events))
+    return events[tags[0]]
 
 
 def assert_trained(session, expect_tags):
@@ -247,13 +260,25 @@ def test_unreal_all_aux_tasks_on_image_env(tmp_path):
         session.close()
 
 
-def test_ppo_two_epochs(tmp_path):
+def test_ppo_two_epochs_apply_two_adam_updates_per_step_against_one_old_policy(tmp_path):
+    """PPO with two epochs: every process() makes two Adam updates of the global weights (Adam's beta1 power falls
+    by a factor 0.9 twice) and advances the global step by its frames once; pi' holds the weights of the step's
+    first epoch throughout (the global weights before the step, on the first step), and no global pi' is built."""
     session = Session(PPO, trading_env(), Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
                       rollout_length=8, num_epochs=2)
+    trainer = session.trainer
     try:
-        assert session.trainer.network_prime.var_list is None  # no unused global pi'
+        assert trainer.network_prime.var_list is None
+        with session.graph.as_default():
+            beta1_power = trainer.optimizer._get_beta_accumulators()[0]
+        assert session.sess.run(beta1_power) == pytest.approx(0.9)
+        before = session.global_weights()
         assert_trained(session, ['l_clip_loss', 'value_loss'])
+        for prime, old in zip(session.sess.run(trainer.local_network_prime.var_list), before):
+            np.testing.assert_array_equal(prime, old)
+        assert session.sess.run(beta1_power) == pytest.approx(0.9 ** 3, rel=1e-6)
         assert_trained(session, ['l_clip_loss'])
+        assert session.sess.run(beta1_power) == pytest.approx(0.9 ** 5, rel=1e-6)
     finally:
         session.close()
 
@@ -379,13 +404,85 @@ def test_bad_spaces_are_refused():
         A3C(env=env, task=0, policy_config={'class_ref': AacDensePolicy})
 
 
-def test_train_in_process_cartpole_smoke():
+def test_train_in_process_cartpole_smoke(tmp_path):
+    """CartPole in process: each recorded episode's length and total reward equal the env's own count (CartPole pays
+    1 per step, so reward = length), `env_steps` accumulates the lengths, and the episode summaries written to
+    TensorBoard (one per episode with `episode_summary_freq=1`) hold the same figures, in order."""
+    counted = []
+
+    class CountingCartPole(gym_wrappers.TestModeEnv):
+        """Counts the steps and rewards of every episode it runs."""
+
+        def reset(self, *args, **kwargs):
+            self.count = [0, 0.0]
+            return super().reset(*args, **kwargs)
+
+        def step(self, action):
+            observation, reward, terminated, truncated, info = super().step(action)
+            self.count = [self.count[0] + 1, self.count[1] + reward]
+            if terminated or truncated:
+                counted.append(tuple(self.count))
+            return observation, reward, terminated, truncated, info
+
     result = train_in_process(
-        env_config={'class_ref': gym_wrappers.TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}},
+        env_config={'class_ref': CountingCartPole, 'kwargs': {'env_id': 'CartPole-v1'}},
         policy_config={'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}},
-        trainer_config={'class_ref': A3C, 'kwargs': {'test_mode': True, 'rollout_length': 10}},
-        max_env_steps=300, random_seed=1)
+        trainer_config={'class_ref': A3C, 'kwargs': {'test_mode': True, 'rollout_length': 10,
+                                                     'episode_summary_freq': 1}},
+        max_env_steps=300, random_seed=1, log_dir=str(tmp_path))
     assert result['global_step'] >= 300
-    assert result['episodes'] >= 3
-    assert all(reward >= 1 for reward in result['episode_rewards'])
-    assert result['mean_reward_last_10'] == pytest.approx(np.mean(result['episode_rewards'][-10:]))
+    episodes = result['train_episodes']
+    assert result['episodes'] == len(episodes) == len(counted) >= 3 and result['test_episodes'] == 0
+    lengths = [length for length, _ in counted]
+    assert [episode['steps'] for episode in episodes] == lengths
+    assert result['episode_rewards'] == [episode['total_reward'] for episode in episodes] == \
+        [reward for _, reward in counted] == [float(length) for length in lengths]
+    assert [episode['env_steps'] for episode in episodes] == np.cumsum(lengths).tolist()
+    assert result['mean_reward_last_10'] == pytest.approx(np.mean(lengths[-10:]))
+    events = scalar_events(tmp_path / 'worker_0')
+    written_rewards, written_lengths = tagged(events, 'episode/total_reward'), tagged(events, 'episode/steps')
+    written = len(written_rewards)
+    assert 3 <= written <= len(lengths) and written == len(written_lengths)
+    assert [value for _, value in written_rewards] == [value for _, value in written_lengths] == lengths[:written]
+    assert all(step >= index + 1 for index, (step, _) in enumerate(written_rewards))  # at the global episode
+
+
+def test_episode_summaries_hold_the_runners_statistics(tmp_path):
+    """Summaries every episode, train and test episodes alternating: TensorBoard's `episode_train/*` and
+    `episode_test/*` scalars are the runner's statistics of each episode, in order; each episode's total reward is
+    the sum of the rewards of its rollouts."""
+    dataset = BTgymDataset(dataframe=make_sine_data(num_bars=8000), episode_duration=SHORT_EPISODE,
+                           target_period={'days': 2, 'hours': 0, 'minutes': 0})
+    env = BTgymEnv(dataset=dataset, strategy=DevStrat_4_11, render_enabled=False, random_seed=0)
+    session = Session(A3C, env, Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path, rollout_length=20,
+                      episode_train_test_cycle=(1, 1), episode_summary_freq=1, model_summary_freq=100)
+    stats = {'ep_summary': [], 'test_ep_summary': []}
+    reward_sum = 0.0
+    try:
+        for _ in range(100):
+            if min(len(episodes) for episodes in stats.values()) >= 2:
+                break
+            session.trainer.process(session.sess)
+            rollout, data = session.data['on_policy'][0], session.data
+            reward_sum += float(np.sum(np.asarray(rollout['reward'], dtype=np.float64)))
+            ended = [data[key][0] for key in stats if data[key][0] is not None]
+            assert len(ended) == int(bool(rollout['terminal'][-1]))
+            for key in stats:
+                if data[key][0] is not None:
+                    assert data[key][0]['total_r'] == pytest.approx(reward_sum, abs=1e-9)
+                    stats[key].append(data[key][0])
+                    reward_sum = 0.0
+        assert [len(episodes) for episodes in stats.values()] == [2, 2]
+        session.writer.flush()
+        events = scalar_events(session.log_dir)
+    finally:
+        session.close()
+    names = {'ep_summary': ('episode_train/', {'total_reward': 'total_r', 'cpu_time_sec': 'cpu_time',
+                                               'final_value': 'final_value', 'env_steps': 'steps'}),
+             'test_ep_summary': ('episode_test/', {'total_reward': 'total_r', 'final_value': 'final_value',
+                                                   'env_steps': 'steps'})}
+    for key, (prefix, tags) in names.items():
+        assert set(stats[key][0]) == set(tags.values())
+        for tag, stat in tags.items():
+            written = [value for _, value in tagged(events, prefix + tag)]
+            assert written == pytest.approx([episode[stat] for episode in stats[key]], rel=1e-6), (prefix + tag)

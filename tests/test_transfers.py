@@ -53,8 +53,9 @@ def test_tensors_and_destinations_of_different_lengths_are_refused():
             moved_to(tensors, [DESTINATION])
 
 
-def _cluster_trainer():
-    """A3C with a small policy on a ps + worker cluster whose servers run in this process.
+def _cluster_trainer(**trainer_kwargs):
+    """A3C with a small policy on a ps + worker cluster whose servers run in this process (`trainer_kwargs` go to
+    A3C).
 
     Returns:
         trainer, its graph, the worker server, the global variables' initializer.
@@ -69,7 +70,8 @@ def _cluster_trainer():
                        episode_duration={'days': 0, 'hours': 8, 'minutes': 0})
         trainer = A3C(env=env, task=0, cluster_spec=spec, random_seed=0, rollout_length=8,
                       policy_config={'class_ref': BaseAacPolicy, 'kwargs': dict(
-                          lstm_layers=(16,), linear_layer_ref=linear, conv_2d_num_filters=(8, 8, 8, 8))})
+                          lstm_layers=(16,), linear_layer_ref=linear, conv_2d_num_filters=(8, 8, 8, 8))},
+                      **trainer_kwargs)
         init_op = tf.global_variables_initializer()
     return trainer, graph, server, init_op
 
@@ -136,9 +138,11 @@ def _moved_between_tasks(run_metadata):
 def test_cluster_train_step_moves_one_pack_each_way_and_decays_its_learning_rate_on_the_ps(tmp_path):
     """The gradients, the train phase and the frame count reach the parameter server as one pack, the new global
     step is the only tensor coming back; the learning rate the ps applies is the linear decay of the global step
-    (0 with `train_phase` False, which leaves the global variables unchanged), and the global step grows by the
-    number of frames trained on."""
-    trainer, graph, server, init_op = _cluster_trainer()
+    from 1e-3 to 1e-4 over 40 steps, `lr0 - (lr0 - lr_end) * min(step + 1, 40) / 40`, then stays at 1e-4 (0 with
+    `train_phase` False, which leaves the global variables unchanged), and the global step grows by the number of
+    frames trained on."""
+    trainer, graph, server, init_op = _cluster_trainer(opt_learn_rate=1e-3, opt_end_learn_rate=1e-4,
+                                                       opt_decay_steps=40)
     sess, data = _started(trainer, graph, server, init_op, tmp_path)
     try:
         for _ in range(3):
@@ -150,6 +154,13 @@ def test_cluster_train_step_moves_one_pack_each_way_and_decays_its_learning_rate
         expected = (trainer.opt_learn_rate - trainer.opt_end_learn_rate) * (1 - min(step + 1, decay) / decay) + \
             trainer.opt_end_learn_rate
         np.testing.assert_allclose(sess.run(trainer.train_learn_rate, feed), expected, rtol=1e-12)
+        assert 0 < step < 39 and 1e-4 < expected < 1e-3
+        applied_rate = next(op.inputs[5] for op in graph.get_operations() if op.type == 'ApplyAdam')
+        for at_step, rate in ((0, 9.775e-4), (9, 7.75e-4), (38, 1.225e-4), (39, 1e-4), (40, 1e-4), (1000, 1e-4)):
+            trainer.global_step.load(at_step, sess)
+            np.testing.assert_allclose(sess.run(trainer.train_learn_rate, feed), rate, rtol=1e-8)
+            np.testing.assert_allclose(sess.run(applied_rate, feed), rate, rtol=1e-6)
+        trainer.global_step.load(step, sess)
         frozen = {**feed, pi.train_phase: False}
         assert sess.run(trainer.train_learn_rate, frozen) == 0.0
         before = sess.run(trainer.network.var_list)
