@@ -148,3 +148,39 @@ def test_recurrent_dropout_without_layer_norm():
 def test_rejects_bad_num_units(num_units):
     with pytest.raises(ValueError, match='num_units'):
         LayerNormBasicLSTMCell(num_units)
+
+
+@pytest.mark.parametrize('forget_bias, layer_norm', [(-1.5, True), (3.0, False)])
+def test_one_step_with_a_non_default_forget_bias_matches_numpy(forget_bias, layer_norm):
+    """`forget_bias` is added to the (normalised) forget-gate pre-activation: c' = LN(c·σ(f + b) + σ(i)·tanh(j)),
+    against numpy with random weights and state; the default bias of 1 would give another c'."""
+    rng = np.random.default_rng(3)
+    x, c, h = (rng.normal(size=(3, n)).astype(np.float32) for n in (2, 4, 4))
+    with tf.Graph().as_default(), tf.Session() as sess:
+        x_pl = tf.placeholder(tf.float32, [None, 2])
+        state_pl = _state_placeholders(4)
+        out, new_state = LayerNormBasicLSTMCell(4, forget_bias=forget_bias, layer_norm=layer_norm)(x_pl, state_pl)
+        sess.run(tf.global_variables_initializer())
+        params = _randomise_variables(sess, rng)
+        result = sess.run([out, new_state], {x_pl: x, state_pl.c: c, state_pl.h: h})
+
+    prefix = 'layer_norm_basic_lstm_cell/'
+
+    def np_step(bias):
+        gates = np.concatenate([x, h], axis=1) @ params[prefix + 'kernel']
+        if not layer_norm:
+            gates = gates + params[prefix + 'bias']
+
+        def norm(value, scope):
+            return _np_norm(value, params[prefix + scope + '/gamma'], params[prefix + scope + '/beta']) \
+                if layer_norm else value
+
+        i, j, f, o = (norm(gate, scope) for gate, scope in zip(np.split(gates, 4, axis=1), GATE_SCOPES))
+        new_c = norm(c * _sigmoid(f + bias) + _sigmoid(i) * np.tanh(j), 'state')
+        return np.tanh(new_c) * _sigmoid(o), new_c
+
+    expected_h, expected_c = np_step(forget_bias)
+    np.testing.assert_allclose(result[1].c, expected_c, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result[1].h, expected_h, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(result[0], expected_h, rtol=1e-4, atol=1e-5)
+    assert np.max(np.abs(np_step(1.0)[1] - expected_c)) > 1e-2

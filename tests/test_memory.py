@@ -195,3 +195,49 @@ def test_bad_configuration_is_rejected():
         Memory(history_size=3, max_sample_size=5, priority_sample_size=2)
     with pytest.raises(RuntimeError, match='rollout_provider'):
         Memory(10, 2, 2).fill()
+
+
+def test_uniform_sample_starts_are_uniform_over_every_window_of_a_wrapped_memory():
+    """A full memory that has dropped its 45 oldest frames (one episode, no terminal): 5200 draws of 5 frames start
+    at each of the 26 positions where a whole window fits (chi-square below the 0.1% critical value 52.62, every
+    position drawn, the last one included), and every sample is the 5 successive stored frames from its start:
+    absolute indices 45..74, never running past the newest frame back to the oldest ones."""
+    history, size, added, draws = 30, 5, 75, 5200
+    memory = Memory(history_size=history, max_sample_size=size, priority_sample_size=2, seed=21)
+    for step in range(added):
+        memory.add(make_frame(0, step))
+    oldest = added - history
+    assert memory.is_full() and memory._top_frame_index == oldest
+    counts = np.zeros(history - size + 1)
+    for _ in range(draws):
+        steps = memory.sample_uniform(size)['position']['step']
+        assert steps == list(range(steps[0], steps[0] + size))
+        assert oldest <= steps[0] and steps[-1] <= added - 1
+        counts[steps[0] - oldest] += 1
+    expected = draws / len(counts)
+    assert np.all(counts > 0)
+    assert np.sum((counts - expected) ** 2 / expected) < 52.62, counts  # 25 degrees of freedom, p = 0.001
+
+
+def test_uniform_sample_skips_a_terminal_start_to_the_next_episode():
+    """Episodes of 4 frames filling a memory of 40 (positions 0..39, terminals at 3, 7, ..., 39): starts are drawn
+    uniformly over 0..37 and one drawn on a terminal frame moves to the next frame, so no sample starts on a
+    terminal frame, an episode's first frame (but the oldest) starts about 2/38 of the samples, other frames 1/38,
+    the newest two none; every sample stays within one episode and ends on its terminal frame or after 3 frames."""
+    history, size, length, draws = 40, 3, 4, 7600
+    memory = Memory(history_size=history, max_sample_size=size, priority_sample_size=2, seed=22)
+    add_episodes(memory, [length] * 12)
+    assert memory.is_full() and memory._frames[0]['position'] == {'episode': 2, 'step': 0}
+    counts = np.zeros(history)
+    for _ in range(draws):
+        sample = memory.sample_uniform(size)
+        assert_contiguous(sample)
+        assert sample.size == size or sample['terminal'][-1]
+        counts[(sample['position']['episode'][0] - 2) * length + sample['position']['step'][0]] += 1
+    drawn = history - size + 1
+    terminal = {position for position, frame in enumerate(memory._frames) if frame['terminal']}
+    assert terminal == set(range(length - 1, history, length))
+    for position in range(history):
+        share = (position < drawn and position not in terminal) + (position - 1 in terminal and position <= drawn)
+        expected = draws * share / drawn
+        assert abs(counts[position] - expected) <= 4 * np.sqrt(expected), (position, counts[position], expected)
