@@ -43,12 +43,14 @@ from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
 from btgym_aac.algorithms.sample_cycle import SampleCycle
 from btgym_aac.algorithms.session_callables import CallableCache
 from btgym_aac.algorithms.summaries import average_stats, make_episode_summaries, stat_feed
+from btgym_aac.algorithms.trainer_settings import check_replay, log_uniform_range
 from btgym_aac.algorithms.transfers import moved_to
 from btgym_aac.algorithms.utils import (batch_stack, check_variable_pairing, feed_dict_from_nested,
                                        feed_dict_rnn_context)
 from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger
 from btgym_aac.spaces import ActionDictSpace, DictSpace
+from btgym_aac.validation import check_number, check_whole_number
 
 GRADIENT_CLIP_NORM = 40.0
 
@@ -117,6 +119,10 @@ class BaseAAC:
             every rollout) instead of the worker session; None: only in a distributed worker (`cluster_spec` set).
         **kwargs: unknown arguments are logged as warnings and ignored.
 
+    Raises:
+        ValueError: a setting is out of its range (counts and periods whole numbers >= 1, discounts and lambdas in
+            [0, 1], learn rates and loss weights >= 0; see `trainer_settings`); the message names it and its value.
+
     Class attribute `acting_replica_class`: the `ActingReplica` class used (subclasses may replace it).
     """
     acting_replica_class = ActingReplica
@@ -157,28 +163,35 @@ class BaseAAC:
             np.random.seed(random_seed)
             tf.set_random_seed(random_seed)
 
-        self.model_gamma, self.model_gae_lambda = model_gamma, model_gae_lambda
-        self.model_beta = log_uniform(model_beta, 1)
-        self.opt_learn_rate = log_uniform(opt_learn_rate, 1)
-        self.opt_max_env_steps = opt_max_env_steps
-        self.opt_decay_steps = opt_decay_steps if opt_decay_steps is not None else opt_max_env_steps
-        self.opt_end_learn_rate = opt_end_learn_rate if opt_end_learn_rate is not None else self.opt_learn_rate
+        self.model_gamma = check_number('model_gamma', model_gamma, high=1)
+        self.model_gae_lambda = check_number('model_gae_lambda', model_gae_lambda, high=1)
+        self.model_beta = log_uniform(log_uniform_range('model_beta', model_beta), 1)
+        self.opt_learn_rate = log_uniform(log_uniform_range('opt_learn_rate', opt_learn_rate), 1)
+        self.opt_max_env_steps = check_number('opt_max_env_steps', opt_max_env_steps, low_open=True)
+        self.opt_decay_steps = self.opt_max_env_steps if opt_decay_steps is None else \
+            check_number('opt_decay_steps', opt_decay_steps, low_open=True)
+        self.opt_end_learn_rate = self.opt_learn_rate if opt_end_learn_rate is None else \
+            check_number('opt_end_learn_rate', opt_end_learn_rate)
         self.opt_decay, self.opt_momentum, self.opt_epsilon = opt_decay, opt_momentum, opt_epsilon
-        self.rollout_length = rollout_length
+        self.rollout_length = check_whole_number('rollout_length', rollout_length)
         self.time_flat = time_flat
         self.episode_train_test_cycle = self._check_cycle(episode_train_test_cycle)
-        self.episode_summary_freq, self.env_render_freq = episode_summary_freq, env_render_freq
-        self.model_summary_freq = model_summary_freq
+        self.episode_summary_freq = check_whole_number('episode_summary_freq', episode_summary_freq)
+        self.env_render_freq = check_whole_number('env_render_freq', env_render_freq)
+        self.model_summary_freq = check_whole_number('model_summary_freq', model_summary_freq)
         self.test_mode = test_mode
         self.replay_memory_size = replay_memory_size
         self.replay_batch_size = replay_batch_size if replay_batch_size is not None else len(self.env_list)
-        self.replay_rollout_length = replay_rollout_length if replay_rollout_length is not None else rollout_length
-        self.rp_lambda, self.pc_lambda = log_uniform(rp_lambda, 1), log_uniform(pc_lambda, 1)
-        self.vr_lambda, self.off_aac_lambda = log_uniform(vr_lambda, 1), log_uniform(off_aac_lambda, 1)
-        self.gamma_pc = gamma_pc
+        self.replay_rollout_length = self.rollout_length if replay_rollout_length is None else replay_rollout_length
+        self.rp_lambda = log_uniform(log_uniform_range('rp_lambda', rp_lambda), 1)
+        self.pc_lambda = log_uniform(log_uniform_range('pc_lambda', pc_lambda), 1)
+        self.vr_lambda = log_uniform(log_uniform_range('vr_lambda', vr_lambda), 1)
+        self.off_aac_lambda = log_uniform(log_uniform_range('off_aac_lambda', off_aac_lambda), 1)
+        self.gamma_pc = check_number('gamma_pc', gamma_pc, high=1)
         self.rp_reward_threshold, self.rp_sequence_size = rp_reward_threshold, rp_sequence_size
-        self.clip_epsilon, self.num_epochs = clip_epsilon, num_epochs
-        self.pi_prime_update_period = pi_prime_update_period
+        self.clip_epsilon = clip_epsilon
+        self.num_epochs = check_whole_number('num_epochs', num_epochs)
+        self.pi_prime_update_period = check_whole_number('pi_prime_update_period', pi_prime_update_period)
 
         self.use_off_policy_aac = use_off_policy_aac
         self.use_reward_prediction = use_reward_prediction
@@ -187,10 +200,8 @@ class BaseAAC:
         self.use_any_aux_tasks = use_value_replay or use_pixel_control or use_reward_prediction
         self.use_local_memory = _use_local_memory
         self.use_memory = (self.use_any_aux_tasks or use_off_policy_aac) and not _use_local_memory
-        if self.use_memory and use_reward_prediction and self.replay_rollout_length < rp_sequence_size:
-            raise ValueError('replay_rollout_length {} is shorter than rp_sequence_size {}: the memory cannot '
-                             'return reward-prediction samples that long'.format(self.replay_rollout_length,
-                                                                                 rp_sequence_size))
+        if self.use_memory:
+            check_replay(replay_memory_size, self.replay_rollout_length, rp_sequence_size, use_reward_prediction)
         self.use_target_policy = _use_target_policy
         self.use_global_network = _use_global_network
         self.aux_render_modes = list(aux_render_modes or [])
@@ -225,7 +236,7 @@ class BaseAAC:
         self.episodes_per_trial = episodes_per_trial or getattr(self.local_network, 'lstm_2_init_period', 1)
         if acting_replica or (acting_replica is None and cluster_spec is not None):
             self.acting_replica = self.acting_replica_class(
-                self.local_network, self.policy_class, self.policy_kwargs, refresh_period=rollout_length,
+                self.local_network, self.policy_class, self.policy_kwargs, refresh_period=self.rollout_length,
                 random_seed=random_seed)
         else:
             self.acting_replica = None

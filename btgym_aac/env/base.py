@@ -16,6 +16,7 @@ from btgym_aac.logs import get_logger
 from btgym_aac.spaces import ActionDictSpace, DictSpace
 from btgym_aac.strategy.base import BTgymBaseStrategy
 from btgym_aac.strategy.observers import NormPnL, Position, Reward
+from btgym_aac.validation import check_number
 
 DATASET_KWARGS = (
     'filename', 'dataframe', 'episode_duration', 'time_gap', 'start_00', 'start_weekdays', 'parsing_params',
@@ -46,14 +47,16 @@ class BTgymEnv(gym.Env):
         dataset: a `BTgymDataset` (or any data domain with the same interface).
         engine: a configured `bt.Cerebro` with one strategy; used as is (strategy/engine kwargs are then refused).
         strategy: strategy class (default `BTgymBaseStrategy`).
-        start_cash, broker_commission, fixed_stake: broker settings of the default engine.
+        start_cash, broker_commission, fixed_stake: broker settings of the default engine (start_cash > 0,
+            broker_commission >= 0; fixed_stake > 0 when order_size is None).
         render_enabled: keep the data renderings need (default True).
         render_modes: e.g. ['human', 'episode', 'external']; render_* kwargs tune the pictures.
         render_mode: default mode of `render()`.
         verbose, log_level: logging (0 notice, 1 info, 2 debug).
         task: number used in logger names.
         random_seed: seed of episode sampling.
-        any other kwarg: a param of the strategy (state_shape, skip_frame, drawdown_call, target_call, ...).
+        any other kwarg: a param of the strategy (state_shape, skip_frame, drawdown_call, target_call, ...);
+            checked here by the strategy's `check_params` and `order_sizes`.
         port, data_port, data_master, network_address, data_network_address, connect_timeout: accepted for
             compatibility with the original's call sites and ignored (no servers are started).
     """
@@ -81,6 +84,8 @@ class BTgymEnv(gym.Env):
         self.engine = self._make_engine(kwargs)
         self.strategy_class, strategy_kwargs = self.engine.strats[0][0][0], self.engine.strats[0][0][2]
         self.params = self._strategy_params(strategy_kwargs)
+        self.strategy_class.check_params(self.params)
+        self.strategy_class.order_sizes(self.params, self.engine.sizers)
         self.asset_names = tuple(self.params['asset_names'])
         if len(self.asset_names) != 1:
             raise ValueError('BTgymEnv trades exactly one asset, got asset_names={}'.format(self.asset_names))
@@ -160,6 +165,7 @@ class BTgymEnv(gym.Env):
         settings = dict(ENGINE_DEFAULTS, **engine_kwargs)
         if not settings['start_cash'] > 0:
             raise ValueError('start_cash must be positive, got {!r}'.format(settings['start_cash']))
+        check_number('broker_commission', settings['broker_commission'])
         engine = bt.Cerebro()
         engine.addstrategy(strategy, **kwargs)
         kwargs.clear()

@@ -15,6 +15,7 @@ from gymnasium import spaces
 
 from btgym_aac.spaces import DictSpace
 from btgym_aac.strategy.utils import decayed_result, norm_value
+from btgym_aac.validation import check_number
 
 SKIP_ACTION_KEY = '_skip_this'
 _COUNTER_HIGH = 10 ** 10
@@ -55,14 +56,14 @@ class BTgymBaseStrategy(bt.Strategy):
     Params (backtrader `params`, set with `cerebro.addstrategy(cls, **kwargs)` or as env kwargs):
         state_shape: dict of gymnasium spaces, one per observation key (default: `raw` OHLC window and metadata).
         cash_name, asset_names: broker cash and data line names.
-        start_cash, commission, leverage: broker settings applied when given.
-        gamma: discount of the potential-based shaping term.
-        reward_scale: reward multiplier; rewards are clipped to [-reward_scale, reward_scale].
-        drawdown_call: episode ends when max drawdown reaches this many percent.
-        target_call: episode ends when the portfolio gains more than this many percent.
+        start_cash, commission, leverage: broker settings applied when given (commission >= 0, leverage > 0).
+        gamma: discount of the potential-based shaping term, in [0, 1].
+        reward_scale: reward multiplier (> 0); rewards are clipped to [-reward_scale, reward_scale].
+        drawdown_call: episode ends when max drawdown reaches this many percent (> 0).
+        target_call: episode ends when the portfolio gains more than this many percent (> 0).
         portfolio_actions: discrete action names ('hold' first) or None for continuous target-percent actions.
         skip_frame: bars between two agent decisions.
-        order_size: dict asset -> stake, a scalar, or None to take the stake of the cerebro's fixed sizer.
+        order_size: dict asset -> stake, a scalar, or None to take the stake of the cerebro's fixed sizer (> 0).
         metadata, dataset_stat, episode_stat, trial_stat, trial_metadata: set by the engine per episode.
         initial_action, initial_portfolio_action: set by the environment.
     """
@@ -106,6 +107,8 @@ class BTgymBaseStrategy(bt.Strategy):
     ]
 
     def __init__(self, **kwargs):
+        params = self.p._getkwargs()
+        self.check_params(params)
         if 'raw' in self.p.state_shape:
             self.time_dim = self.p.state_shape['raw'].shape[0]
         self.skip_frame = self.p.skip_frame
@@ -134,7 +137,7 @@ class BTgymBaseStrategy(bt.Strategy):
         self.start_cash = self.broker.startingcash
         self.broker_value_normalizer = 100.0 / (self.start_cash * (self.p.drawdown_call + self.p.target_call))
         self.target_value = self.start_cash * (1.0 + self.p.target_call / 100.0)
-        self.order_size = self._resolve_order_size()
+        self.order_size = self.order_sizes(params, self.env.sizers)
 
         self.trade_just_closed = False
         self.trade_result = 0.0
@@ -173,31 +176,73 @@ class BTgymBaseStrategy(bt.Strategy):
             self.next_process_fn = self._next_target_percent
             self.num_action_repeats = 2
 
+    @classmethod
+    def check_params(cls, params):
+        """Raises ValueError naming the first param no episode can run with (the env calls this at construction,
+        before any episode).
+
+        Args:
+            params: dict of all the strategy's params (defaults updated with the given ones).
+        """
+        if params['commission'] is not None:
+            check_number('commission', params['commission'])
+        check_number('leverage', params['leverage'], low_open=True)
+        check_number('gamma', params['gamma'], high=1)
+        check_number('reward_scale', params['reward_scale'], low_open=True)
+        check_number('drawdown_call', params['drawdown_call'], low_open=True)
+        check_number('target_call', params['target_call'], low_open=True)
+        cls._check_order_size(params['order_size'], params['asset_names'])
+
+    @staticmethod
+    def _check_order_size(size, asset_names):
+        if size is None:
+            return
+        if isinstance(size, dict):
+            missing = set(asset_names) - set(size)
+            if missing:
+                raise ValueError('order_size has no entry for assets {}'.format(sorted(missing)))
+            for asset, stake in size.items():
+                check_number('order_size[{!r}]'.format(asset), stake, low_open=True)
+        elif isinstance(size, numbers.Real) and not isinstance(size, bool):
+            check_number('order_size', size, low_open=True)
+        else:
+            raise ValueError('order_size must be None, a number or a dict asset -> size, got {!r}'.format(size))
+
     def _required_method(self, name):
         method = getattr(self, name, None)
         if method is None:
             raise NotImplementedError('{} needs a method `{}()`'.format(type(self).__name__, name))
         return method
 
-    def _resolve_order_size(self):
-        size = self.p.order_size
-        assets = list(self.p.asset_names)
+    @staticmethod
+    def order_sizes(params, sizers):
+        """Order size per asset (the env calls this at construction to check the engine's sizer).
+
+        Args:
+            params: dict of the strategy's params, checked by `check_params`.
+            sizers: the engine's `sizers` dict (index -> (class, args, kwargs)).
+
+        Returns:
+            dict asset -> size: `order_size`, or the stake of the engine's one sizer with a `stake` when it is None.
+
+        Raises:
+            ValueError: `order_size` is None and the engine has no such sizer, several, or a stake <= 0.
+        """
+        size = params['order_size']
+        assets = list(params['asset_names'])
         if size is None:
-            stakes = [kwargs['stake'] for _, _, kwargs in self.env.sizers.values() if 'stake' in kwargs]
+            stakes = [kwargs['stake'] for _, _, kwargs in sizers.values() if 'stake' in kwargs]
             if len(stakes) != 1:
                 raise ValueError(
                     'order_size is not set and the engine has {} sizers with a `stake`; '
                     'pass order_size= or add exactly one SizerFix'.format(len(stakes))
                 )
+            check_number("the engine's sizer stake (fixed_stake), which order_size=None takes,", stakes[0],
+                         low_open=True)
             return {asset: stakes[0] for asset in assets}
         if isinstance(size, dict):
-            missing = set(assets) - set(size)
-            if missing:
-                raise ValueError('order_size has no entry for assets {}'.format(sorted(missing)))
             return dict(size)
-        if isinstance(size, numbers.Real) and not isinstance(size, bool):
-            return {asset: size for asset in assets}
-        raise ValueError('order_size must be None, a number or a dict asset -> size, got {!r}'.format(size))
+        return {asset: size for asset in assets}
 
     @staticmethod
     def _episode_metadata(meta):

@@ -15,6 +15,26 @@ def _box(low, high, shape):
     return spaces.Box(low=low, high=high, shape=shape, dtype=np.float32)
 
 
+def _check_scale(name, scale, key, shape):
+    """Raises ValueError naming the param unless `scale` is finite and broadcasts to `shape`, the `key` state's
+    [time, channels] shape, without changing it."""
+    try:
+        values = np.asarray(scale, dtype=np.float64)
+    except (TypeError, ValueError):
+        values = None
+    if values is None or not np.all(np.isfinite(values)):
+        raise ValueError('{} must be a finite number or array, got {!r}'.format(name, scale))
+    try:
+        fits = np.broadcast_shapes(values.shape, shape) == shape
+    except ValueError:
+        fits = False
+    if not fits:
+        shown = ' '.join(np.array2string(values, threshold=10, separator=', ').split())
+        raise ValueError('{} of shape {} does not broadcast to the {} state of shape {} (time, channels): give a '
+                         'scalar, {} per-channel values or a {} array; got {}'.format(
+                             name, values.shape, key, shape, shape[1], shape, shown))
+
+
 class DevStrat_4_6(BTgymBaseStrategy):
     """External state: tanh-squashed one-bar open difference and high/low distances from the open, [30, 1, 3];
     internal state: the last 30 values of broker value, unrealized pnl, realized pnl, cash and exposure, [30, 1, 5].
@@ -36,6 +56,20 @@ class DevStrat_4_6(BTgymBaseStrategy):
         state_ext_scale=2e3,
         state_int_scale=1.0,
     )
+
+    @classmethod
+    def check_params(cls, params):
+        """Base checks, and `state_ext_scale` / `state_int_scale` must broadcast to the external / internal state
+        (the `state_shape` space without its width axis).
+
+        Args:
+            params: dict of all the strategy's params.
+        """
+        super().check_params(params)
+        for key, name in (('external', 'state_ext_scale'), ('internal', 'state_int_scale')):
+            space = params['state_shape'].get(key)
+            if space is not None and len(space.shape) == 3:
+                _check_scale(name, params[name], key, (space.shape[0], space.shape[2]))
 
     def set_datalines(self):
         data = self.data
