@@ -113,7 +113,8 @@ def _configs_from_args(args):
     if getattr(args, 'seed', None) is not None:
         launcher['root_random_seed'] = args.seed
     if getattr(args, 'data', None):
-        env_kwargs['filename'] = args.data if len(args.data) > 1 else args.data[0]
+        paths = [os.path.abspath(path) for path in args.data]
+        env_kwargs['filename'] = paths if len(paths) > 1 else paths[0]
         env_kwargs.pop('dataset', None)
     configs['env_config'] = dict(configs['env_config'], kwargs=env_kwargs)
     return configs
@@ -132,6 +133,24 @@ def _make_launcher(configs, **overrides):
                     policy_config=configs['policy_config'], trainer_config=configs['trainer_config'], **kwargs)
 
 
+def _warn_of_changed_data(launcher):
+    """Warns when a resumed run's data files differ from those it was trained on (its saved run config)."""
+    from btgym_aac.distributed.checkpoints import latest_checkpoint
+    from btgym_aac.evaluation.loading import read_run_config
+
+    if launcher.purged or latest_checkpoint(launcher.current_ckpt_dir) is None:
+        return
+    try:
+        saved = read_run_config(launcher.log_dir)
+    except (FileNotFoundError, ValueError):
+        return
+    before = saved['env_config'].get('kwargs', {}).get('filename')
+    now = launcher.env_config.get('kwargs', {}).get('filename')
+    if before != now:
+        print('btgym-aac: warning: resuming {}, trained on data {}, with data {}'.format(
+            launcher.log_dir, before or 'built in', now or 'built in'), file=sys.stderr)
+
+
 def _train(args):
     """Trains with the launcher: the reference configuration, or CONFIG.py's dicts, with flag overrides."""
     from btgym_aac.distributed.launcher import StopRequested
@@ -139,22 +158,23 @@ def _train(args):
     configs = _configs_from_args(args)
     purge = 2 if args.fresh else 0
     launcher = _make_launcher(configs, purge_previous=purge)
+    _warn_of_changed_data(launcher)
     print('logs and checkpoints: {} (tensorboard --logdir {})'.format(launcher.log_dir, launcher.log_dir))
     run_started = time.time()
     try:
         result = launcher.run()
     except KeyboardInterrupt as interrupt:
         by_sigterm = isinstance(interrupt, StopRequested)
-        print('\n{}: workers stopped, the chief saved a checkpoint in {}'.format(
-            'stopped by SIGTERM' if by_sigterm else 'interrupted', launcher.current_ckpt_dir))
+        print('\n{}: workers stopped; {}'.format('stopped by SIGTERM' if by_sigterm else 'interrupted',
+                                                launcher.checkpoint_report()))
         return 143 if by_sigterm else 130
     except RuntimeError as exc:
         print('training failed: {}'.format(exc), file=sys.stderr)
         return 1
     if not result['completed']:
-        print('training stopped at env step {} of {}: the workers were stopped from outside (a signal); the chief '
-              'saved a checkpoint in {} (train again with this log dir to resume)'.format(
-                  result['global_step'], launcher.max_env_steps, launcher.current_ckpt_dir), file=sys.stderr)
+        print('training stopped at env step {} of {}: the workers were stopped from outside (a signal); {} (train '
+              'again with this log dir to resume)'.format(result['global_step'], launcher.max_env_steps,
+                                                          launcher.checkpoint_report()), file=sys.stderr)
         return 1
     print('done: {global_step} env steps, {episodes} episodes in {seconds:.0f} s; checkpoint in {ckpt}'.format(
         ckpt=launcher.current_ckpt_dir, **result))
@@ -206,7 +226,13 @@ def _evaluate(args):
     from btgym_aac.evaluation import evaluate
     from btgym_aac.evaluation.report import format_table
 
-    report = evaluate(args.log_dir, data=args.data, episodes=args.episodes, out=args.out, seed=args.seed)
+    from btgym_aac.env.engine import EngineError
+
+    try:
+        report = evaluate(args.log_dir, data=args.data, episodes=args.episodes, out=args.out, seed=args.seed)
+    except EngineError as error:
+        print('btgym-aac evaluate: {}'.format(error), file=sys.stderr)
+        return 2
     print('checkpoint {} (global step {}), {} {} episodes from seed {}'.format(
         report['checkpoint'], report['global_step'], report['episodes'], report['episode_type'], report['seed']))
     print(format_table(report))
@@ -319,7 +345,7 @@ def build_parser():
     demo = commands.add_parser('demo', help='run one episode on the built-in data and save its renderings',
                                description=_demo.__doc__)
     demo.add_argument('--out', default='out/demo', help='folder for the PNG files (default: out/demo)')
-    demo.add_argument('--seed', type=int, default=0, help='random seed (default: 0)')
+    demo.add_argument('--seed', type=_seed, default=0, help='random seed (default: 0)')
     demo.set_defaults(run=_demo)
     return parser
 
@@ -332,6 +358,9 @@ def main(argv=None):
     except (FileNotFoundError, ValueError, OSError) as exc:
         print('btgym-aac {}: {}'.format(args.command, exc), file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print('\nbtgym-aac {}: interrupted'.format(args.command), file=sys.stderr)
+        return 130
 
 
 if __name__ == '__main__':

@@ -2,6 +2,7 @@
 import json
 import os
 import pickle
+import re
 import signal
 import socket
 import subprocess
@@ -13,8 +14,11 @@ import pytest
 from btgym_aac import cli as cli_module
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
-from btgym_aac.distributed.checkpoints import FastSaver, latest_checkpoint
+from btgym_aac.data import make_random_walk_data, write_histdata_csv
+from btgym_aac.distributed.checkpoints import CheckpointStateError, FastSaver, latest_checkpoint
 from btgym_aac.distributed.cluster import free_ports, port_is_free
+from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
+from btgym_aac.distributed.run_config import pickle_run_config, write_run_config
 from btgym_aac.evaluation.loading import resolve_checkpoint
 
 CKPT = 'current_train_checkpoint'
@@ -118,7 +122,18 @@ def config_file(tmp_path, text):
     ('cluster_config = {"num_workers": "two"}\n', "cluster_config num_workers must be a whole number >= 1, got 'two'"),
     ('cluster_config = {"port": "abc"}\n', "cluster_config port must be a whole number >= 1, got 'abc'"),
     ('import sys\nsys.exit(0)\n', 'config.py exited (exit status 0) instead of defining its configs'),
-], ids=['syntax', 'name', 'import', 'not-a-dict', 'unknown-key', 'steps', 'save-secs', 'workers', 'port', 'exit'])
+    ('cluster_config = {"num_wrkers": 2}\n', "unknown cluster_config key(s) ['num_wrkers']; known: ["),
+    ('cluster_config = {"host": "no.such.host.invalid"}\n',
+     "cluster_config host 'no.such.host.invalid' does not resolve to an address"),
+    ('cluster_config = {"num_workers": 10 ** 6}\n', 'a cluster of 1000001 tasks (num_workers 1000000 + num_ps 1) '
+                                                     'is more than the 1024 one launcher runs on one host'),
+    ('cluster_config = {"log_ckpt_subdir": "../escape"}\n',
+     "cluster_config log_ckpt_subdir must be a folder name inside the log dir, got '../escape'"),
+    ('launcher_config = {"max_restarts": "3"}\n', "max_restarts must be a whole number >= 0, got '3'"),
+    ('launcher_config = {"stall_seconds": "x"}\n', "stall_seconds must be a positive number of seconds, got 'x'"),
+    ('launcher_config = {"save_secs": float("inf")}\n', 'save_secs must be a positive number of seconds, got inf'),
+], ids=['syntax', 'name', 'import', 'not-a-dict', 'unknown-key', 'steps', 'save-secs', 'workers', 'port', 'exit',
+        'unknown-cluster-key', 'host', 'huge-cluster', 'ckpt-subdir', 'restarts', 'stall', 'infinite-save-secs'])
 def test_bad_config_file_gives_one_line_naming_the_problem(tmp_path, capsys, text, message):
     assert cli_main(['train', config_file(tmp_path, text), '--log-dir', str(tmp_path / 'run')]) == 2
     err = capsys.readouterr().err
@@ -263,7 +278,7 @@ def test_negative_seed_is_refused_naming_the_flag(capsys):
 def test_a_checkpoint_whose_files_are_gone_is_named_as_such(tmp_path):
     run = saved_run(tmp_path / 'run')
     os.remove(str(run / CKPT / 'model_parameters-20.index'))
-    with pytest.raises(FileNotFoundError, match=r'model_parameters-20\) has lost its files'):
+    with pytest.raises(CheckpointStateError, match=r'\(model_parameters-20\) has lost its files'):
         resolve_checkpoint(str(run), {'cluster_config': {}})
 
 
@@ -325,3 +340,56 @@ def test_demo_writes_four_non_blank_renderings(tmp_path, capsys):
         assert image[..., :3].std() > 0.01
     printed = capsys.readouterr().out
     assert 'renderings written: ' in printed and 'agent steps' in printed
+
+
+def test_a_log_dir_in_use_by_another_run_is_refused_and_left_as_it_is(tmp_path, capsys):
+    run = saved_run(tmp_path / 'run')
+    with LogDirLock(str(run)):
+        before = files_under(run)
+        for flags in ([], ['--fresh']):
+            assert cli_main(['train', '--log-dir', str(run), '--workers', '1'] + flags) == 2
+            assert 'log dir {} is in use by another run (process {}); wait for it to end or choose another log ' \
+                   'dir'.format(run, os.getpid()) in capsys.readouterr().err
+        assert files_under(run) == before
+
+
+@pytest.mark.parametrize('damage, message', [
+    ('garbage', r'the checkpoint state file \S+/checkpoint cannot be read; it is left as it is'),
+    ('lost', r'the latest checkpoint listed in \S+/checkpoint \(model_parameters-20\) has lost its files; it is '
+             r'left as it is'),
+])
+def test_a_damaged_checkpoint_state_stops_train_instead_of_starting_over(tmp_path, capsys, damage, message):
+    """TensorFlow reads both as 'no checkpoint': training would start from scratch and abandon the checkpoints."""
+    run = saved_run(tmp_path / 'run')
+    if damage == 'garbage':
+        (run / CKPT / 'checkpoint').write_text('garbage {')
+    else:
+        os.remove(str(run / CKPT / 'model_parameters-20.index'))
+    before = files_under(run)
+    assert cli_main(['train', '--log-dir', str(run), '--workers', '1']) == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert [name for name in files_under(run) if name != LOCK_FILE] == before
+    with pytest.raises(CheckpointStateError, match=message):
+        resolve_checkpoint(str(run), {'cluster_config': {}})
+
+
+def test_relative_data_paths_are_stored_absolute(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = cli_module.build_parser().parse_args(['train', '--data', 'a.csv', 'sub/b.csv'])
+    assert cli_module._configs_from_args(args)['env_config']['kwargs']['filename'] == [
+        str(tmp_path / 'a.csv'), str(tmp_path / 'sub' / 'b.csv')]
+
+
+def test_resuming_with_other_data_is_warned_about(tmp_path, capsys):
+    run = saved_run(tmp_path / 'run')
+    trained_on = write_histdata_csv(make_random_walk_data(num_bars=4000, seed=1), str(tmp_path / 'old.csv'))
+    configs = cli_module._configs_from_args(cli_module.build_parser().parse_args(['train', '--data', trained_on]))
+    write_run_config(str(run), pickle_run_config(dict(configs, test_mode=False)))
+    new_data = write_histdata_csv(make_random_walk_data(num_bars=4000, seed=2), str(tmp_path / 'new.csv'))
+    args = cli_module.build_parser().parse_args(['train', '--data', new_data, '--log-dir', str(run)])
+    cli_module._warn_of_changed_data(cli_module._make_launcher(cli_module._configs_from_args(args)))
+    expected = 'btgym-aac: warning: resuming {}, trained on data {}, with data {}'.format(run, trained_on, new_data)
+    assert capsys.readouterr().err.strip() == expected
+    args = cli_module.build_parser().parse_args(['train', '--data', trained_on, '--log-dir', str(run)])
+    cli_module._warn_of_changed_data(cli_module._make_launcher(cli_module._configs_from_args(args)))
+    assert capsys.readouterr().err == ''

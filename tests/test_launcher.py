@@ -25,6 +25,7 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.distributed.cluster import PortInUseError, free_ports
+from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirInUseError, LogDirLock
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, pickle_run_config, write_run_config
 from btgym_aac.distributed import checkpoints as checkpoints_module
 from btgym_aac.distributed import worker as worker_module
@@ -60,17 +61,20 @@ class HangingOnceEnv(gym_wrappers.TestModeEnv):
         return super().step(action)
 
 
-class CrashingEnv(gym_wrappers.TestModeEnv):
-    """CartPole whose process dies (exit code 7) at the env's 50th step, every time."""
+class BreakingEnv(gym_wrappers.TestModeEnv):
+    """CartPole that breaks at its `break_at`-th step, every time: its process exits with `exit_code`, or, with
+    none given, the step raises ValueError."""
 
-    def __init__(self, **kwargs):
+    def __init__(self, break_at, exit_code=None, **kwargs):
         super().__init__(**kwargs)
-        self.steps = 0
+        self.break_at, self.exit_code, self.steps = break_at, exit_code, 0
 
     def step(self, action):
         self.steps += 1
-        if self.steps == 50:
-            os._exit(7)
+        if self.steps == self.break_at:
+            if self.exit_code is not None:
+                os._exit(self.exit_code)
+            raise ValueError('the env broke at step {}'.format(self.steps))
         return super().step(action)
 
 
@@ -204,11 +208,41 @@ def test_killed_worker_is_restarted_and_the_run_completes(tmp_path):
 
 def test_a_worker_that_keeps_dying_ends_the_run_once_its_restarts_are_used_up(tmp_path):
     launcher = cartpole_launcher(tmp_path / 'run', 10 ** 6, num_workers=1, max_restarts=2)
-    launcher.env_config = {'class_ref': CrashingEnv, 'kwargs': {'env_id': 'CartPole-v1'}}
+    launcher.env_config = {'class_ref': BreakingEnv, 'kwargs': {'env_id': 'CartPole-v1', 'break_at': 50,
+                                                                'exit_code': 7}}
     with pytest.raises(RuntimeError, match=r'worker 0 died with exit code 7 after 2 restarts'):
         launcher.run()
     assert launcher.restarts == {0: 2}
     assert multiprocessing.active_children() == []
+
+
+def test_a_worker_dying_of_the_same_error_before_training_is_not_restarted_again(tmp_path):
+    launcher = cartpole_launcher(tmp_path / 'run', 10 ** 6, num_workers=1, max_restarts=5)
+    launcher.env_config = {'class_ref': BreakingEnv, 'kwargs': {'env_id': 'CartPole-v1', 'break_at': 5}}
+    with pytest.raises(RuntimeError, match=r'worker 0 died again before training, of the same error as before its '
+                                           r'restart \(RuntimeError: runner of task 0.0 died: ValueError: the env '
+                                           r'broke at step 5 \(raised at .*'
+                                           r'test_launcher.py:\d+\)\): a restart would meet it again; the '
+                                           r'checkpoint in the log dir \(model_parameters-0\) is kept'):
+        launcher.run()
+    assert launcher.restarts == {0: 1}
+    assert launcher.checkpoint_report() == 'the latest checkpoint, model_parameters-0, is in {}'.format(
+        launcher.current_ckpt_dir)
+    assert multiprocessing.active_children() == []
+
+
+def test_a_run_is_refused_while_another_holds_the_log_dir(tmp_path):
+    launcher = cartpole_launcher(tmp_path / 'run', 100, num_workers=1)
+    with LogDirLock(launcher.log_dir):
+        with pytest.raises(LogDirInUseError, match='log dir {} is in use by another run \\(process {}\\)'.format(
+                re.escape(launcher.log_dir), os.getpid())):
+            launcher.run()
+        with pytest.raises(LogDirInUseError):
+            cartpole_launcher(tmp_path / 'run', 100, num_workers=1)
+    assert multiprocessing.active_children() == []
+    assert launcher.run()['global_step'] >= 100
+    with LogDirLock(launcher.log_dir):  # released at the end of the run
+        pass
 
 
 @pytest.mark.parametrize('stall_seconds', [0, -5])
@@ -301,13 +335,13 @@ def test_purge_empties_a_run_but_refuses_a_folder_with_other_files_or_this_runs_
         (log_dir / folder / 'file').write_text('x')
     (log_dir / 'run_config.pkl').write_bytes(b'x')
     cartpole_launcher(log_dir, 100, num_workers=1, purge_previous=2)
-    assert os.listdir(str(log_dir)) == []
+    assert os.listdir(str(log_dir)) == [LOCK_FILE]  # kept, as its lock is held while the folder is emptied
 
     (log_dir / 'notes.txt').write_text('mine')
     (log_dir / 'run_config.pkl').write_bytes(b'x')
     with pytest.raises(ValueError, match=r'refusing to empty .*run: it holds notes.txt besides what a run writes'):
         cartpole_launcher(log_dir, 100, num_workers=1, purge_previous=2)
-    assert sorted(os.listdir(str(log_dir))) == ['notes.txt', 'run_config.pkl']
+    assert sorted(os.listdir(str(log_dir))) == [LOCK_FILE, 'notes.txt', 'run_config.pkl']
 
     os.remove(str(log_dir / 'notes.txt'))
     pretrained = saved_checkpoint_dir(log_dir / 'worker_0' / 'pretrained')

@@ -23,6 +23,38 @@ class FastSaver(tf.train.Saver):
                             strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
 
 
+class CheckpointStateError(ValueError):
+    """A checkpoint folder a run cannot resume from: its state file is unreadable or lists a checkpoint whose files
+    are gone."""
+
+
+def check_checkpoint_state(directory):
+    """Raises CheckpointStateError when `directory` holds checkpoints that cannot be resumed from; changes nothing.
+
+    Without this check TensorFlow reads such a folder as holding no checkpoint, so a run would start from scratch
+    and its saves would abandon the checkpoints there.
+
+    Args:
+        directory: a checkpoint folder (one without a state file passes: a chief killed in its first save leaves
+            checkpoint files that no state file lists yet).
+    """
+    if not directory or not os.path.isdir(directory):
+        return
+    state_file = os.path.join(directory, 'checkpoint')
+    left = 'it is left as it is: repair or remove it, or train in another log dir (or start fresh)'
+    if not os.path.isfile(state_file):
+        return
+    try:
+        state = tf.train.get_checkpoint_state(directory)
+    except ValueError:
+        state = None
+    if state is None or not state.model_checkpoint_path:
+        raise CheckpointStateError('the checkpoint state file {} cannot be read; {}'.format(state_file, left))
+    if not os.path.isfile(state.model_checkpoint_path + '.index'):
+        raise CheckpointStateError('the latest checkpoint listed in {} ({}) has lost its files; {}'.format(
+            state_file, os.path.basename(state.model_checkpoint_path), left))
+
+
 def latest_checkpoint(directory):
     """Path prefix of the latest checkpoint in `directory`, or None when there is none (or no directory)."""
     if not directory or not os.path.isdir(directory):
@@ -46,6 +78,7 @@ def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt
 
     Raises:
         FileNotFoundError: `initial_ckpt_dir` is given but holds no checkpoint.
+        CheckpointStateError: the current run's checkpoints cannot be resumed from.
     """
     if initial_ckpt_dir:
         path = latest_checkpoint(initial_ckpt_dir)
@@ -56,6 +89,7 @@ def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt
         sess.run(reset_global_step)
         log.notice('pre-trained model restored from {}; global step reset to 0'.format(path))
         return 'pre-trained'
+    check_checkpoint_state(current_ckpt_dir)
     path = latest_checkpoint(current_ckpt_dir)
     if path is not None:
         saver.restore(sess, path)

@@ -7,6 +7,7 @@ import errno
 import socket
 
 MAX_PORT = 65535
+MAX_LOCAL_TASKS = 1024
 
 
 class PortInUseError(OSError):
@@ -84,6 +85,13 @@ def make_cluster_spec(host='127.0.0.1', port=None, num_workers=1, num_ps=1):
     """
     if num_workers < 1 or num_ps < 1:
         raise ValueError('a cluster needs num_workers >= 1 and num_ps >= 1, got {} and {}'.format(num_workers, num_ps))
+    if num_workers + num_ps > MAX_LOCAL_TASKS:
+        raise ValueError('a cluster of {} tasks (num_workers {} + num_ps {}) is more than the {} one launcher runs '
+                         'on one host'.format(num_workers + num_ps, num_workers, num_ps, MAX_LOCAL_TASKS))
+    try:
+        socket.getaddrinfo(host, None)
+    except (socket.gaierror, UnicodeError) as error:
+        raise ValueError('cluster_config host {!r} does not resolve to an address ({})'.format(host, error)) from None
     ports = cluster_ports(host, port, num_ps + num_workers)
     addresses = ['{}:{}'.format(host, p) for p in ports]
     return {'ps': addresses[:num_ps], 'worker': addresses[num_ps:]}

@@ -4,12 +4,12 @@
 parameter servers are then stopped). A worker that dies is reported with its exit status and restarted, up to
 `max_restarts` times, and so is one that stops reporting progress for `stall_seconds`. Ctrl-C or SIGTERM stops
 everything cleanly (the chief saves first), and no task outlives the launcher. Only processes this launcher
-started are ever stopped.
+started are ever stopped. A launcher holds its log dir's lock (`log_dir_lock`) while it empties the folder and
+while it runs, so a second run on the same log dir is refused instead of overwriting the first one's checkpoints.
 """
 import contextlib
 import copy
 import multiprocessing
-import numbers
 import os
 import pickle
 import queue
@@ -23,11 +23,13 @@ import time
 import numpy as np
 
 from btgym_aac.config_modules import dumps_with_sources
-from btgym_aac.distributed.checkpoints import export_checkpoint, is_within, latest_checkpoint
+from btgym_aac.distributed.checkpoints import check_checkpoint_state, export_checkpoint, is_within, latest_checkpoint
 from btgym_aac.distributed.cluster import make_cluster_spec
+from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
 from btgym_aac.distributed.worker import SETUP_FAILED_EXIT_CODE, run_pickled_task
 from btgym_aac.logs import get_logger
+from btgym_aac.validation import check_whole_number, is_finite_real
 
 STOP_GRACE_SECONDS = 60
 STALL_STOP_SECONDS = 10
@@ -61,12 +63,28 @@ def _stop_on_signal(signum, frame):
     raise StopRequested('SIGTERM') if signum == signal.SIGTERM else KeyboardInterrupt()
 
 
-def _positive_int(name, value):
-    """`value` as an int >= 1 (whole floats such as 1e6 included), else ValueError naming the setting."""
-    whole = isinstance(value, numbers.Real) and not isinstance(value, bool) and float(value).is_integer()
-    if not whole or value < 1:
-        raise ValueError('{} must be a whole number >= 1, got {!r}'.format(name, value))
-    return int(value)
+def _positive_seconds(name, value):
+    """`value` if it is a finite number of seconds > 0, else ValueError naming the setting."""
+    if not is_finite_real(value) or value <= 0:
+        raise ValueError('{} must be a positive number of seconds, got {!r}'.format(name, value))
+    return value
+
+
+def _check_cluster_config(config, known):
+    """Raises ValueError naming an unknown `cluster_config` key or a `log_dir`, `log_ckpt_subdir` or `host` of the
+    wrong kind."""
+    unknown = sorted(set(config) - set(known))
+    if unknown:
+        raise ValueError('unknown cluster_config key(s) {}; known: {}'.format(unknown, sorted(known)))
+    if not isinstance(config['log_dir'], (str, os.PathLike)) or not str(config['log_dir']).strip():
+        raise ValueError('cluster_config log_dir is empty or not a path: name the folder for logs and checkpoints, '
+                         'got {!r}'.format(config['log_dir']))
+    subdir = config['log_ckpt_subdir']
+    if not isinstance(subdir, str) or not subdir.strip('/') or os.path.normpath(subdir.strip('/')).startswith('..'):
+        raise ValueError('cluster_config log_ckpt_subdir must be a folder name inside the log dir, got {!r}'.format(
+            subdir))
+    if not isinstance(config['host'], str) or not config['host'].strip():
+        raise ValueError('cluster_config host must be a host name or address, got {!r}'.format(config['host']))
 
 
 def _check_data_files(env_config):
@@ -141,7 +159,8 @@ class Launcher:
         render_last_env: render only the chief's last env (else all the chief's envs).
         log_level, verbose: logging (0 notice, 1 info, 2 debug).
         max_restarts: restarts allowed per worker task after a crash or a stall (a worker that cannot set up is
-            never restarted: the run stops, see `worker.WorkerSetupError`).
+            never restarted: the run stops, see `worker.WorkerSetupError`; nor is one that dies before training
+            of the same error as before its last restart).
         stall_seconds: a worker that has reported training progress and then reports nothing for this long (a
             deadlocked env, say) is stopped and restarted like a crashed one; None: never.
         show_progress: print a progress line.
@@ -164,24 +183,21 @@ class Launcher:
                              ('trainer_config', self.trainer_config)):
             if config.get('class_ref') is None:
                 raise ValueError('{} needs a `class_ref`'.format(name))
-        self.max_env_steps = _positive_int('max_env_steps (env steps to train)', max_env_steps)
+        _check_cluster_config(self.cluster_config, defaults['cluster_config'])
+        self.max_env_steps = check_whole_number('max_env_steps (env steps to train)', max_env_steps, 1)
         for key in ('num_envs', 'num_workers', 'num_ps'):
-            self.cluster_config[key] = _positive_int('cluster_config {}'.format(key), self.cluster_config[key])
+            self.cluster_config[key] = check_whole_number('cluster_config {}'.format(key), self.cluster_config[key], 1)
         if self.cluster_config['port']:
-            self.cluster_config['port'] = _positive_int('cluster_config port', self.cluster_config['port'])
-        if isinstance(save_secs, bool) or not isinstance(save_secs, numbers.Real) or not save_secs > 0:
-            raise ValueError('save_secs must be a positive number of seconds, got {!r}'.format(save_secs))
-        self.save_secs = save_secs
+            self.cluster_config['port'] = check_whole_number('cluster_config port', self.cluster_config['port'], 1)
+        self.save_secs = _positive_seconds('save_secs', save_secs)
         self.test_mode = test_mode
         self.render_last_env = render_last_env
-        self.max_restarts = max_restarts
-        if stall_seconds is not None and not stall_seconds > 0:
-            raise ValueError('stall_seconds must be a positive number of seconds or None, got {!r}'.format(
-                stall_seconds))
-        self.stall_seconds = stall_seconds
+        self.max_restarts = check_whole_number('max_restarts', max_restarts, 0)
+        self.stall_seconds = None if stall_seconds is None else _positive_seconds('stall_seconds', stall_seconds)
+        if purge_previous not in (0, 1, 2) or isinstance(purge_previous, bool):
+            raise ValueError('purge_previous must be 0 (keep), 1 (ask) or 2 (delete), got {!r}'.format(
+                purge_previous))
         self.show_progress = show_progress
-        if not str(self.cluster_config['log_dir'] or '').strip():
-            raise ValueError('cluster_config log_dir is empty: name the folder for logs and checkpoints')
         self.log_dir = os.path.abspath(os.path.expanduser(self.cluster_config['log_dir']))
         self.current_ckpt_dir = os.path.join(self.log_dir, self.cluster_config['log_ckpt_subdir'].strip('/'))
         for path in (self.log_dir, self.current_ckpt_dir):
@@ -201,7 +217,8 @@ class Launcher:
         except (pickle.PicklingError, AttributeError, TypeError) as error:
             raise ValueError('the configs cannot be passed to the run\'s processes ({}): their classes and functions '
                              'must be importable (defined at the top level of a module)'.format(error)) from error
-        self._prepare_log_dir(purge_previous)
+        with LogDirLock(self.log_dir):
+            self._prepare_log_dir(purge_previous)
         num_workers = len(cluster_spec['worker'])
         rng = np.random.default_rng(root_random_seed)
         self.task_seeds = [int(seed) for seed in rng.integers(0, 2 ** 30, size=num_workers)]
@@ -210,12 +227,15 @@ class Launcher:
         self.progress = {}
         self.last_report_time = {}
         self.episodes_before_restart = {}
+        self.last_errors = {}
+        self.error_before_restart = {}
         self.first_step_seconds = None
         self.ps_peak_rss_mb = {}
 
     def _prepare_log_dir(self, purge_previous):
+        """Empties the log dir when `purge_previous` says so, else checks its checkpoints can be resumed from."""
         self.purged = False
-        if os.path.isdir(self.log_dir) and os.listdir(self.log_dir):
+        if set(os.listdir(self.log_dir)) - {LOCK_FILE}:
             purge = purge_previous == 2
             if purge_previous == 1:
                 if not sys.stdin or not sys.stdin.isatty():
@@ -225,16 +245,17 @@ class Launcher:
             if purge:
                 self._check_purgeable()
                 self.purged = True
-                for entry in os.listdir(self.log_dir):
+                for entry in set(os.listdir(self.log_dir)) - {LOCK_FILE}:
                     path = os.path.join(self.log_dir, entry)
                     shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
                 self.log.notice('purged {}'.format(self.log_dir))
-        os.makedirs(self.log_dir, exist_ok=True)
+        if not self.purged:
+            check_checkpoint_state(self.current_ckpt_dir)
 
     def _check_purgeable(self):
         """Raises ValueError unless the log dir holds only what runs write, and no input of this run."""
         ckpt_subdir = os.path.relpath(self.current_ckpt_dir, self.log_dir).split(os.sep)[0]
-        run_entries = {RUN_CONFIG_FILE, RUN_CONFIG_FILE + '.writing', ckpt_subdir, 'evaluation'}
+        run_entries = {RUN_CONFIG_FILE, RUN_CONFIG_FILE + '.writing', ckpt_subdir, 'evaluation', LOCK_FILE}
         foreign = sorted(entry for entry in os.listdir(self.log_dir)
                          if entry not in run_entries and not re.fullmatch(r'worker_\d+', entry))
         if foreign:
@@ -293,8 +314,13 @@ class Launcher:
 
         Raises:
             RuntimeError: a worker kept crashing, could not set up, or a parameter server died.
+            LogDirInUseError (an OSError): another run holds the log dir.
             KeyboardInterrupt: after stopping everything on Ctrl-C (`StopRequested`, a subclass, on SIGTERM).
         """
+        with LogDirLock(self.log_dir):
+            return self._run()
+
+    def _run(self):
         context = multiprocessing.get_context('spawn')
         progress = context.Queue()
         start = time.time()
@@ -317,9 +343,19 @@ class Launcher:
         result = self.summary(start)
         if not result['completed']:
             self.log.warning('the workers stopped at env step {} of {}: they were stopped from outside the launcher '
-                             '(a signal); the chief saved a checkpoint'.format(result['global_step'],
-                                                                               self.max_env_steps))
+                             '(a signal); {}'.format(result['global_step'], self.max_env_steps,
+                                                     self.checkpoint_report()))
         return result
+
+    def checkpoint_report(self):
+        """One line on the run's latest checkpoint: where it is and its step, or that none was written."""
+        try:
+            path = latest_checkpoint(self.current_ckpt_dir)
+        except ValueError:
+            path = None
+        if path is None:
+            return 'no checkpoint was written in {}'.format(self.current_ckpt_dir)
+        return 'the latest checkpoint, {}, is in {}'.format(os.path.basename(path), self.current_ckpt_dir)
 
     def _supervise(self, context, progress, start):
         finished = set()
@@ -330,6 +366,7 @@ class Launcher:
             for (job_name, task), process in list(self.processes.items()):
                 if process.is_alive() or (job_name, task) in finished:
                     continue
+                self._drain(progress, start)  # the error report a dying worker sent
                 if job_name == 'ps':
                     raise RuntimeError('parameter server {} died with exit code {}'.format(task, process.exitcode))
                 if process.exitcode == 0:
@@ -367,9 +404,16 @@ class Launcher:
 
     def _restart(self, context, task, reason, progress):
         count = self.restarts.get(task, 0)
-        self.log.warning('worker {} {}'.format(task, reason))
+        error = self.last_errors.pop(task, None)
+        cause = '; its error: {}'.format(error) if error else ''
+        self.log.warning('worker {} {}{}'.format(task, reason, cause))
         if count >= self.max_restarts:
-            raise RuntimeError('worker {} {} after {} restarts; see the log above'.format(task, reason, count))
+            raise RuntimeError('worker {} {} after {} restarts{}; see the log above'.format(task, reason, count, cause))
+        trained = self.progress.get(task, {}).get('step', 0) > self.progress.get(task, {}).get('start_step', 0)
+        if error and not trained and error == self.error_before_restart.get(task):
+            raise RuntimeError('worker {} died again before training, of the same error as before its restart ({}): '
+                               'a restart would meet it again; {}'.format(task, error, self._log_dir_state()))
+        self.error_before_restart[task] = error
         self.restarts[task] = count + 1
         self.last_report_time.pop(task, None)
         self.episodes_before_restart[task] = self.episodes_before_restart.get(task, 0) + \
@@ -383,6 +427,9 @@ class Launcher:
                 report = progress.get_nowait()
             except queue.Empty:
                 return
+            if 'error' in report:
+                self.last_errors[report['task']] = report['error']
+                continue
             self.progress[report['task']] = report
             self.last_report_time[report['task']] = time.time()
             if self.first_step_seconds is None and report['step'] > report['start_step']:

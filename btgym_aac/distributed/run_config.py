@@ -27,7 +27,7 @@ def pickle_run_config(configs):
 
 def write_run_config(log_dir, pickled):
     """Writes `pickled` configs to `<log_dir>/run_config.pkl` through a temporary file, so readers never see half
-    a file.
+    a file (a failed write leaves the previous file and no temporary one).
 
     Args:
         log_dir: the run's log dir.
@@ -36,6 +36,10 @@ def write_run_config(log_dir, pickled):
     os.makedirs(log_dir, exist_ok=True)
     path = os.path.join(log_dir, RUN_CONFIG_FILE)
     staging = path + '.writing'
-    with open(staging, 'wb') as f:
-        f.write(pickled)
-    os.replace(staging, path)
+    try:
+        with open(staging, 'wb') as f:
+            f.write(pickled)
+        os.replace(staging, path)
+    finally:
+        if os.path.exists(staging):
+            os.remove(staging)

@@ -42,9 +42,13 @@ def run_pickled_task(pickled_config, progress_queue=None):
     """Entry point of a task process a Launcher starts: `run_task` of the config that `pickled_config` holds
     (from `config_modules.dumps_with_sources`, so the classes of a config file are found).
 
+    Such a task ignores Ctrl-C: the launcher, which gets it too, stops its tasks itself (SIGTERM: the chief saves),
+    and a Ctrl-C during a task's start-up would otherwise print a traceback from inside an import.
+
     Returns:
         what `run_task` returns.
     """
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     return run_task(load_with_sources(pickled_config), progress_queue)
 
 
@@ -107,7 +111,24 @@ def run_task(config, progress_queue=None):
             log.debug('traceback of the setup error:\n{}'.format(''.join(traceback.format_exception(error.__cause__))))
         sys.stderr.write('worker {}: {}\n'.format(config['task'], error))
         sys.exit(SETUP_FAILED_EXIT_CODE)
+    except Exception as error:
+        _report_error(progress_queue, config['task'], error)
+        raise
     return stop.is_set()
+
+
+def _report_error(progress_queue, task, error):
+    """Tells the launcher (if any) the error a worker is dying of, and where its first cause was raised, so the
+    launcher's final message can name it."""
+    if progress_queue is not None:
+        from btgym_aac.logs import error_summary
+
+        origin = error
+        while origin.__cause__ is not None:
+            origin = origin.__cause__
+        frames = traceback.extract_tb(origin.__traceback__)
+        where = ' (raised at {}:{})'.format(frames[-1].filename, frames[-1].lineno) if frames else ''
+        progress_queue.put({'task': task, 'error': error_summary(error) + where})
 
 
 def _accepts_connections(address):

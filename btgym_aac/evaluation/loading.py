@@ -15,7 +15,7 @@ from btgym_aac.algorithms.aac import BaseAAC
 from btgym_aac.algorithms.math_utils import softmax
 from btgym_aac.compat import tf
 from btgym_aac.config_modules import ConfigModuleError, load_with_sources
-from btgym_aac.distributed.checkpoints import latest_checkpoint
+from btgym_aac.distributed.checkpoints import check_checkpoint_state, latest_checkpoint
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, RUN_CONFIG_FILE
 from btgym_aac.env import BTgymEnv
 from btgym_aac.logs import error_summary
@@ -74,16 +74,15 @@ def resolve_checkpoint(log_dir, run_config, checkpoint=None):
 
     Raises:
         FileNotFoundError: no such checkpoint.
+        CheckpointStateError (a ValueError): the run's checkpoint state file is unreadable or lists a checkpoint
+            whose files are gone.
     """
     if checkpoint is None:
         subdir = run_config['cluster_config'].get('log_ckpt_subdir', 'current_train_checkpoint').strip('/')
         directory = os.path.join(log_dir, subdir)
+        check_checkpoint_state(directory)
         path = latest_checkpoint(directory)
         if path is None:
-            state = tf.train.get_checkpoint_state(directory) if os.path.isdir(directory) else None
-            if state is not None:
-                raise FileNotFoundError('the latest checkpoint listed in {!r} ({}) has lost its files'.format(
-                    directory, state.model_checkpoint_path))
             raise FileNotFoundError('no checkpoint in {!r}: the run has not saved yet'.format(directory))
         return path
     if os.path.isdir(checkpoint):
