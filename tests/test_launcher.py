@@ -446,6 +446,34 @@ def wait_until_group_ends(group, seconds):
     return live_processes_in_group(group)
 
 
+def test_ctrl_c_during_start_up_reports_no_saved_checkpoint_and_no_task_traceback(tmp_path):
+    """Ctrl-C reaches the whole group while the tasks import TensorFlow: they ignore it (the launcher stops them),
+    and the final line says what the checkpoint folder really holds."""
+    log_dir = tmp_path / 'run'
+    command = [sys.executable, '-m', 'btgym_aac.cli', 'train', str(cartpole_config_file(tmp_path, 10 ** 9)),
+               '--log-dir', str(log_dir), '--workers', '1']
+    cluster = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        deadline = time.time() + 60
+        while time.time() < deadline and len(live_processes_in_group(cluster.pid)) < 3:  # launcher, ps, worker
+            time.sleep(0.05)
+        os.killpg(cluster.pid, signal.SIGINT)
+        out, err = cluster.communicate(timeout=120)
+    finally:
+        if cluster.poll() is None or live_processes_in_group(cluster.pid):
+            os.killpg(cluster.pid, signal.SIGKILL)
+    assert cluster.returncode == 130
+    assert 'Traceback' not in err and 'KeyboardInterrupt' not in err
+    checkpoint = latest_checkpoint(str(log_dir / CKPT))
+    final = out.strip().splitlines()[-1]
+    if checkpoint is None:
+        assert final == 'interrupted: workers stopped; no checkpoint was written in {}'.format(log_dir / CKPT)
+    else:
+        assert final == 'interrupted: workers stopped; the latest checkpoint, {}, is in {}'.format(
+            os.path.basename(checkpoint), log_dir / CKPT)
+
+
 def test_ctrl_c_stops_the_whole_cluster_and_the_chief_saves(tmp_path):
     with cli_train(tmp_path, 10 ** 9) as (cluster, log_dir):
         os.killpg(cluster.pid, signal.SIGINT)
