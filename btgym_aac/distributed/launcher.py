@@ -296,11 +296,14 @@ class Launcher:
     # ----------------------------------------------------------------------------------------------- running
 
     def _start(self, context, job_name, task, progress):
+        """Starts a task process; it inherits Ctrl-C ignored, so one arriving while its interpreter starts prints
+        no traceback (the launcher stops its tasks itself)."""
         config = dict(self.task_config(job_name, task), launcher_pid=os.getpid())
         process = context.Process(target=run_pickled_task, args=(dumps_with_sources(config), progress),
                                   name='btgym_aac-{}-{}'.format(job_name, task))
         self.processes[(job_name, task)] = process
-        process.start()
+        with _signals_handled({signal.SIGINT: signal.SIG_IGN}):
+            process.start()
         return process
 
     def run(self):
@@ -322,7 +325,8 @@ class Launcher:
 
     def _run(self):
         context = multiprocessing.get_context('spawn')
-        progress = context.Queue()
+        with _signals_handled({signal.SIGINT: signal.SIG_IGN}):  # the queue may start multiprocessing's helper
+            progress = context.Queue()
         start = time.time()
         self.log.notice('cluster {}; logs and checkpoints in {}'.format(self.cluster_spec, self.log_dir))
         stop_handlers = {signal.SIGTERM: _stop_on_signal}
