@@ -155,11 +155,17 @@ def test_missing_data_file_or_empty_log_dir_is_refused_before_fresh_empties_the_
     assert files_under(run) == before
 
 
-def test_a_checkpoint_folder_that_is_a_file_is_named(tmp_path, capsys):
+@pytest.mark.parametrize('folder', [CKPT, 'worker_1'])
+def test_a_checkpoint_or_summary_folder_that_is_a_file_is_named(tmp_path, capsys, folder):
     (tmp_path / 'run').mkdir()
-    (tmp_path / 'run' / CKPT).write_text('not a folder')
+    (tmp_path / 'run' / folder).write_text('not a folder')
     assert cli_main(['train', '--log-dir', str(tmp_path / 'run')]) == 2
-    assert '{} is a file, not a folder'.format(tmp_path / 'run' / CKPT) in capsys.readouterr().err
+    assert '{} is a file, not a folder'.format(tmp_path / 'run' / folder) in capsys.readouterr().err
+
+
+def test_a_folder_given_as_data_file_is_named_as_such(tmp_path, capsys):
+    assert cli_main(['train', '--data', str(tmp_path), '--log-dir', str(tmp_path / 'run')]) == 2
+    assert "data file '{}' (env_config filename) is a folder, not a file".format(tmp_path) in capsys.readouterr().err
 
 
 @pytest.mark.parametrize('spec, message', [

@@ -92,7 +92,8 @@ def _check_data_files(env_config):
     filenames = env_config.get('kwargs', {}).get('filename')
     for filename in [filenames] if isinstance(filenames, str) else filenames or []:
         if isinstance(filename, str) and not os.path.isfile(filename):
-            raise FileNotFoundError('data file {!r} (env_config filename) does not exist'.format(filename))
+            what = 'is a folder, not a file' if os.path.isdir(filename) else 'does not exist'
+            raise FileNotFoundError('data file {!r} (env_config filename) {}'.format(filename, what))
 
 
 def _peak_rss_mb(pid):
@@ -200,7 +201,9 @@ class Launcher:
         self.show_progress = show_progress
         self.log_dir = os.path.abspath(os.path.expanduser(self.cluster_config['log_dir']))
         self.current_ckpt_dir = os.path.join(self.log_dir, self.cluster_config['log_ckpt_subdir'].strip('/'))
-        for path in (self.log_dir, self.current_ckpt_dir):
+        worker_dirs = [os.path.join(self.log_dir, 'worker_{}'.format(task))
+                       for task in range(self.cluster_config['num_workers'])]
+        for path in [self.log_dir, self.current_ckpt_dir] + worker_dirs:
             if os.path.exists(path) and not os.path.isdir(path):
                 raise NotADirectoryError('{} is a file, not a folder for logs and checkpoints'.format(path))
         _check_data_files(self.env_config)
