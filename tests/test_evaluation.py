@@ -106,6 +106,10 @@ def test_loaded_policy_acts_greedily_with_valid_actions(run):
 def test_load_policy_errors_name_what_is_missing(run, tmp_path):
     with pytest.raises(FileNotFoundError, match='does not exist'):
         load_policy(str(tmp_path / 'nowhere'))
+    (tmp_path / 'a_file').write_text('x')
+    with pytest.raises(FileNotFoundError, match="log dir '{}' is a file".format(tmp_path / 'a_file')):
+        load_policy(str(tmp_path / 'a_file'))
+    os.remove(str(tmp_path / 'a_file'))
     with pytest.raises(FileNotFoundError, match='run_config.pkl'):
         load_policy(str(tmp_path))
     shutil.copy(os.path.join(run['log_dir'], 'run_config.pkl'), str(tmp_path))

@@ -39,8 +39,8 @@ def read_run_config(log_dir):
         ValueError: run_config.pkl cannot be unpickled or lacks one of the config dicts.
     """
     if not os.path.isdir(log_dir):
-        raise FileNotFoundError('log dir {!r} does not exist (expected the log dir of a btgym-aac train run)'
-                                .format(log_dir))
+        what = 'is a file' if os.path.exists(log_dir) else 'does not exist'
+        raise FileNotFoundError('log dir {!r} {} (expected the log dir of a btgym-aac train run)'.format(log_dir, what))
     path = os.path.join(log_dir, RUN_CONFIG_FILE)
     if not os.path.isfile(path):
         raise FileNotFoundError('{!r} holds no {} (the chief of a run writes it once it is set up; is this the '
