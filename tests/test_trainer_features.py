@@ -2,8 +2,6 @@
 clip range annealed with the learning rate, pi' synced every `pi_prime_update_period` steps, `train_in_process`'s
 early stop and TensorBoard output, the train/test cycle validation and the unknown-kwarg warning, and log-uniform
 hyperparameter draws."""
-import contextlib
-import glob
 
 import logbook
 import numpy as np
@@ -13,6 +11,8 @@ from btgym_aac.algorithms import A3C, PPO, Unreal, train_in_process
 from btgym_aac.algorithms.policy import AacDensePolicy
 from btgym_aac.compat import tf
 from btgym_aac.env import gym_wrappers
+from trainer_helpers import (graph_written, log_softmax, loop_returns_and_advantages, scalar_events,
+                             started_trainer, tagged)
 
 GAMMA, GAE_LAMBDA, BETA, ROLLOUT = 0.9, 0.8, 0.05, 12
 DENSE = dict(dense_layers=(16,), lstm_layers=(16,))
@@ -22,42 +22,9 @@ def cartpoles(count=2):
     return [gym_wrappers.TestModeEnv(env_id='CartPole-v1', seed=seed) for seed in range(count)]
 
 
-@contextlib.contextmanager
-def started_trainer(trainer_class, envs, **kwargs):
-    """CartPole trainer (dense policy) started in its own session, its runners acting; yields (trainer, session)."""
-    graph = tf.Graph()
-    with graph.as_default():
-        trainer = trainer_class(env=envs, task=0, random_seed=0, test_mode=True,
-                                policy_config={'class_ref': AacDensePolicy, 'kwargs': DENSE}, **kwargs)
-        init_op = tf.global_variables_initializer()
-    sess = tf.Session(graph=graph)
-    try:
-        sess.run(init_op)
-        trainer.start(sess, None)
-        yield trainer, sess
-    finally:
-        trainer.stop()
-        sess.close()
-        for env in trainer.env_list:
-            env.close()
-
-
-def loop_returns_and_advantages(rewards, values, bootstrap, gamma, gae_lambda):
-    """n-step returns and GAE advantages of one rollout, by a plain backward loop."""
-    returns, advantages = np.zeros(len(rewards)), np.zeros(len(rewards))
-    running_return, running_gae, next_value = bootstrap, 0.0, bootstrap
-    for t in reversed(range(len(rewards))):
-        running_return = rewards[t] + gamma * running_return
-        delta = rewards[t] + gamma * next_value - values[t]
-        running_gae = delta + gamma * gae_lambda * running_gae
-        returns[t], advantages[t] = running_return, running_gae
-        next_value = values[t]
-    return returns, advantages
-
-
-def log_softmax(logits):
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+def cartpole_trainer(trainer_class, count=2, **kwargs):
+    """`started_trainer` on `count` CartPole envs with a small dense policy."""
+    return started_trainer(trainer_class, cartpoles(count), AacDensePolicy, DENSE, test_mode=True, **kwargs)
 
 
 def scoped_summaries(trainer, scope):
@@ -73,9 +40,9 @@ def test_off_policy_aac_adds_off_aac_lambda_times_the_aac_loss_of_the_replayed_b
     off_aac_lambda * numpy's A3C loss of the replayed (padded) sequences, the latter from their rewards, stored
     values and bootstrap values (loop returns/GAE) and the off-policy logits and values; value replay is off."""
     off_lambda = 2.5
-    with started_trainer(Unreal, cartpoles(), rollout_length=ROLLOUT, replay_memory_size=30, use_off_policy_aac=True,
-                         use_value_replay=True, off_aac_lambda=off_lambda, model_gamma=GAMMA,
-                         model_gae_lambda=GAE_LAMBDA, model_beta=BETA) as (trainer, sess):
+    with cartpole_trainer(Unreal, rollout_length=ROLLOUT, replay_memory_size=30, use_off_policy_aac=True,
+                          use_value_replay=True, off_aac_lambda=off_lambda, model_gamma=GAMMA,
+                          model_gae_lambda=GAE_LAMBDA, model_beta=BETA) as (trainer, sess, _):
         assert trainer.use_memory and not trainer.use_value_replay
         assert trainer.off_aac_lambda == pytest.approx(off_lambda, rel=1e-9)
         pi = trainer.local_network
@@ -118,8 +85,8 @@ def test_ppo_clip_range_is_annealed_with_the_learning_rate():
     §15.3; eps 0.2 -> 0.146 -> 0.0202 -> 0.02), and the batch has clipped rows enough that eps_t * 1.1 or / 1.1
     would give another loss."""
     lr0, lr_end, decay, clip = 1e-3, 1e-4, 1000, 0.2
-    with started_trainer(PPO, cartpoles(), rollout_length=ROLLOUT, time_flat=True, opt_learn_rate=lr0,
-                         opt_end_learn_rate=lr_end, opt_decay_steps=decay, clip_epsilon=clip) as (trainer, sess):
+    with cartpole_trainer(PPO, rollout_length=ROLLOUT, time_flat=True, opt_learn_rate=lr0,
+                          opt_end_learn_rate=lr_end, opt_decay_steps=decay, clip_epsilon=clip) as (trainer, sess, _):
         pi, pi_prime = trainer.local_network, trainer.local_network_prime
         rng = np.random.default_rng(0)
         for prime, value in zip(pi_prime.var_list, sess.run(pi.var_list)):
@@ -150,8 +117,8 @@ def test_ppo_pi_prime_is_synced_only_every_pi_prime_update_period_train_steps():
     the local weights as they were before step 3 * (k // 3) (the weights the step before it trained on), while the
     local policy moves on (at steps 2, 4 and 5 it differs from pi')."""
     period, steps = 3, 7
-    with started_trainer(PPO, cartpoles(1), rollout_length=ROLLOUT, opt_learn_rate=1e-2,
-                         pi_prime_update_period=period) as (trainer, sess):
+    with cartpole_trainer(PPO, count=1, rollout_length=ROLLOUT, opt_learn_rate=1e-2,
+                          pi_prime_update_period=period) as (trainer, sess, _):
         pi, pi_prime = trainer.local_network, trainer.local_network_prime
         names, run = [], trainer._train_callables.run
 
@@ -176,23 +143,6 @@ def test_ppo_pi_prime_is_synced_only_every_pi_prime_update_period_train_steps():
 
 # ------------------------------------------------------------------------------------------ train_in_process
 
-def scalar_events(log_dir):
-    """{tag: [(step, value), ...]} of the event files in `log_dir`, and whether a graph was written."""
-    events, has_graph = {}, False
-    for path in sorted(glob.glob(str(log_dir) + '/events.*')):
-        for event in tf.train.summary_iterator(path):
-            has_graph = has_graph or bool(event.graph_def)
-            for value in event.summary.value:
-                events.setdefault(value.tag, []).append((event.step, value.simple_value))
-    return events, has_graph
-
-
-def tagged(events, suffix):
-    tags = [tag for tag in events if tag.endswith(suffix)]
-    assert len(tags) == 1, (suffix, sorted(events))
-    return events[tags[0]]
-
-
 def cartpole_in_process(max_env_steps, target, log_dir=None, window=8):
     return train_in_process(
         env_config={'class_ref': gym_wrappers.TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}},
@@ -213,7 +163,7 @@ def test_train_in_process_stops_once_the_target_mean_reward_is_reached_and_write
     assert len(episodes) >= 8 and np.mean(result['episode_rewards'][-8:]) >= 1.0
     assert result['target_reached_at'] == result['global_step'] < episodes[7]['env_steps'] + 10
     assert tmp_path.joinpath('worker_0').is_dir()
-    events, has_graph = scalar_events(tmp_path / 'worker_0')
+    events, has_graph = scalar_events(tmp_path / 'worker_0'), graph_written(tmp_path / 'worker_0')
     assert has_graph
     losses = tagged(events, 'model/total_loss')
     assert len(losses) == result['train_steps'] and losses[-1][0] == result['global_step']
@@ -307,6 +257,6 @@ def test_log_uniform_hyperparameter_draws_are_in_range_seeded_and_log_uniform(ca
         counts = np.histogram(position, bins=10, range=(0.0, 1.0))[0]
         chi_square = np.sum((counts - len(values) / 10) ** 2 / (len(values) / 10))
         assert chi_square < 27.88, (column, counts)  # 9 degrees of freedom, p = 0.001
-    with started_trainer(A3C, cartpoles(1), opt_learn_rate=list(lr_range)) as (trainer, sess):  # seed 0
+    with cartpole_trainer(A3C, count=1, opt_learn_rate=list(lr_range)) as (trainer, sess, _):  # seed 0
         assert trainer.opt_learn_rate == draws[0, 0]
         assert sess.run(trainer.learn_rate_decayed) == pytest.approx(trainer.opt_learn_rate, rel=1e-12)

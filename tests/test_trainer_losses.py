@@ -1,7 +1,6 @@
 """The trainer's loss on batches from its own data path against numpy: the A3C loss from the rollouts' rewards and
 values (returns and GAE advantages by a plain loop), the padding mask, the weighted UNREAL auxiliary losses and the
 gradient clipping at global norm 40."""
-import contextlib
 
 import numpy as np
 import pytest
@@ -9,32 +8,11 @@ import pytest
 from btgym_aac import BTgymEnv
 from btgym_aac.algorithms import A3C, Unreal
 from btgym_aac.algorithms.policy import Aac1dPolicy, AacDensePolicy
-from btgym_aac.compat import tf
 from btgym_aac.env import gym_wrappers
 from btgym_aac.strategy import DevStrat_4_11
+from trainer_helpers import log_softmax, loop_returns_and_advantages, started_trainer
 
 GAMMA, GAE_LAMBDA, BETA, ROLLOUT = 0.9, 0.8, 0.05, 12
-
-
-@contextlib.contextmanager
-def started_trainer(trainer_class, envs, policy_class, policy_kwargs, **kwargs):
-    """Trainer started in its own session, its runners acting; yields (trainer, session, raw local gradients)."""
-    graph = tf.Graph()
-    with graph.as_default():
-        trainer = trainer_class(env=envs, task=0, random_seed=0,
-                                policy_config={'class_ref': policy_class, 'kwargs': policy_kwargs}, **kwargs)
-        raw_grads = tf.gradients(trainer.loss, trainer.local_network.var_list)
-        init_op = tf.global_variables_initializer()
-    sess = tf.Session(graph=graph)
-    try:
-        sess.run(init_op)
-        trainer.start(sess, None)
-        yield trainer, sess, raw_grads
-    finally:
-        trainer.stop()
-        sess.close()
-        for env in trainer.env_list:
-            env.close()
 
 
 def cartpole_a3c(time_flat=False):
@@ -52,24 +30,6 @@ def data_with_a_bootstrapped_and_a_short_terminal_rollout(trainer):
         if any(not r['terminal'][-1] for r in rollouts) and any(r.size < ROLLOUT for r in rollouts):
             return data
     raise AssertionError('no such batch in 100 rollouts')
-
-
-def loop_returns_and_advantages(rewards, values, bootstrap, gamma, gae_lambda):
-    """n-step returns and GAE advantages of one rollout, by a plain backward loop."""
-    returns, advantages = np.zeros(len(rewards)), np.zeros(len(rewards))
-    running_return, running_gae, next_value = bootstrap, 0.0, bootstrap
-    for t in reversed(range(len(rewards))):
-        running_return = rewards[t] + gamma * running_return
-        delta = rewards[t] + gamma * next_value - values[t]
-        running_gae = delta + gamma * gae_lambda * running_gae
-        returns[t], advantages[t] = running_return, running_gae
-        next_value = values[t]
-    return returns, advantages
-
-
-def log_softmax(logits):
-    shifted = logits - logits.max(axis=1, keepdims=True)
-    return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
 
 
 def summary_tensors(trainer):

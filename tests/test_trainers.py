@@ -1,6 +1,5 @@
 """Trainers: one process() of A3C, Unreal (all auxiliary tasks) and PPO changes the global weights, advances the
 global step by the real frames trained on and writes summaries; test rollouts train nothing."""
-import glob
 import threading
 import types
 
@@ -16,6 +15,7 @@ from btgym_aac.compat import tf
 from btgym_aac.data import make_sine_data
 from btgym_aac.env import gym_wrappers
 from btgym_aac.strategy import DevStrat_4_11
+from trainer_helpers import scalar_events, tagged
 
 SHORT_EPISODE = {'days': 0, 'hours': 8, 'minutes': 0}
 SMALL_CONV = dict(conv_2d_num_filters=(8, 8, 8, 8))
@@ -76,23 +76,6 @@ class Session:
         self.sess.close()
         for env in self.trainer.env_list:
             env.close()
-
-
-def scalar_events(log_dir):
-    """{tag: [(step, simple_value), ...] in write order} of the summaries in the event files of `log_dir`."""
-    events = {}
-    for path in sorted(glob.glob(str(log_dir) + '/events.*')):
-        for event in tf.train.summary_iterator(path):
-            for value in event.summary.value:
-                events.setdefault(value.tag, []).append((event.step, value.simple_value))
-    return events
-
-
-def tagged(events, suffix):
-    """The events of the one tag ending with `suffix`."""
-    tags = [tag for tag in events if tag.endswith(suffix)]
-    assert len(tags) == 1, (suffix, sorted(events))
-    return events[tags[0]]
 
 
 def assert_trained(session, expect_tags):
