@@ -28,22 +28,24 @@ class CheckpointStateError(ValueError):
     are gone."""
 
 
-def check_checkpoint_state(directory):
-    """Raises CheckpointStateError when `directory` holds checkpoints that cannot be resumed from; changes nothing.
+def resumable_checkpoint(directory):
+    """Path prefix of the latest checkpoint in `directory`, None when there is none; raises CheckpointStateError
+    when it holds checkpoints that cannot be resumed from, and changes nothing.
 
     Without this check TensorFlow reads such a folder as holding no checkpoint, so a run would start from scratch
     and its saves would abandon the checkpoints there.
 
     Args:
-        directory: a checkpoint folder (one without a state file passes: a chief killed in its first save leaves
-            checkpoint files that no state file lists yet).
+        directory: a checkpoint folder (one without a state file holds none: a chief killed in its first save
+            leaves checkpoint files that no state file lists yet).
+
+    Returns:
+        path prefix or None.
     """
-    if not directory or not os.path.isdir(directory):
-        return
+    if not directory or not os.path.isfile(os.path.join(directory, 'checkpoint')):
+        return None
     state_file = os.path.join(directory, 'checkpoint')
     left = 'it is left as it is: repair or remove it, or train in another log dir (or start fresh)'
-    if not os.path.isfile(state_file):
-        return
     try:
         state = tf.train.get_checkpoint_state(directory)
     except ValueError:
@@ -53,6 +55,7 @@ def check_checkpoint_state(directory):
     if not os.path.isfile(state.model_checkpoint_path + '.index'):
         raise CheckpointStateError('the latest checkpoint listed in {} ({}) has lost its files; {}'.format(
             state_file, os.path.basename(state.model_checkpoint_path), left))
+    return state.model_checkpoint_path
 
 
 def latest_checkpoint(directory):
@@ -89,8 +92,7 @@ def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt
         sess.run(reset_global_step)
         log.notice('pre-trained model restored from {}; global step reset to 0'.format(path))
         return 'pre-trained'
-    check_checkpoint_state(current_ckpt_dir)
-    path = latest_checkpoint(current_ckpt_dir)
+    path = resumable_checkpoint(current_ckpt_dir)
     if path is not None:
         saver.restore(sess, path)
         log.notice('resumed from {}'.format(path))

@@ -23,7 +23,7 @@ import time
 import numpy as np
 
 from btgym_aac.config_modules import dumps_with_sources
-from btgym_aac.distributed.checkpoints import check_checkpoint_state, export_checkpoint, is_within, latest_checkpoint
+from btgym_aac.distributed.checkpoints import export_checkpoint, is_within, latest_checkpoint, resumable_checkpoint
 from btgym_aac.distributed.cluster import make_cluster_spec
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
@@ -253,7 +253,7 @@ class Launcher:
                     shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
                 self.log.notice('purged {}'.format(self.log_dir))
         if not self.purged:
-            check_checkpoint_state(self.current_ckpt_dir)
+            resumable_checkpoint(self.current_ckpt_dir)  # raises for a damaged one before any task starts
 
     def _check_purgeable(self):
         """Raises ValueError unless the log dir holds only what runs write, and no input of this run."""

@@ -15,7 +15,7 @@ from btgym_aac.algorithms.aac import BaseAAC
 from btgym_aac.algorithms.math_utils import softmax
 from btgym_aac.compat import tf
 from btgym_aac.config_modules import ConfigModuleError, load_with_sources
-from btgym_aac.distributed.checkpoints import check_checkpoint_state, latest_checkpoint
+from btgym_aac.distributed.checkpoints import latest_checkpoint, resumable_checkpoint
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, RUN_CONFIG_FILE
 from btgym_aac.env import BTgymEnv
 from btgym_aac.logs import error_summary
@@ -80,8 +80,7 @@ def resolve_checkpoint(log_dir, run_config, checkpoint=None):
     if checkpoint is None:
         subdir = run_config['cluster_config'].get('log_ckpt_subdir', 'current_train_checkpoint').strip('/')
         directory = os.path.join(log_dir, subdir)
-        check_checkpoint_state(directory)
-        path = latest_checkpoint(directory)
+        path = resumable_checkpoint(directory)
         if path is None:
             raise FileNotFoundError('no checkpoint in {!r}: the run has not saved yet'.format(directory))
         return path
