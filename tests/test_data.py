@@ -175,6 +175,8 @@ def test_names_and_field_positions_map_the_columns(tmp_path):
     assert by_names.loc[:, OHLCV].to_numpy().tolist() == [[1.0, 1.2, 0.9, 1.1, 5.0], [1.1, 1.4, 1.0, 1.3, 6.0]]
     by_positions = read_ohlcv(path, parsing_params=dict(open=4, close=1, volume=-1))
     assert by_positions.loc[:, OHLCV].to_numpy().tolist() == [[1.0, 1.2, 0.9, 1.1, 0.0], [1.1, 1.4, 1.0, 1.3, 0.0]]
+    with pytest.raises(DataError, match=r"parsing_params names must be a list of column names, got 'close'"):
+        read_ohlcv(path, parsing_params=dict(names='close'))
     with pytest.raises(DataError, match=r'names .* name 3 fields, but data lines have 6'):
         read_ohlcv(path, parsing_params=dict(names=['close', 'high', 'low']))
     with pytest.raises(DataError, match=r'parsing_params close=9 is not a field position in 0..5'):

@@ -116,7 +116,8 @@ def _header_roles(header, num_columns, where):
 
 def _named_roles(names, num_columns, where):
     """Roles from the `names` parsing param: names of the fields after the datetime one, or of all fields."""
-    names = [names] if isinstance(names, str) else list(names)
+    if not isinstance(names, (list, tuple)) or not all(isinstance(name, str) for name in names):
+        raise DataError('{}: parsing_params names must be a list of column names, got {!r}'.format(where, names))
     if len(names) == num_columns - 1:
         names = ['datetime'] + names
     elif len(names) != num_columns:
