@@ -28,6 +28,7 @@ from btgym_aac.distributed.cluster import PortInUseError, free_ports
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirInUseError, LogDirLock
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, pickle_run_config, write_run_config
 from btgym_aac.distributed import checkpoints as checkpoints_module
+from btgym_aac.distributed import launcher as launcher_module
 from btgym_aac.distributed import worker as worker_module
 from btgym_aac.env import gym_wrappers
 from btgym_aac.evaluation.loading import read_run_config
@@ -444,6 +445,19 @@ def wait_until_group_ends(group, seconds):
     while time.time() < deadline and live_processes_in_group(group):
         time.sleep(0.5)
     return live_processes_in_group(group)
+
+
+def test_ctrl_c_while_a_task_starts_is_held_back_and_raised_after(tmp_path):
+    """The launcher starts tasks inside `_ctrl_c_held`: a Ctrl-C then neither cuts the start short nor is lost."""
+    steps = []
+    with pytest.raises(KeyboardInterrupt):
+        with launcher_module._ctrl_c_held():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.2)
+            steps.append('the block ran to its end')
+    assert steps == ['the block ran to its end']
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
 
 
 def test_ctrl_c_during_start_up_reports_no_saved_checkpoint_and_no_task_traceback(tmp_path):

@@ -123,6 +123,25 @@ def _signals_handled(handlers):
             signal.signal(signum, signal.SIG_DFL if handler is None else handler)
 
 
+@contextlib.contextmanager
+def _ctrl_c_held():
+    """Holds Ctrl-C back for the block and hands it to the previous handler after it: SIGINT is blocked in this
+    thread (processes started inside inherit the block), and, in the main thread, one delivered through another
+    thread is recorded instead of interrupting the block."""
+    received = []
+    in_main_thread = threading.current_thread() is threading.main_thread()
+    previous_handler = signal.signal(signal.SIGINT, lambda *_: received.append(True)) if in_main_thread else None
+    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        if in_main_thread:
+            signal.signal(signal.SIGINT, previous_handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
+        if received and callable(previous_handler):
+            previous_handler(signal.SIGINT, None)
+
+
 def merge_config(defaults, update):
     """Recursively merges `update` into a copy of `defaults` (nested dicts key by key, other values replaced).
 
@@ -299,13 +318,14 @@ class Launcher:
     # ----------------------------------------------------------------------------------------------- running
 
     def _start(self, context, job_name, task, progress):
-        """Starts a task process; it inherits Ctrl-C ignored, so one arriving while its interpreter starts prints
-        no traceback (the launcher stops its tasks itself)."""
+        """Starts a task process with Ctrl-C held back: one arriving meanwhile reaches the launcher once the process
+        is started (not in the middle of handing it its config), and none reaches the task's interpreter before
+        `run_pickled_task` ignores it (the launcher stops its tasks itself), so no task prints a traceback."""
         config = dict(self.task_config(job_name, task), launcher_pid=os.getpid())
         process = context.Process(target=run_pickled_task, args=(dumps_with_sources(config), progress),
                                   name='btgym_aac-{}-{}'.format(job_name, task))
         self.processes[(job_name, task)] = process
-        with _signals_handled({signal.SIGINT: signal.SIG_IGN}):
+        with _ctrl_c_held():
             process.start()
         return process
 
@@ -328,8 +348,7 @@ class Launcher:
 
     def _run(self):
         context = multiprocessing.get_context('spawn')
-        with _signals_handled({signal.SIGINT: signal.SIG_IGN}):  # the queue may start multiprocessing's helper
-            progress = context.Queue()
+        progress = context.Queue()
         start = time.time()
         self.log.notice('cluster {}; logs and checkpoints in {}'.format(self.cluster_spec, self.log_dir))
         stop_handlers = {signal.SIGTERM: _stop_on_signal}

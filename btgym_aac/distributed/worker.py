@@ -42,13 +42,15 @@ def run_pickled_task(pickled_config, progress_queue=None):
     """Entry point of a task process a Launcher starts: `run_task` of the config that `pickled_config` holds
     (from `config_modules.dumps_with_sources`, so the classes of a config file are found).
 
-    Such a task ignores Ctrl-C: the launcher, which gets it too, stops its tasks itself (SIGTERM: the chief saves),
-    and a Ctrl-C during a task's start-up would otherwise print a traceback from inside an import.
+    Such a task ignores Ctrl-C: the launcher, which gets it too, stops its tasks itself (SIGTERM: the chief saves).
+    The launcher starts it with Ctrl-C blocked, so none interrupts its start-up; it is unblocked once ignored (one
+    pending meanwhile is dropped).
 
     Returns:
         what `run_task` returns.
     """
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
     return run_task(load_with_sources(pickled_config), progress_queue)
 
 
