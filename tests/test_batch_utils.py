@@ -108,8 +108,18 @@ def test_nested_and_flat_placeholders_and_feed():
         with tf.Session() as sess:
             total = sess.run(tf.reduce_sum(nested['external']) + nested['metadata']['step'][0], feed)
         assert total == pytest.approx(22.0)
-        with pytest.raises(ValueError, match="don't have the same nested structure"):
+        with pytest.raises(ValueError, match="^observation does not match the policy inputs: missing key "
+                                             "'metadata'$"):
             feed_dict_from_nested(nested, {'external': values['external']})
+        with pytest.raises(ValueError, match="missing key 'metadata/step'; unexpected key 'metadata/steps'; "
+                                             "unexpected key 'extra'$"):
+            feed_dict_from_nested(nested, dict(values, metadata={'type': 1.0, 'steps': 7.0}, extra=1))
+        with pytest.raises(ValueError, match="'metadata' should be a dict, got ndarray$"):
+            feed_dict_from_nested(nested, dict(values, metadata=np.ones(2)))
+        with pytest.raises(ValueError, match="'external' should be an array, got dict$"):
+            feed_dict_from_nested(nested, dict(values, external={'a': 1.0}))
+        with pytest.raises(ValueError, match="the observation should be a dict, got ndarray$"):
+            feed_dict_from_nested(nested, np.ones(3))
 
 
 def test_rnn_placeholders_and_context_feed():

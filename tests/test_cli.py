@@ -9,13 +9,14 @@ import subprocess
 import sys
 import time
 
+import numpy as np
 import pytest
 
 from btgym_aac import cli as cli_module
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
-from btgym_aac.distributed.checkpoints import CheckpointStateError, FastSaver, latest_checkpoint
+from btgym_aac.distributed.checkpoints import CheckpointStateError, FastSaver, latest_checkpoint, restore_order
 from btgym_aac.distributed.cluster import free_ports, port_is_free
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.run_config import pickle_run_config, write_run_config
@@ -103,6 +104,54 @@ def test_export_into_a_file_or_of_a_checkpoint_without_data_fails_and_leaves_not
     assert cli_main(['export', str(run), str(tmp_path / 'exported')]) == 2
     assert 'misses its .index or .data files' in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ['afile', 'run']
+
+
+def _truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+
+
+def _flip_first_byte(path):
+    data = bytearray(path.read_bytes())
+    data[0] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize('suffix, damage', [
+    ('.data-00000-of-00001', _truncate), ('.data-00000-of-00001', _flip_first_byte), ('.index', _truncate)],
+    ids=['truncated-data', 'changed-data', 'truncated-index'])
+def test_export_of_a_damaged_checkpoint_fails_naming_it_and_leaves_nothing_behind(tmp_path, capsys, suffix, damage):
+    run = saved_run(tmp_path / 'run')
+    damage(run / CKPT / ('model_parameters-20' + suffix))
+    assert cli_main(['export', str(run), str(tmp_path / 'exported')]) == 2
+    assert "checkpoint '{}' cannot be read".format(run / CKPT / 'model_parameters-20') in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ['run']
+
+
+def test_export_below_a_file_fails_naming_the_file(tmp_path, capsys):
+    run = saved_run(tmp_path / 'run')
+    (tmp_path / 'afile').write_text('x')
+    assert cli_main(['export', str(run), str(tmp_path / 'afile' / 'models' / 'exported')]) == 2
+    assert "cannot be made: '{}' is a file".format(tmp_path / 'afile') in capsys.readouterr().err
+    assert sorted(os.listdir(tmp_path)) == ['afile', 'run']
+    assert (tmp_path / 'afile').read_text() == 'x'
+
+
+@pytest.mark.parametrize('pretrained', [False, True], ids=['resume', 'pre-trained'])
+def test_restoring_a_checkpoint_of_another_model_names_the_variables_that_do_not_fit(tmp_path, pretrained):
+    run = saved_run(tmp_path / 'run')
+    graph = tf.Graph()
+    with graph.as_default(), tf.Session(graph=graph) as sess:
+        variables = [tf.Variable(np.zeros(3, np.float32), name='global/weight'),
+                     tf.Variable(np.zeros((2, 2), np.float32), name='global/bias')]
+        sess.run(tf.variables_initializer(variables))
+        saver = FastSaver(var_list=variables)
+        checkpoint_dirs = (str(run / CKPT), None) if pretrained else (None, str(run / CKPT))
+        with pytest.raises(ValueError, match=r"checkpoint '\S+model_parameters-20' does not fit the model of this "
+                                             r"run's configs: global/weight saved as \[\], the model of this run's "
+                                             r"configs has \[3\]; global/bias missing$"):
+            restore_order(sess, saver, None, *checkpoint_dirs, log=None)
+        np.testing.assert_array_equal(sess.run(variables[0]), np.zeros(3))
 
 
 def config_file(tmp_path, text):

@@ -93,6 +93,16 @@ def test_file_list_concatenates_and_drops_duplicates_with_warning(tmp_path):
                if record.level == logbook.WARNING)
 
 
+def test_file_list_of_different_bar_sizes_is_refused_naming_each_file(tmp_path):
+    minutes = write_histdata_csv(_bars(300), tmp_path / 'm1.csv')
+    hours = write_histdata_csv(_bars(300, freq='1h', start='2017-02-01 00:00'), tmp_path / 'h1.csv')
+    single = write_histdata_csv(_bars(1, start='2017-03-01 00:00'), tmp_path / 'one.csv')
+    with pytest.raises(DataError, match=r'different bar sizes: data file <{}> has 1-minute bars, data file <{}> has '
+                                        r'60-minute bars;'.format(minutes, hours)):
+        read_ohlcv([minutes, single, hours])
+    assert len(read_ohlcv([minutes, single])) == 301
+
+
 def test_large_histdata_file_parses_fast(tmp_path):
     path = write_histdata_csv(_bars(90000), tmp_path / 'big.csv')
     started = time.perf_counter()

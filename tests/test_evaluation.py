@@ -1,4 +1,5 @@
 """Evaluation of a short Launcher run: restored policy, report, baselines on the same windows, plots and the CLI."""
+import contextlib
 import dataclasses
 import json
 import os
@@ -7,6 +8,7 @@ import shutil
 import statistics
 from datetime import datetime, timedelta
 
+import gymnasium
 import matplotlib.image
 import numpy as np
 import pytest
@@ -80,27 +82,51 @@ def test_load_policy_restores_the_checkpoint_without_noise(run):
         assert scales > 0
 
 
-def test_loaded_policy_acts_greedily_with_valid_actions(run):
+@contextlib.contextmanager
+def agent_in_an_episode(run):
+    """(loaded policy, its env, the first observation of an episode the policy was reset with)."""
     env = make_evaluation_env(read_run_config(run['log_dir']))
     try:
         with load_policy(run['log_dir'], env=env) as agent:
             observation, _ = env.reset(seed=0, options=reset_options(1))
             agent.reset(observation)
-            zero_context = agent.context
-            for _ in range(6):
-                probabilities = agent.action_probabilities(observation)
-                assert probabilities.shape == (4,) and probabilities.sum() == pytest.approx(1.0)
-                np.testing.assert_allclose(agent.action_probabilities(observation), probabilities)
-                action = agent.act(observation)
-                assert action in range(4) and action == int(np.argmax(probabilities))
-                np.testing.assert_allclose(agent.last_probabilities, probabilities, rtol=1e-6)
-                observation, reward, terminated, _, _ = env.step(action)
-                agent.observe(reward)
-                assert not terminated
-            assert any(np.any(a != b) for a, b in zip(tf.nest.flatten(agent.context), tf.nest.flatten(zero_context)))
-            assert agent.last_reward == reward
+            yield agent, env, observation
     finally:
         env.close()
+
+
+def test_loaded_policy_acts_greedily_with_valid_actions(run):
+    with agent_in_an_episode(run) as (agent, env, observation):
+        zero_context = agent.context
+        for _ in range(6):
+            probabilities = agent.action_probabilities(observation)
+            assert probabilities.shape == (4,) and probabilities.sum() == pytest.approx(1.0)
+            np.testing.assert_allclose(agent.action_probabilities(observation), probabilities)
+            action = agent.act(observation)
+            assert action in range(4) and action == int(np.argmax(probabilities))
+            np.testing.assert_allclose(agent.last_probabilities, probabilities, rtol=1e-6)
+            observation, reward, terminated, _, _ = env.step(action)
+            agent.observe(reward)
+            assert not terminated
+        assert any(np.any(a != b) for a, b in zip(tf.nest.flatten(agent.context), tf.nest.flatten(zero_context)))
+        assert agent.last_reward == reward
+
+
+def test_load_policy_refuses_an_env_without_btgym_aac_spaces(run):
+    env = gymnasium.make('CartPole-v1')
+    try:
+        with pytest.raises(ValueError, match='the env must have btgym_aac spaces .* got Box and Discrete'):
+            load_policy(run['log_dir'], env=env)
+    finally:
+        env.close()
+
+
+def test_loaded_policy_names_a_missing_observation_key(run):
+    with agent_in_an_episode(run) as (agent, _, observation):
+        partial = {key: value for key, value in observation.items() if key != 'internal'}
+        with pytest.raises(ValueError, match="^observation does not match the policy inputs: missing key "
+                                             "'internal'$"):
+            agent.act(partial)
 
 
 def test_load_policy_errors_name_what_is_missing(run, tmp_path):
@@ -339,7 +365,7 @@ def test_damaged_checkpoint_files_are_reported_by_name(run, tmp_path, capsys, da
     assert len(target) >= 1
     for path in target:
         path.write_bytes(path.read_bytes()[:100])
-    with pytest.raises(ValueError, match='cannot be read.*damaged or incomplete'):
+    with pytest.raises(ValueError, match='cannot be read.*truncated or damaged'):
         load_policy(str(copy))
     assert cli_main(['evaluate', str(copy)]) == 2
     assert 'cannot be read' in capsys.readouterr().err

@@ -117,11 +117,41 @@ def feed_dict_from_nested(placeholders, values, expand_batch=False):
     Returns:
         flat feed dict {placeholder: value}.
     """
-    tf.nest.assert_same_structure(placeholders, values, check_types=True)
+    try:
+        tf.nest.assert_same_structure(placeholders, values, check_types=True)
+    except (ValueError, TypeError):
+        differences = structure_differences(placeholders, values) or ['it is not nested like them']
+        raise ValueError('observation does not match the policy inputs: {}'.format('; '.join(differences))) from None
     flat_values = tf.nest.flatten(values)
     if expand_batch:
         flat_values = [[value] for value in flat_values]
     return dict(zip(tf.nest.flatten(placeholders), flat_values))
+
+
+def structure_differences(expected, given, path=''):
+    """Where nested dict `given` departs from nested dict `expected`: its missing and unexpected keys, and values
+    that should or should not be dicts.
+
+    Returns:
+        list of str such as ``"missing key 'metadata/type'"``.
+    """
+    if not isinstance(expected, Mapping) or not isinstance(given, Mapping):
+        if isinstance(expected, Mapping) != isinstance(given, Mapping):
+            wanted = 'a dict' if isinstance(expected, Mapping) else 'an array'
+            return ['{} should be {}, got {}'.format(repr(path) if path else 'the observation', wanted,
+                                                    type(given).__name__)]
+        return []
+    differences = []
+    for key in expected:
+        key_path = '{}/{}'.format(path, key) if path else str(key)
+        if key not in given:
+            differences.append('missing key {!r}'.format(key_path))
+        else:
+            differences.extend(structure_differences(expected[key], given[key], key_path))
+    for key in given:
+        if key not in expected:
+            differences.append('unexpected key {!r}'.format('{}/{}'.format(path, key) if path else str(key)))
+    return differences
 
 
 def feed_dict_rnn_context(placeholders, values):

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from btgym_aac.data.columns import OHLCV_COLUMNS, match_columns, require_prices
-from btgym_aac.data.datetimes import looks_like_datetime, parse_datetimes
+from btgym_aac.data.datetimes import infer_timeframe, looks_like_datetime, parse_datetimes
 from btgym_aac.data.errors import DataError
 from btgym_aac.logs import error_summary, get_logger
 
@@ -265,6 +265,16 @@ def _read_one(source, parsing_params):
     return _drop_duplicates(frame, where)
 
 
+def _check_same_bar_size(frames, sources):
+    """Raises DataError when the sources' bar sizes (median time steps, see `infer_timeframe`) differ: concatenated,
+    they would make one dataset of mixed bars. Sources of fewer than two bars are not compared."""
+    sizes = [(infer_timeframe(frame.index), _describe_source(source))
+             for frame, source in zip(frames, sources) if len(frame) > 1]
+    if len({size for size, _ in sizes}) > 1:
+        raise DataError('data sources have different bar sizes: {}; read bars of one size together'.format(
+            ', '.join('{} has {}-minute bars'.format(where, size) for size, where in sizes)))
+
+
 def read_ohlcv(source, parsing_params=None):
     """Reads OHLCV bars from a path, a DataFrame or a list of them (concatenated in order).
 
@@ -280,12 +290,13 @@ def read_ohlcv(source, parsing_params=None):
     Raises:
         FileNotFoundError: a file does not exist.
         DataError: empty file, unparsable date (named), missing price columns (named), bar with missing values or
-            high < low (timestamp named).
+            high < low (timestamp named), sources with different bar sizes.
     """
     if isinstance(source, (list, tuple)):
         if not source:
             raise DataError('empty list of data files')
         frames = [_read_one(item, parsing_params) for item in source]
+        _check_same_bar_size(frames, source)
         frame = _drop_duplicates(pd.concat(frames), ', '.join(_describe_source(item) for item in source))
     else:
         frame = _read_one(source, parsing_params)

@@ -14,7 +14,15 @@ CHECKPOINT_PREFIX = 'model_parameters'
 
 
 class FastSaver(tf.train.Saver):
-    """Saver that never writes the meta-graph (writing it froze the original's workers)."""
+    """Saver that never writes the meta-graph (writing it froze the original's workers).
+
+    Attributes:
+        variables: the variables it saves and restores.
+    """
+
+    def __init__(self, var_list=None, **kwargs):
+        super().__init__(var_list=var_list, **kwargs)
+        self.variables = list(tf.global_variables() if var_list is None else var_list)
 
     def save(self, sess, save_path, global_step=None, latest_filename=None, meta_graph_suffix='meta',
              write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
@@ -70,7 +78,7 @@ def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt
 
     Args:
         sess: session whose global variables are initialised.
-        saver: saver of the global variables.
+        saver: `FastSaver` of the global variables.
         reset_global_step: op setting the global step to 0 (a pre-trained model starts counting anew).
         initial_ckpt_dir: directory of a pre-trained model, or None.
         current_ckpt_dir: this run's checkpoint directory.
@@ -82,18 +90,21 @@ def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt
     Raises:
         FileNotFoundError: `initial_ckpt_dir` is given but holds no checkpoint.
         CheckpointStateError: the current run's checkpoints cannot be resumed from.
+        ValueError: the checkpoint lacks a variable of the model, or holds one with another shape.
     """
     if initial_ckpt_dir:
         path = latest_checkpoint(initial_ckpt_dir)
         if path is None:
             raise FileNotFoundError('initial_ckpt_dir {!r} holds no checkpoint (expected a `checkpoint` file '
                                     'written by btgym-aac export or a previous run)'.format(initial_ckpt_dir))
+        check_checkpoint_fits(path, saver.variables, "the model of this run's configs")
         saver.restore(sess, path)
         sess.run(reset_global_step)
         log.notice('pre-trained model restored from {}; global step reset to 0'.format(path))
         return 'pre-trained'
     path = resumable_checkpoint(current_ckpt_dir)
     if path is not None:
+        check_checkpoint_fits(path, saver.variables, "the model of this run's configs")
         saver.restore(sess, path)
         log.notice('resumed from {}'.format(path))
         return 'resumed'
@@ -127,10 +138,24 @@ def _holds_only_an_export(directory):
                for entry in os.listdir(directory))
 
 
+def _file_on_the_way(path):
+    """`path` or its nearest existing ancestor when that is not a folder (so no folder can be made there), else
+    None."""
+    while not os.path.exists(path):
+        parent = os.path.dirname(path)
+        if parent == path:
+            return None
+        path = parent
+    return None if os.path.isdir(path) else path
+
+
 def _check_export_target(checkpoint_dir, target_dir):
     """Raises unless `target_dir` can be replaced by an export of `checkpoint_dir`'s latest checkpoint."""
-    if os.path.exists(target_dir) and not os.path.isdir(target_dir):
+    blocking = _file_on_the_way(target_dir)
+    if blocking == target_dir:
         raise NotADirectoryError('export target {!r} is a file'.format(target_dir))
+    if blocking is not None:
+        raise NotADirectoryError('export target {!r} cannot be made: {!r} is a file'.format(target_dir, blocking))
     if is_within(checkpoint_dir, target_dir):
         raise ValueError('export target {!r} holds the checkpoints being exported; choose another folder'.format(
             target_dir))
@@ -142,6 +167,58 @@ def _check_export_target(checkpoint_dir, target_dir):
                               'refusing to replace it (choose a new or empty folder)'.format(target_dir))
 
 
+def unreadable_checkpoint_error(path, error):
+    """ValueError saying that the checkpoint at `path` cannot be read, with the first line of `error`'s reason."""
+    reason = (getattr(error, 'message', None) or str(error) or type(error).__name__).strip().splitlines()[0]
+    return ValueError('checkpoint {!r} cannot be read (its files are truncated or damaged): {}'.format(path, reason))
+
+
+def check_checkpoint_readable(path):
+    """Reads every tensor of the checkpoint at `path` (TensorFlow checks each one's checksum).
+
+    Raises:
+        ValueError: a file of the checkpoint is truncated or damaged, naming the checkpoint and TensorFlow's
+            reason.
+    """
+    try:
+        reader = tf.train.load_checkpoint(path)
+        for name in reader.get_variable_to_shape_map():
+            reader.get_tensor(name)
+    except (tf.errors.OpError, ValueError, IndexError) as error:
+        raise unreadable_checkpoint_error(path, error) from None
+
+
+MISMATCHES_NAMED = 5
+
+
+def check_checkpoint_fits(path, variables, model):
+    """Raises ValueError naming the variables the checkpoint at `path` lacks or holds with another shape.
+
+    Args:
+        path: checkpoint path prefix.
+        variables: the variables to restore from it.
+        model: what they belong to, for the message (e.g. 'the policy of this run's configs').
+
+    Raises:
+        ValueError: a variable is missing or has another shape; the checkpoint cannot be read.
+    """
+    try:
+        saved = tf.train.load_checkpoint(path).get_variable_to_shape_map()
+    except tf.errors.OpError as error:
+        raise unreadable_checkpoint_error(path, error) from None
+    problems = []
+    for variable in variables:
+        name, shape = variable.op.name, variable.get_shape().as_list()
+        if name not in saved:
+            problems.append('{} missing'.format(name))
+        elif list(saved[name]) != shape:
+            problems.append('{} saved as {}, {} has {}'.format(name, list(saved[name]), model, shape))
+    if problems:
+        more = len(problems) - MISMATCHES_NAMED
+        named = '; '.join(problems[:MISMATCHES_NAMED]) + ('; and {} more'.format(more) if more > 0 else '')
+        raise ValueError('checkpoint {!r} does not fit {}: {}'.format(path, model, named))
+
+
 def export_checkpoint(source_dir, target_dir):
     """Copies the latest checkpoint of `source_dir` into `target_dir`, usable as an `initial_ckpt_dir`.
 
@@ -149,13 +226,17 @@ def export_checkpoint(source_dir, target_dir):
     then replaces the target. Only a missing or empty target, or one holding nothing but an earlier export, is
     replaced.
 
+    The checkpoint is read in full first, so a damaged one is never exported.
+
     Returns:
         path prefix of the exported checkpoint.
 
     Raises:
         FileNotFoundError: `source_dir` holds no checkpoint, or its latest one has lost its index or data files.
-        FileExistsError: `target_dir` holds other files. NotADirectoryError: `target_dir` is a file.
-        ValueError: `target_dir` is, or contains, `source_dir`, or lies in a run's log dir.
+        FileExistsError: `target_dir` holds other files.
+        NotADirectoryError: `target_dir`, or a folder it would be made in, is a file.
+        ValueError: `target_dir` is, or contains, `source_dir`, or lies in a run's log dir; the checkpoint's
+            files are truncated or damaged.
     """
     path = latest_checkpoint(source_dir)
     if path is None:
@@ -166,6 +247,7 @@ def export_checkpoint(source_dir, target_dir):
         raise FileNotFoundError('checkpoint {!r} misses its .index or .data files; nothing exported'.format(path))
     target_dir = os.path.abspath(target_dir)
     _check_export_target(checkpoint_dir, target_dir)
+    check_checkpoint_readable(path)
     os.makedirs(os.path.dirname(target_dir), exist_ok=True)
     staging = tempfile.mkdtemp(prefix=os.path.basename(target_dir) + '.exporting-', dir=os.path.dirname(target_dir))
     try:

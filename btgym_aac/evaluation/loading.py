@@ -15,10 +15,12 @@ from btgym_aac.algorithms.aac import BaseAAC
 from btgym_aac.algorithms.math_utils import softmax
 from btgym_aac.compat import tf
 from btgym_aac.config_modules import ConfigModuleError, load_with_sources
-from btgym_aac.distributed.checkpoints import latest_checkpoint, resumable_checkpoint
+from btgym_aac.distributed.checkpoints import (check_checkpoint_fits, latest_checkpoint, resumable_checkpoint,
+                                               unreadable_checkpoint_error)
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, RUN_CONFIG_FILE
 from btgym_aac.env import BTgymEnv
 from btgym_aac.logs import error_summary
+from btgym_aac.spaces import ActionDictSpace, DictSpace
 
 GLOBAL_SCOPE = 'global'
 AUX_TASK_FLAGS = ('use_value_replay', 'use_pixel_control', 'use_reward_prediction')
@@ -133,31 +135,6 @@ def global_policy_kwargs(run_config, ob_space, ac_space):
     return kwargs
 
 
-def _unreadable(path, error):
-    """ValueError saying that the checkpoint at `path` cannot be read (damaged or truncated files)."""
-    return ValueError('checkpoint {} cannot be read ({}); its files are damaged or incomplete'.format(
-        path, error_summary(error)))
-
-
-def _check_checkpoint_holds(path, variables):
-    """Raises ValueError naming the policy variables the checkpoint lacks or holds with another shape, or saying
-    that the checkpoint cannot be read."""
-    try:
-        saved = tf.train.load_checkpoint(path).get_variable_to_shape_map()
-    except tf.errors.OpError as error:
-        raise _unreadable(path, error) from error
-    problems = []
-    for variable in variables:
-        name, shape = variable.op.name, variable.get_shape().as_list()
-        if name not in saved:
-            problems.append('{} missing'.format(name))
-        elif list(saved[name]) != shape:
-            problems.append('{} saved as {}, policy has {}'.format(name, list(saved[name]), shape))
-    if problems:
-        raise ValueError('checkpoint {} does not fit the policy rebuilt from run_config.pkl: {}'.format(
-            path, '; '.join(problems)))
-
-
 def noise_scale_variables(variables):
     """The NoisyNet noise scales (`<layer>/w_sigma`, `<layer>/b_sigma`, see `layers.noisy_linear`) among `variables`."""
     return [variable for variable in variables if variable.op.name.rsplit('/', 1)[-1] in NOISE_SCALE_NAMES]
@@ -261,7 +238,13 @@ class LoadedPolicy:
         self.close()
 
 
-def _check_action_space(ac_space):
+def _check_spaces(ob_space, ac_space):
+    """Raises ValueError unless the spaces are btgym_aac's dict spaces with a discrete single-asset action space
+    (a plain gymnasium env must be wrapped, see `btgym_aac.env.gym_wrappers`)."""
+    if not isinstance(ob_space, DictSpace) or not isinstance(ac_space, ActionDictSpace):
+        raise ValueError('the env must have btgym_aac spaces (a DictSpace observation space and an ActionDictSpace '
+                         'action space, as BTgymEnv and the gym_wrappers envs have), got {} and {}'.format(
+                             type(ob_space).__name__, type(ac_space).__name__))
     if not ac_space.is_discrete or len(ac_space.assets) != 1:
         raise ValueError('evaluation needs a discrete single-asset action space, got {}'.format(ac_space))
 
@@ -283,8 +266,8 @@ def load_policy(log_dir, checkpoint=None, env=None, noisy=False):
 
     Raises:
         FileNotFoundError: missing log dir, run_config.pkl or checkpoint.
-        ValueError: the checkpoint does not fit the rebuilt policy, or the action space is not discrete with a
-            single asset.
+        ValueError: the checkpoint does not fit the rebuilt policy, the env's spaces are not btgym_aac dict spaces,
+            or its action space is not discrete with a single asset.
     """
     run_config = read_run_config(log_dir)
     path = resolve_checkpoint(log_dir, run_config, checkpoint)
@@ -294,13 +277,13 @@ def load_policy(log_dir, checkpoint=None, env=None, noisy=False):
         spaces_env.close()
     else:
         ob_space, ac_space = env.observation_space, env.action_space
-    _check_action_space(ac_space)
+    _check_spaces(ob_space, ac_space)
     graph = tf.Graph()
     with graph.as_default():
         with tf.variable_scope(GLOBAL_SCOPE):
             policy = run_config['policy_config']['class_ref'](**global_policy_kwargs(run_config, ob_space, ac_space))
         variables = tf.global_variables()
-        _check_checkpoint_holds(path, variables)
+        check_checkpoint_fits(path, variables, 'the policy rebuilt from run_config.pkl')
         saver = tf.train.Saver(var_list=variables)
         silence_noise = tf.group(*[scale.assign(tf.zeros_like(scale)) for scale in noise_scale_variables(variables)])
     graph.finalize()
@@ -312,7 +295,7 @@ def load_policy(log_dir, checkpoint=None, env=None, noisy=False):
             session.run(silence_noise)
     except tf.errors.OpError as error:
         session.close()
-        raise _unreadable(path, error) from error
+        raise unreadable_checkpoint_error(path, error) from error
     except Exception:
         session.close()
         raise
