@@ -19,8 +19,9 @@ the time from `Launcher.run()` to the first trained step, the peak memory of eve
 2 workers / 1 worker, the cost of one env step inside worker 0: policy act (with the acting replica's
 refresh every rollout), env step, and train time without the wait for rollouts, and, over the same window as
 the speed, the machine's busy and hypervisor-stolen CPU shares and its busy CPU time per env step (from
-/proc/stat, where there is one). Writes `train_throughput.json`
-and prints a table.
+/proc/stat, where there is one); in every alternating window, the CPU time of each task process per env step
+(from /proc/<pid>/stat), which shows what the same work costs with one worker busy and with two. Writes
+`train_throughput.json` and prints a table.
 
 Usage:
     python benchmarks/train_throughput.py [--configs a3c a3c_no_replica unreal] [--workers 1 2] [--repeats 2]
@@ -168,6 +169,22 @@ def machine_cpu_shares(before, after):
             'steal_percent': 100.0 * steal / total}
 
 
+def process_cpu_seconds(launcher):
+    """Cumulative CPU seconds (user + system) of every live task process of `launcher`, as {'worker_0': s, ...,
+    'ps_0': s}, from /proc/<pid>/stat; None where there is no /proc."""
+    if not os.path.isdir('/proc'):
+        return None
+    seconds = {}
+    for (job, task), process in dict(launcher.processes).items():
+        try:
+            with open('/proc/{}/stat'.format(process.pid)) as f:
+                fields = f.read().rsplit(')', 1)[1].split()
+        except OSError:
+            continue
+        seconds['{}_{}'.format(job, task)] = (int(fields[11]) + int(fields[12])) / os.sysconf('SC_CLK_TCK')
+    return seconds
+
+
 def all_workers_trained(launcher, num_workers):
     """True once every worker of `launcher` has reported a trained step."""
     progress = launcher.progress
@@ -226,7 +243,8 @@ class WorkerAlternation:
     """Pauses (SIGSTOP) and resumes (SIGCONT) worker 1 of a 2-worker launcher in turn, `window_seconds` each, from
     the moment both workers have trained, for `windows` windows (an odd number, starting and ending paused); then
     resumes it and stops both workers (SIGTERM: they end as if stopped from outside). Driven from the launcher's
-    progress polling; `switches` holds (time, paused, machine CPU times) per window start, then the end."""
+    progress polling; `switches` holds (time, paused, machine CPU times, CPU seconds of every task process) per
+    window start, then the end."""
 
     def __init__(self, launcher, windows, window_seconds):
         self.launcher, self.windows, self.window_seconds = launcher, windows, window_seconds
@@ -245,7 +263,7 @@ class WorkerAlternation:
             return
         paused = len(self.switches) % 2 == 0 and len(self.switches) < self.windows
         self._signal(('worker', 1), signal.SIGSTOP if paused else signal.SIGCONT)
-        self.switches.append((now, paused, machine_cpu_times()))
+        self.switches.append((now, paused, machine_cpu_times(), process_cpu_seconds(self.launcher)))
         if len(self.switches) > self.windows:
             for task in (0, 1):
                 self._signal(('worker', task), signal.SIGTERM)
@@ -260,17 +278,40 @@ def alternation_windows(switches, step_ends, settle_seconds):
         settle_seconds: time left out at the start of each window.
 
     Returns:
-        list of dicts: `workers` (1 or 2), `env_steps_per_s`, `busy_percent`.
+        list of dicts: `workers` (1 or 2), `env_steps_per_s`, `busy_percent`, and `cpu_ms_per_env_step`: the CPU
+        time of every task process over the whole window per env step of the window (None without /proc).
     """
     ends = np.sort(np.asarray(step_ends, dtype=np.float64))
     windows = []
-    for (start, paused, cpu_start), (end, _, cpu_end) in zip(switches, switches[1:]):
+    for (start, paused, cpu_start, tasks_start), (end, _, cpu_end, tasks_end) in zip(switches, switches[1:]):
         count = np.searchsorted(ends, end) - np.searchsorted(ends, start + settle_seconds)
         shares = machine_cpu_shares(cpu_start, cpu_end)
         windows.append({'workers': 1 if paused else 2,
                         'env_steps_per_s': float(count) / (end - start - settle_seconds),
-                        'busy_percent': shares and shares['busy_percent']})
+                        'busy_percent': shares and shares['busy_percent'],
+                        'cpu_ms_per_env_step': task_cpu_per_step(tasks_start, tasks_end,
+                                                                 np.searchsorted(ends, end) -
+                                                                 np.searchsorted(ends, start))})
     return windows
+
+
+def task_cpu_per_step(before, after, steps):
+    """Milliseconds of CPU per env step of every task process present in both `process_cpu_seconds` readings,
+    with their sum under 'all'; None where either is missing."""
+    if before is None or after is None:
+        return None
+    per_step = {name: 1e3 * (after[name] - before[name]) / max(steps, 1) for name in sorted(before) if name in after}
+    per_step['all'] = sum(per_step.values())
+    return per_step
+
+
+def median_task_cpu(windows, workers):
+    """Median over the `workers`-worker windows of each process's CPU per env step (see `alternation_windows`)."""
+    readings = [window['cpu_ms_per_env_step'] for window in windows
+                if window['workers'] == workers and window['cpu_ms_per_env_step']]
+    if not readings:
+        return None
+    return {name: float(np.median([reading[name] for reading in readings])) for name in readings[0]}
 
 
 def alternation_ratios(windows):
@@ -297,7 +338,8 @@ def measure_alternating(config, pairs, window_seconds, settle_seconds=SETTLE_SEC
     windows = alternation_windows(alternation.switches, step_ends, settle_seconds)
     ratios = alternation_ratios(windows)
     return {'window_seconds': window_seconds, 'settle_seconds': settle_seconds, 'windows': windows,
-            'ratios_2_over_1': ratios, 'median_ratio_2_over_1': float(np.median(ratios))}
+            'ratios_2_over_1': ratios, 'median_ratio_2_over_1': float(np.median(ratios)),
+            'median_cpu_ms_per_env_step': {str(workers): median_task_cpu(windows, workers) for workers in (1, 2)}}
 
 
 def summarize(name, runs):
@@ -360,6 +402,10 @@ def print_table(results):
             print('{}: alternating 1 / 2 workers every {:.0f} s: scaling {:.2f} (each 2-worker window: {})'.format(
                 name, alternating['window_seconds'], alternating['median_ratio_2_over_1'],
                 ', '.join('{:.2f}'.format(ratio) for ratio in alternating['ratios_2_over_1'])))
+            for workers, cpu in alternating['median_cpu_ms_per_env_step'].items():
+                if cpu:
+                    print('{}: alternating, {}-worker windows: CPU ms per env step {}'.format(
+                        name, workers, ', '.join('{} {:.2f}'.format(task, ms) for task, ms in cpu.items())))
 
 
 def main():

@@ -20,7 +20,10 @@ def bench():
 
 def test_window_speeds_leave_out_the_settling_time_and_ratios_use_both_neighbours(bench):
     cpu = [0, 0, 0, 0, 0, 0, 0, 0]
-    switches = [(100.0, True, cpu), (105.0, False, cpu), (110.0, True, cpu), (115.0, None, cpu)]
+    tasks = [{'ps_0': 1.0, 'worker_0': 10.0, 'worker_1': 5.0}, {'ps_0': 1.01, 'worker_0': 10.2, 'worker_1': 5.0},
+             {'ps_0': 1.05, 'worker_0': 10.5, 'worker_1': 5.3}, {'ps_0': 1.065, 'worker_0': 10.8, 'worker_1': 5.3}]
+    switches = [(100.0, True, cpu, tasks[0]), (105.0, False, cpu, tasks[1]), (110.0, True, cpu, tasks[2]),
+                (115.0, None, cpu, tasks[3])]
     # window 1 (1 worker): 40 steps in [101, 105); window 2 (2 workers): 120 in [106, 110); window 3: 60 in [111, 115)
     step_ends = [100.5] * 7 + [101.0 + 0.1 * i for i in range(40)] + [105.5] * 9 + \
         [106.0 + 4.0 * i / 120 for i in range(120)] + [110.2] * 3 + [111.0 + 4.0 * i / 60 for i in range(60)]
@@ -28,6 +31,20 @@ def test_window_speeds_leave_out_the_settling_time_and_ratios_use_both_neighbour
     assert [window['workers'] for window in windows] == [1, 2, 1]
     assert [window['env_steps_per_s'] for window in windows] == [10.0, 30.0, 15.0]
     assert bench.alternation_ratios(windows) == [30.0 / 12.5]
+    # CPU over whole windows (settling included) per env step of the whole window: 47, 129 and 63 steps
+    expected = [{'ps_0': 10.0 / 47, 'worker_0': 200.0 / 47, 'worker_1': 0.0},
+                {'ps_0': 40.0 / 129, 'worker_0': 300.0 / 129, 'worker_1': 300.0 / 129},
+                {'ps_0': 15.0 / 63, 'worker_0': 300.0 / 63, 'worker_1': 0.0}]
+    for window, cpu_ms in zip(windows, expected):
+        cpu_ms['all'] = sum(cpu_ms.values())
+        assert window['cpu_ms_per_env_step'] == pytest.approx(cpu_ms)
+    medians = bench.median_task_cpu(windows, 1)
+    assert medians == pytest.approx({name: 0.5 * (expected[0][name] + expected[2][name]) for name in expected[0]})
+    assert bench.median_task_cpu(windows, 2) == pytest.approx(expected[1])
+    no_proc = [switch[:3] + (None,) for switch in switches]
+    assert [window['cpu_ms_per_env_step'] for window in bench.alternation_windows(no_proc, step_ends, 1.0)] == \
+        [None] * 3
+    assert bench.median_task_cpu(bench.alternation_windows(no_proc, step_ends, 1.0), 1) is None
 
 
 @pytest.mark.parametrize('flags, message', [
