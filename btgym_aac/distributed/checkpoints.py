@@ -9,6 +9,7 @@ import tempfile
 
 from btgym_aac.compat import tf
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
+from btgym_aac.paths import file_in_the_way
 
 CHECKPOINT_PREFIX = 'model_parameters'
 
@@ -138,20 +139,9 @@ def _holds_only_an_export(directory):
                for entry in os.listdir(directory))
 
 
-def _file_on_the_way(path):
-    """`path` or its nearest existing ancestor when that is not a folder (so no folder can be made there), else
-    None."""
-    while not os.path.exists(path):
-        parent = os.path.dirname(path)
-        if parent == path:
-            return None
-        path = parent
-    return None if os.path.isdir(path) else path
-
-
 def _check_export_target(checkpoint_dir, target_dir):
     """Raises unless `target_dir` can be replaced by an export of `checkpoint_dir`'s latest checkpoint."""
-    blocking = _file_on_the_way(target_dir)
+    blocking = file_in_the_way(target_dir)
     if blocking == target_dir:
         raise NotADirectoryError('export target {!r} is a file'.format(target_dir))
     if blocking is not None:

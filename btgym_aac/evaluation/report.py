@@ -5,6 +5,7 @@ import os
 import numpy as np
 
 from btgym_aac.evaluation.metrics import METRIC_NAMES
+from btgym_aac.paths import file_in_the_way
 
 REPORT_FILE = 'report.json'
 WINDOW_KEYS = ('first_bar_time', 'last_bar_time', 'end_reason')
@@ -30,11 +31,9 @@ TABLE_COLUMNS = (('total_reward', 'reward', '{:+.3f}'), ('final_value', 'final v
 
 def check_output_folder(path):
     """Raises ValueError naming `path` when it, or the nearest existing folder it would be made in, is a file."""
-    existing = path
-    while not os.path.exists(existing) and os.path.dirname(existing) != existing:
-        existing = os.path.dirname(existing)
-    if not os.path.isdir(existing):
-        raise ValueError('output folder {}: {} is a file, not a folder'.format(path, existing))
+    blocking = file_in_the_way(path)
+    if blocking is not None:
+        raise ValueError('output folder {}: {} is a file, not a folder'.format(path, blocking))
 
 
 def _json_value(value):
