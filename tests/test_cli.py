@@ -16,7 +16,8 @@ from btgym_aac import cli as cli_module
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
-from btgym_aac.distributed.checkpoints import CheckpointStateError, FastSaver, latest_checkpoint, restore_order
+from btgym_aac.distributed.checkpoints import (CheckpointStateError, FastSaver, check_checkpoint_fits,
+                                               latest_checkpoint, restore_order)
 from btgym_aac.distributed.cluster import free_ports, port_is_free
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.run_config import pickle_run_config, write_run_config
@@ -152,6 +153,15 @@ def test_restoring_a_checkpoint_of_another_model_names_the_variables_that_do_not
                                              r"configs has \[3\]; global/bias missing$"):
             restore_order(sess, saver, None, *checkpoint_dirs, log=None)
         np.testing.assert_array_equal(sess.run(variables[0]), np.zeros(3))
+
+
+def test_a_checkpoint_that_misses_many_variables_names_the_first_five_and_counts_the_rest(tmp_path):
+    run = saved_run(tmp_path / 'run')
+    with tf.Graph().as_default():
+        variables = [tf.Variable(0.0, name='global/v{}'.format(index)) for index in range(7)]
+        with pytest.raises(ValueError, match=r"does not fit the test model: global/v0 missing; global/v1 missing; "
+                                             r"global/v2 missing; global/v3 missing; global/v4 missing; and 2 more$"):
+            check_checkpoint_fits(str(run / CKPT / 'model_parameters-20'), variables, 'the test model')
 
 
 def config_file(tmp_path, text):

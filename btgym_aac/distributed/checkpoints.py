@@ -12,6 +12,7 @@ from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
 from btgym_aac.paths import file_in_the_way
 
 CHECKPOINT_PREFIX = 'model_parameters'
+MISMATCHES_NAMED = 5
 
 
 class FastSaver(tf.train.Saver):
@@ -176,9 +177,6 @@ def check_checkpoint_readable(path):
             reader.get_tensor(name)
     except (tf.errors.OpError, ValueError, IndexError) as error:
         raise unreadable_checkpoint_error(path, error) from None
-
-
-MISMATCHES_NAMED = 5
 
 
 def check_checkpoint_fits(path, variables, model):
