@@ -487,6 +487,19 @@ def test_state_errors():
         BTgymDataset().reset()
     with pytest.raises(ValueError, match='start_weekdays'):
         BTgymDataset(dataframe=_bars(100), start_weekdays=[7])
+    with pytest.raises(ValueError, match='start_weekdays'):
+        BTgymDataset(dataframe=_bars(100), start_weekdays=[])
+
+
+def test_episodes_may_start_on_any_weekday_by_default():
+    """Reference §2.2 [bug]: the default `start_weekdays` was empty, so no episode could start."""
+    bars = _bars(7 * 24 * 60, start='2017-01-02 00:00')
+    dataset = BTgymDataset(dataframe=bars, episode_duration={'days': 0, 'hours': 2, 'minutes': 0},
+                           time_gap={'hours': 1})
+    dataset.reset()
+    assert dataset.start_weekdays == list(range(7))
+    starts = {_episode(dataset)[1].data.index[0].weekday() for _ in range(60)}
+    assert starts == set(range(7))
 
 
 def test_describe_loads_and_unloads(tmp_path):

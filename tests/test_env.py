@@ -12,6 +12,7 @@ from gymnasium.utils.env_checker import check_env
 
 from btgym_aac import BTgymDataset, BTgymEnv
 from btgym_aac.data import make_random_walk_data, make_sine_data, write_histdata_csv
+from btgym_aac.env.rendering import BTgymRendering
 from btgym_aac.strategy import DevStrat_4_11
 
 HOLD, BUY, SELL, CLOSE = range(4)
@@ -215,6 +216,26 @@ def test_renderings_are_non_blank_rgb_arrays():
     with pytest.raises(ValueError, match='render mode'):
         env.render('metadata_plot')
     env.close()
+
+
+def test_each_env_renders_with_its_own_settings_and_its_own_last_step():
+    """Reference §6.1 and §7.2 [bug]: the renderer's settings and the env's last images were class attributes
+    shared by every env of a process."""
+    small = BTgymEnv(strategy=DevStrat_4_11, render_modes=['human'], render_dpi=40)
+    large = BTgymEnv(strategy=DevStrat_4_11, render_modes=['human'])
+    try:
+        small.reset(seed=0)
+        large.reset(seed=1)
+        image = small.render('human')
+        for _ in range(3):
+            large.step(HOLD)
+        np.testing.assert_array_equal(small.render('human'), image)
+        assert large.render('human').shape[0] > image.shape[0]
+        assert small.renderer.render_dpi == 40 and large.renderer.render_dpi == BTgymRendering.defaults['render_dpi']
+        assert BTgymRendering.defaults['render_dpi'] != 40
+    finally:
+        small.close()
+        large.close()
 
 
 def test_render_before_first_episode_and_disabled_rendering():

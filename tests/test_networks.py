@@ -163,6 +163,20 @@ def test_dense_aac_network_values_names_and_reuse():
     assert sample_value.shape == (3,) and sorted(sample_value) == [0, 0, 1]
 
 
+def test_dense_aac_network_without_logits_layer_norm_gives_the_linear_logits():
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(4, 6)).astype(np.float32)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        logits, _, _ = dense_aac_network(tf.constant(x), 3, name='plain', linear_layer_ref=linear,
+                                         logits_layer_norm=False)
+        assert 'plain/LayerNorm/beta' not in _variable_shapes()
+        sess.run(tf.global_variables_initializer())
+        params = _randomise_variables(sess, rng)
+        logits_value = sess.run(logits)
+    np.testing.assert_allclose(logits_value, x @ params['plain/action/w'] + params['plain/action/b'], rtol=1e-5,
+                               atol=1e-5)
+
+
 def test_dense_aac_network_with_noisy_layers():
     with tf.Graph().as_default(), tf.Session() as sess:
         logits, vf, _ = dense_aac_network(tf.ones([2, 5]), 4)

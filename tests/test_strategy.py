@@ -326,6 +326,15 @@ def test_action_executes_on_next_bar_and_fills_at_following_open():
     assert len(skipped) > 20 and all(info['action'] == {ASSET: 'hold', '_skip_this': True} for info in skipped)
 
 
+def test_skipped_bars_leave_the_initial_portfolio_action_as_given():
+    """Reference §4.2 [bug]: the skip marker was written into the strategy's shared params dict."""
+    initial = {ASSET: 'hold'}
+    frame = make_sine_data(num_bars=60, period=30, amplitude=0.05)
+    episode = run(BTgymBaseStrategy, frame, actions=['buy'], skip_frame=3, initial_portfolio_action=initial)
+    assert any('_skip_this' in info['action'] for info in bar_infos(episode, frame).values())
+    assert initial == {ASSET: 'hold'} and episode.strategy.p.initial_portfolio_action == {ASSET: 'hold'}
+
+
 def test_end_of_data_fires_and_episode_ends_two_bars_later_with_position_closed():
     num_bars, skip, warmup = 50, 3, 4
     frame = make_sine_data(num_bars=num_bars, period=25, amplitude=0.02)

@@ -252,6 +252,9 @@ def test_ppo_two_epochs_apply_two_adam_updates_per_step_against_one_old_policy(t
     trainer = session.trainer
     try:
         assert trainer.network_prime.var_list is None
+        names = [variable.op.name for variable in session.graph.get_collection('variables')]
+        assert [name for name in names if 'global_' in name] == ['global/global_step', 'global/global_episode']
+        assert [name for name in names if 'prime' in name and 'local' not in name] == []
         with session.graph.as_default():
             beta1_power = trainer.optimizer._get_beta_accumulators()[0]
         assert session.sess.run(beta1_power) == pytest.approx(0.9)
