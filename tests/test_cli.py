@@ -222,6 +222,14 @@ def test_a_checkpoint_or_summary_folder_that_is_a_file_is_named(tmp_path, capsys
     assert '{} is a file, not a folder'.format(tmp_path / 'run' / folder) in capsys.readouterr().err
 
 
+def test_a_log_dir_below_a_file_names_the_file(tmp_path, capsys):
+    (tmp_path / 'afile').write_text('not a folder')
+    assert cli_main(['train', '--log-dir', str(tmp_path / 'afile' / 'runs' / 'run')]) == 2
+    assert '{} is a file, not a folder for logs and checkpoints'.format(tmp_path / 'afile') in \
+        capsys.readouterr().err
+    assert os.listdir(tmp_path) == ['afile']
+
+
 def test_a_folder_given_as_data_file_is_named_as_such(tmp_path, capsys):
     assert cli_main(['train', '--data', str(tmp_path), '--log-dir', str(tmp_path / 'run')]) == 2
     assert "data file '{}' (env_config filename) is a folder, not a file".format(tmp_path) in capsys.readouterr().err

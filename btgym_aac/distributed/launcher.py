@@ -29,6 +29,7 @@ from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
 from btgym_aac.distributed.worker import SETUP_FAILED_EXIT_CODE, run_pickled_task
 from btgym_aac.logs import get_logger
+from btgym_aac.paths import file_in_the_way
 from btgym_aac.validation import check_whole_number, is_finite_real
 
 STOP_GRACE_SECONDS = 60
@@ -223,8 +224,9 @@ class Launcher:
         worker_dirs = [os.path.join(self.log_dir, 'worker_{}'.format(task))
                        for task in range(self.cluster_config['num_workers'])]
         for path in [self.log_dir, self.current_ckpt_dir] + worker_dirs:
-            if os.path.exists(path) and not os.path.isdir(path):
-                raise NotADirectoryError('{} is a file, not a folder for logs and checkpoints'.format(path))
+            blocking = file_in_the_way(path)
+            if blocking is not None:
+                raise NotADirectoryError('{} is a file, not a folder for logs and checkpoints'.format(blocking))
         _check_data_files(self.env_config)
         initial = self.cluster_config['initial_ckpt_dir']
         self.initial_ckpt_dir = os.path.abspath(os.path.expanduser(initial)) if initial else None
