@@ -284,14 +284,14 @@ def alternation_windows(switches, step_ends, settle_seconds):
     ends = np.sort(np.asarray(step_ends, dtype=np.float64))
     windows = []
     for (start, paused, cpu_start, tasks_start), (end, _, cpu_end, tasks_end) in zip(switches, switches[1:]):
-        count = np.searchsorted(ends, end) - np.searchsorted(ends, start + settle_seconds)
+        last = np.searchsorted(ends, end)
+        count = last - np.searchsorted(ends, start + settle_seconds)
         shares = machine_cpu_shares(cpu_start, cpu_end)
         windows.append({'workers': 1 if paused else 2,
                         'env_steps_per_s': float(count) / (end - start - settle_seconds),
                         'busy_percent': shares and shares['busy_percent'],
                         'cpu_ms_per_env_step': task_cpu_per_step(tasks_start, tasks_end,
-                                                                 np.searchsorted(ends, end) -
-                                                                 np.searchsorted(ends, start))})
+                                                                 last - np.searchsorted(ends, start))})
     return windows
 
 
