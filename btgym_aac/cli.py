@@ -199,7 +199,8 @@ def _cluster_node(args):
             args.task, len(cluster_spec[args.job]), args.job))
     check_own_port(cluster_spec[args.job][args.task])
     configs = _configs_from_args(args)
-    launcher = _make_launcher(configs, cluster_spec=cluster_spec, show_progress=False, purge_previous=0)
+    launcher = _make_launcher(configs, cluster_spec=cluster_spec, show_progress=False, purge_previous=0,
+                              shared_log_dir=True)
     try:
         stopped = run_task(launcher.task_config(args.job, args.task))
     except KeyboardInterrupt:

@@ -246,6 +246,17 @@ def test_a_run_is_refused_while_another_holds_the_log_dir(tmp_path):
         pass
 
 
+def test_a_shared_log_dir_is_built_on_without_its_lock_and_never_emptied(tmp_path):
+    (tmp_path / 'run').mkdir()
+    (tmp_path / 'run' / 'notes.txt').write_text('kept')
+    with LogDirLock(str(tmp_path / 'run')):
+        node = cartpole_launcher(tmp_path / 'run', 100, num_workers=1, shared_log_dir=True)
+        with pytest.raises(ValueError, match='never emptied: purge_previous must be 0, got 2'):
+            cartpole_launcher(tmp_path / 'run', 100, num_workers=1, shared_log_dir=True, purge_previous=2)
+    assert node.task_config('worker', 0)['task'] == 0
+    assert sorted(os.listdir(str(tmp_path / 'run'))) == [LOCK_FILE, 'notes.txt']
+
+
 @pytest.mark.parametrize('stall_seconds', [0, -5])
 def test_non_positive_stall_seconds_is_refused(tmp_path, stall_seconds):
     with pytest.raises(ValueError, match='stall_seconds must be a positive number'):

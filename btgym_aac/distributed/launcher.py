@@ -187,12 +187,15 @@ class Launcher:
         show_progress: print a progress line.
         cluster_spec: a ready cluster dict ({'ps': [...], 'worker': [...]}, e.g. spanning hosts) instead of the
             one made from `cluster_config`.
+        shared_log_dir: True for a node of a hand-started cluster (`btgym-aac cluster-node`), whose tasks share
+            the log dir: construction then takes no lock on it (`run()` still does) and never empties it
+            (`purge_previous` must be 0).
     """
 
     def __init__(self, env_config=None, cluster_config=None, policy_config=None, trainer_config=None,
                  max_env_steps=100e6, save_secs=600, root_random_seed=None, test_mode=False, purge_previous=0,
                  render_last_env=True, log_level=None, verbose=0, max_restarts=3, show_progress=True,
-                 cluster_spec=None, stall_seconds=300):
+                 cluster_spec=None, stall_seconds=300, shared_log_dir=False):
         self.log = get_logger('Launcher', 'shell', verbose, log_level)
         self.log_level = self.log.level
         defaults = _default_configs()
@@ -241,7 +244,10 @@ class Launcher:
         except (pickle.PicklingError, AttributeError, TypeError) as error:
             raise ValueError('the configs cannot be passed to the run\'s processes ({}): their classes and functions '
                              'must be importable (defined at the top level of a module)'.format(error)) from error
-        with LogDirLock(self.log_dir):
+        if shared_log_dir and purge_previous:
+            raise ValueError('a log dir shared by hand-started cluster nodes is never emptied: purge_previous must be '
+                             '0, got {!r}'.format(purge_previous))
+        with contextlib.nullcontext() if shared_log_dir else LogDirLock(self.log_dir):
             self._prepare_log_dir(purge_previous)
         num_workers = len(cluster_spec['worker'])
         rng = np.random.default_rng(root_random_seed)
@@ -259,6 +265,7 @@ class Launcher:
     def _prepare_log_dir(self, purge_previous):
         """Empties the log dir when `purge_previous` says so, else checks its checkpoints can be resumed from."""
         self.purged = False
+        os.makedirs(self.log_dir, exist_ok=True)
         if set(os.listdir(self.log_dir)) - {LOCK_FILE}:
             purge = purge_previous == 2
             if purge_previous == 1:
