@@ -105,7 +105,8 @@ def _configs_from_args(args):
     launcher = configs['launcher_config'] = dict(configs.get('launcher_config', {}))
     env_kwargs = dict(configs['env_config'].get('kwargs', {}))
     for flag, key in (('workers', 'num_workers'), ('envs_per_worker', 'num_envs'), ('log_dir', 'log_dir'),
-                      ('port', 'port'), ('initial_ckpt_dir', 'initial_ckpt_dir')):
+                      ('port', 'port'), ('initial_ckpt_dir', 'initial_ckpt_dir'),
+                      ('network_isolation', 'network_isolation')):
         if getattr(args, flag, None) is not None:
             cluster[key] = getattr(args, flag)
     if getattr(args, 'max_steps', None) is not None:
@@ -133,15 +134,16 @@ def _make_launcher(configs, **overrides):
                     policy_config=configs['policy_config'], trainer_config=configs['trainer_config'], **kwargs)
 
 
-def _warn_of_changed_data(launcher):
-    """Warns when a resumed run's data files differ from those it was trained on (its saved run config)."""
+def _warn_of_changed_data(launcher, allow_untrusted):
+    """Warns when a resumed run's data files differ from those it was trained on (its saved run config, read only
+    when this user owns it: see `read_run_config`)."""
     from btgym_aac.distributed.checkpoints import latest_checkpoint
     from btgym_aac.evaluation.loading import read_run_config
 
     if launcher.purged or latest_checkpoint(launcher.current_ckpt_dir) is None:
         return
     try:
-        saved = read_run_config(launcher.log_dir)
+        saved = read_run_config(launcher.log_dir, allow_untrusted)
     except (FileNotFoundError, ValueError):
         return
     before = saved['env_config'].get('kwargs', {}).get('filename')
@@ -158,8 +160,9 @@ def _train(args):
     configs = _configs_from_args(args)
     purge = 2 if args.fresh else 0
     launcher = _make_launcher(configs, purge_previous=purge)
-    _warn_of_changed_data(launcher)
-    print('logs and checkpoints: {} (tensorboard --logdir {})'.format(launcher.log_dir, launcher.log_dir))
+    _warn_of_changed_data(launcher, args.allow_untrusted_config)
+    print('logs and checkpoints: {} (tensorboard --logdir {} --host 127.0.0.1)'.format(launcher.log_dir,
+                                                                                       launcher.log_dir))
     run_started = time.time()
     try:
         result = launcher.run()
@@ -185,8 +188,11 @@ def _train(args):
 
 
 def _cluster_node(args):
-    """Runs one parameter server or worker of a cluster described by a JSON spec (one node of many hosts)."""
+    """Runs one parameter server or worker of a cluster described by a JSON spec (one node of many hosts). Its port
+    is open on every interface of its host (the other nodes must reach it): run the cluster on a network that it
+    alone uses, or firewall the ports to the cluster's hosts (README, "Security")."""
     from btgym_aac.distributed.cluster import check_cluster_spec, check_own_port
+    from btgym_aac.distributed.network_namespace import NetworkIsolationError, open_ports_warning
     from btgym_aac.distributed.worker import run_task
 
     with open(args.cluster) as f:
@@ -201,6 +207,13 @@ def _cluster_node(args):
     configs = _configs_from_args(args)
     launcher = _make_launcher(configs, cluster_spec=cluster_spec, show_progress=False, purge_previous=0,
                               shared_log_dir=True)
+    isolation = launcher.cluster_config['network_isolation']
+    reason = 'a cluster-node\'s task must be reachable from the cluster\'s other nodes'
+    if isolation == 'require':
+        raise NetworkIsolationError('network isolation is required, but {}: a private network namespace cannot '
+                                    'hold it'.format(reason))
+    if isolation == 'auto':
+        launcher.log.warning(open_ports_warning([cluster_spec[args.job][args.task].rpartition(':')[2]], reason))
     try:
         stopped = run_task(launcher.task_config(args.job, args.task))
     except KeyboardInterrupt:
@@ -230,7 +243,8 @@ def _evaluate(args):
     from btgym_aac.env.engine import EngineError
 
     try:
-        report = evaluate(args.log_dir, data=args.data, episodes=args.episodes, out=args.out, seed=args.seed)
+        report = evaluate(args.log_dir, data=args.data, episodes=args.episodes, out=args.out, seed=args.seed,
+                          allow_untrusted=args.allow_untrusted_config)
     except EngineError as error:
         print('btgym-aac evaluate: {}'.format(error), file=sys.stderr)
         return 2
@@ -304,6 +318,21 @@ def _add_run_flags(parser, cluster_spec_given=False):
         parser.add_argument('--port', type=int, help='first cluster port (default: free ports)')
     parser.add_argument('--initial-ckpt-dir', metavar='DIR', help='start from the latest checkpoint in DIR '
                         '(e.g. written by export), global step 0, instead of resuming or starting from scratch')
+    isolation_help = ('auto (default): run the cluster in a private network namespace where the system allows it '
+                      '(Linux), else warn that its ports are open to the network; require: refuse to run without '
+                      'it; off: no isolation, no warning')
+    if cluster_spec_given:
+        isolation_help = ('a cluster node cannot be isolated: auto (default) warns that its port is open to the '
+                          'network, require refuses to run, off runs without the warning')
+    parser.add_argument('--network-isolation', choices=('auto', 'require', 'off'), help=isolation_help)
+
+
+def _add_untrusted_flag(parser, why):
+    """The --allow-untrusted-config flag of a command that unpickles a run's configs (`why` says when)."""
+    parser.add_argument('--allow-untrusted-config', action='store_true',
+                        help='{}; unpickling runs code, so it is refused when another user owns the file or the log '
+                        'dir, or could write them: this flag reads it anyway (only for runs of users you '
+                        'trust)'.format(why))
 
 
 def build_parser():
@@ -317,6 +346,7 @@ def build_parser():
     resume.add_argument('--fresh', action='store_true',
                         help='delete the log dir contents (only files a run writes) and start anew')
     resume.add_argument('--resume', action='store_true', help='continue from the log dir checkpoint (default)')
+    _add_untrusted_flag(train, 'a resumed log dir\'s run_config.pkl is read to compare its data with this run\'s')
     train.set_defaults(run=_train)
 
     evaluate = commands.add_parser('evaluate', help='evaluate a trained run against baselines',
@@ -326,6 +356,7 @@ def build_parser():
     evaluate.add_argument('--episodes', type=int, default=5, help='episodes per agent (default: 5)')
     evaluate.add_argument('--out', help='folder for report.json and the plots (default: LOG_DIR/evaluation)')
     evaluate.add_argument('--seed', type=_seed, default=0, help='seed of the first episode (default: 0)')
+    _add_untrusted_flag(evaluate, 'the run\'s configs are unpickled from LOG_DIR/run_config.pkl')
     evaluate.set_defaults(run=_evaluate)
 
     node = commands.add_parser('cluster-node', help='run one task of a multi-host cluster',

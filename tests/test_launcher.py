@@ -33,6 +33,7 @@ from btgym_aac.distributed import worker as worker_module
 from btgym_aac.env import gym_wrappers
 from btgym_aac.evaluation.loading import read_run_config
 from btgym_aac.logs import get_logger
+from proc_helpers import GROUP, live_processes
 
 CKPT = 'current_train_checkpoint'
 
@@ -81,17 +82,7 @@ class BreakingEnv(gym_wrappers.TestModeEnv):
 
 def live_processes_in_group(group):
     """PIDs of the running (not zombie) processes of a process group, read from /proc."""
-    pids = []
-    for entry in os.listdir('/proc'):
-        if entry.isdigit():
-            try:
-                with open('/proc/{}/stat'.format(entry)) as f:
-                    fields = f.read().rsplit(')', 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[2]) == group and fields[0] != 'Z':
-                pids.append(int(entry))
-    return pids
+    return live_processes(GROUP, group)
 
 
 def saved_checkpoint_dir(directory):
@@ -312,16 +303,22 @@ def test_hand_started_cluster_nodes_form_a_working_cluster(tmp_path):
         launcher_config = {'test_mode': True, 'max_env_steps': 1000, 'save_secs': 5}
     ''' % str(tmp_path / 'run')))
     command = [sys.executable, '-m', 'btgym_aac.cli', 'cluster-node', '--cluster', str(spec_path), str(config_path)]
-    nodes = [subprocess.Popen(command + ['--job', job, '--task', str(task)], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.DEVNULL) for job, task in (('ps', 0), ('worker', 0), ('worker', 1))]
+    roles = (('ps', 0), ('worker', 0), ('worker', 1))
+    logs = [open(tmp_path / '{}_{}.log'.format(job, task), 'w+') for job, task in roles]
+    nodes = [subprocess.Popen(command + ['--job', job, '--task', str(task)], stdout=subprocess.DEVNULL, stderr=log)
+             for (job, task), log in zip(roles, logs)]
     try:
         assert [node.wait(timeout=240) for node in nodes[1:]] == [0, 0]
         assert checkpoint_step(str(tmp_path / 'run' / CKPT)) >= 1000
+        for port, log in zip(ports, logs):  # a node cannot be isolated: each says its port is open, once
+            log.seek(0)
+            assert log.read().count('listen on port(s) {} of every network interface'.format(port)) == 1
     finally:
-        for node in nodes:
+        for node, log in zip(nodes, logs):
             if node.poll() is None:
                 node.terminate()
                 node.wait(30)
+            log.close()
 
 
 @pytest.mark.parametrize('bad, message', [
@@ -329,7 +326,9 @@ def test_hand_started_cluster_nodes_form_a_working_cluster(tmp_path):
     (dict(cluster={'port': 70000}), 'cluster ports 70000..70001 are outside 1..65535: choose another first port'),
     (dict(max_env_steps=0), 'max_env_steps (env steps to train) must be a whole number >= 1, got 0'),
     (dict(cluster={'num_envs': 0}), 'cluster_config num_envs must be a whole number >= 1, got 0'),
-], ids=['workers', 'port', 'max-steps', 'envs'])
+    (dict(cluster={'network_isolation': 'yes'}),
+     "cluster_config network_isolation must be 'auto', 'require' or 'off', got 'yes'"),
+], ids=['workers', 'port', 'max-steps', 'envs', 'isolation'])
 def test_bad_settings_are_refused_before_the_log_dir_is_purged(tmp_path, bad, message):
     log_dir = tmp_path / 'run'
     log_dir.mkdir()

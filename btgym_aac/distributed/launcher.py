@@ -26,6 +26,9 @@ from btgym_aac.config_modules import dumps_with_sources
 from btgym_aac.distributed.checkpoints import export_checkpoint, is_within, latest_checkpoint, resumable_checkpoint
 from btgym_aac.distributed.cluster import make_cluster_spec
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
+from btgym_aac.distributed.network_namespace import (JOIN_FAILED_EXIT_CODE, NamespaceHolder, NetworkIsolationError,
+                                                     check_isolation_mode, cluster_ports, isolation_obstacle,
+                                                     open_ports_warning)
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
 from btgym_aac.distributed.worker import SETUP_FAILED_EXIT_CODE, run_pickled_task
 from btgym_aac.logs import get_logger
@@ -46,7 +49,7 @@ def _default_configs():
         env_config={'class_ref': BTgymEnv, 'kwargs': {}},
         cluster_config={'host': '127.0.0.1', 'port': None, 'num_workers': 1, 'num_ps': 1, 'num_envs': 1,
                         'log_dir': './tmp/btgym_aac_log', 'initial_ckpt_dir': None,
-                        'log_ckpt_subdir': 'current_train_checkpoint'},
+                        'log_ckpt_subdir': 'current_train_checkpoint', 'network_isolation': 'auto'},
         policy_config={'class_ref': BaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}},
         trainer_config={'class_ref': A3C, 'kwargs': {}},
     )
@@ -86,6 +89,7 @@ def _check_cluster_config(config, known):
             subdir))
     if not isinstance(config['host'], str) or not config['host'].strip():
         raise ValueError('cluster_config host must be a host name or address, got {!r}'.format(config['host']))
+    check_isolation_mode(config['network_isolation'])
 
 
 def _check_data_files(env_config):
@@ -168,7 +172,10 @@ class Launcher:
     Args:
         env_config: {'class_ref': env class, 'kwargs': dict}.
         cluster_config: dict with `host`, `port` (first port, None: free ports), `num_workers`, `num_ps`,
-            `num_envs` (per worker), `log_dir`, `initial_ckpt_dir` (pre-trained model), `log_ckpt_subdir`.
+            `num_envs` (per worker), `log_dir`, `initial_ckpt_dir` (pre-trained model), `log_ckpt_subdir`,
+            `network_isolation`: 'auto' (default) runs every task in a private network namespace where the system
+            allows it (Linux; see `network_namespace`) and warns where not, 'require' refuses to run without it
+            (NetworkIsolationError), 'off' neither isolates nor warns.
         policy_config: {'class_ref', 'kwargs'} of the policy.
         trainer_config: {'class_ref', 'kwargs'} of the trainer (A3C, Unreal, PPO, ...).
         max_env_steps: training length in env steps over all workers.
@@ -261,6 +268,7 @@ class Launcher:
         self.error_before_restart = {}
         self.first_step_seconds = None
         self.ps_peak_rss_mb = {}
+        self.namespace_holder = None
 
     def _prepare_log_dir(self, purge_previous):
         """Empties the log dir when `purge_previous` says so, else checks its checkpoints can be resumed from."""
@@ -329,14 +337,48 @@ class Launcher:
     def _start(self, context, job_name, task, progress):
         """Starts a task process with Ctrl-C held back: one arriving meanwhile reaches the launcher once the process
         is started (not in the middle of handing it its config), and none reaches the task's interpreter before
-        `run_pickled_task` ignores it (the launcher stops its tasks itself), so no task prints a traceback."""
+        `run_pickled_task` ignores it (the launcher stops its tasks itself), so no task prints a traceback. In an
+        isolated run the task joins the run's network namespace as it starts."""
         config = dict(self.task_config(job_name, task), launcher_pid=os.getpid())
-        process = context.Process(target=run_pickled_task, args=(dumps_with_sources(config), progress),
-                                  name='btgym_aac-{}-{}'.format(job_name, task))
+        name = 'btgym_aac-{}-{}'.format(job_name, task)
+        if self.namespace_holder is not None:
+            if not self.namespace_holder.alive():
+                raise RuntimeError('the holder of the run\'s network namespace (process {}) is gone, so {} cannot '
+                                   'join its cluster'.format(self.namespace_holder.pid, name))
+            name = self.namespace_holder.task_name(name)
+        process = context.Process(target=run_pickled_task, args=(dumps_with_sources(config), progress), name=name)
         self.processes[(job_name, task)] = process
         with _ctrl_c_held():
             process.start()
         return process
+
+    def _isolate_network(self):
+        """Starts the holder of the run's private network namespace, as `network_isolation` asks.
+
+        Returns:
+            the NamespaceHolder, or None where the run goes on without one (warned of in 'auto' mode).
+
+        Raises:
+            NetworkIsolationError: isolation is required and cannot be had.
+        """
+        mode = self.cluster_config['network_isolation']
+        if mode == 'off':
+            return None
+        reason = isolation_obstacle(self.cluster_spec)
+        if reason is None:
+            try:
+                holder = NamespaceHolder()
+            except NetworkIsolationError as error:
+                reason = str(error)
+            else:
+                self.log.notice('the cluster runs in a private network namespace: its ports cannot be reached from '
+                                'outside it')
+                return holder
+        if mode == 'require':
+            raise NetworkIsolationError('network_isolation is \'require\' but the cluster cannot be isolated: '
+                                        '{}'.format(reason))
+        self.log.warning(open_ports_warning(cluster_ports(self.cluster_spec), reason))
+        return None
 
     def run(self):
         """Starts the cluster and trains to `max_env_steps`.
@@ -351,6 +393,7 @@ class Launcher:
             RuntimeError: a worker kept crashing, could not set up, or a parameter server died.
             LogDirInUseError (an OSError): another run holds the log dir.
             KeyboardInterrupt: after stopping everything on Ctrl-C (`StopRequested`, a subclass, on SIGTERM).
+            NetworkIsolationError (an OSError): `network_isolation` is 'require' and the run cannot be isolated.
         """
         with LogDirLock(self.log_dir):
             return self._run()
@@ -365,15 +408,17 @@ class Launcher:
             stop_handlers[signal.SIGINT] = _stop_on_signal
         with _signals_handled(stop_handlers):
             try:
+                with _ctrl_c_held():
+                    self.namespace_holder = self._isolate_network()
                 for task in range(len(self.cluster_spec['ps'])):
                     self._start(context, 'ps', task, None)
                 for task in range(len(self.cluster_spec['worker'])):
                     self._start(context, 'worker', task, progress)
                 self._supervise(context, progress, start)
-            except BaseException:
+            finally:
                 self._stop_all_uninterrupted()
-                raise
-            self._stop_all_uninterrupted()
+                if self.namespace_holder is not None:
+                    self.namespace_holder.close()
         self._print_progress(start, final=True)
         result = self.summary(start)
         if not result['completed']:
@@ -402,6 +447,9 @@ class Launcher:
                 if process.is_alive() or (job_name, task) in finished:
                     continue
                 self._drain(progress, start)  # the error report a dying worker sent
+                if process.exitcode == JOIN_FAILED_EXIT_CODE:
+                    raise RuntimeError('{} {} could not join the run\'s network namespace (see its message '
+                                       'above)'.format(job_name, task))
                 if job_name == 'ps':
                     raise RuntimeError('parameter server {} died with exit code {}'.format(task, process.exitcode))
                 if process.exitcode == 0:

@@ -28,7 +28,7 @@ def _write_plots(out, records, action_names):
     return [os.path.basename(path) for path in paths]
 
 
-def evaluate(log_dir, data=None, episodes=5, out=None, seed=0):
+def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False):
     """Evaluates a run's latest checkpoint against buy-and-hold and a random policy.
 
     The policy acts deterministically (most probable action; NoisyNet layers with their mean weights). Episode
@@ -44,6 +44,8 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0):
         out: output folder (default `<log_dir>/evaluation`); gets report.json, `equity_episode_<i>.png` and
             `actions_episode_<i>.png`.
         seed: first episode seed; the random baseline uses it too.
+        allow_untrusted: unpickle the run's run_config.pkl even when another user owns it or its log dir, or
+            could write them (unpickling runs code).
 
     Returns:
         the report dict (also written to `<out>/report.json`).
@@ -51,18 +53,20 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0):
     Raises:
         FileNotFoundError: missing log dir, run_config.pkl, checkpoint or data file.
         ValueError: bad `episodes`, a run that did not train on a BTgymEnv, or an `out` that is a file.
+        UntrustedFileError (a PermissionError): run_config.pkl or the log dir is another user's or writable by
+            others.
     """
     if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
         raise ValueError('episodes must be a positive integer, got {!r}'.format(episodes))
     log_dir = os.path.abspath(log_dir)
     out = os.path.abspath(out or os.path.join(log_dir, 'evaluation'))
     check_output_folder(out)
-    run_config = read_run_config(log_dir)
+    run_config = read_run_config(log_dir, allow_untrusted)
     env = make_evaluation_env(run_config, data)
     try:
         sample_type = episode_sample_type(env)
         options = reset_options(sample_type)
-        with load_policy(log_dir, env=env) as policy:
+        with load_policy(log_dir, env=env, allow_untrusted=allow_untrusted) as policy:
             agents = {POLICY: policy, BUY_AND_HOLD: BuyAndHoldAgent(env.portfolio_actions),
                       RANDOM: RandomAgent(env.action_space.one_hot_depth, seed)}
             records = {name: [play_episode(env, agent, seed + index, options) for index in range(int(episodes))]

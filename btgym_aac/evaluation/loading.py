@@ -18,6 +18,7 @@ from btgym_aac.config_modules import ConfigModuleError, load_with_sources
 from btgym_aac.distributed.checkpoints import (check_checkpoint_fits, latest_checkpoint, resumable_checkpoint,
                                                unreadable_checkpoint_error)
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, RUN_CONFIG_FILE
+from btgym_aac.trusted_files import check_trusted
 from btgym_aac.env import BTgymEnv
 from btgym_aac.logs import error_summary
 from btgym_aac.spaces import ActionDictSpace, DictSpace
@@ -27,11 +28,13 @@ AUX_TASK_FLAGS = ('use_value_replay', 'use_pixel_control', 'use_reward_predictio
 NOISE_SCALE_NAMES = ('w_sigma', 'b_sigma')
 
 
-def read_run_config(log_dir):
-    """Reads the configs a run saved in `<log_dir>/run_config.pkl`.
+def read_run_config(log_dir, allow_untrusted=False):
+    """Reads the configs a run saved in `<log_dir>/run_config.pkl`. Unpickling runs code, so the file and the log
+    dir must belong to this user (or root) and be writable by no other (see `trusted_files`).
 
     Args:
         log_dir: the run's log dir.
+        allow_untrusted: read it even when another user owns it or could have written it.
 
     Returns:
         dict with env_config, policy_config, trainer_config, cluster_config, test_mode.
@@ -39,6 +42,7 @@ def read_run_config(log_dir):
     Raises:
         FileNotFoundError: `log_dir` is not a directory or holds no run_config.pkl.
         ValueError: run_config.pkl cannot be unpickled or lacks one of the config dicts.
+        UntrustedFileError (a PermissionError): another user owns the file or its log dir, or could write them.
     """
     if not os.path.isdir(log_dir):
         what = 'is a file' if os.path.exists(log_dir) else 'does not exist'
@@ -47,6 +51,7 @@ def read_run_config(log_dir):
     if not os.path.isfile(path):
         raise FileNotFoundError('{!r} holds no {} (the chief of a run writes it once it is set up; is this the '
                                 'log dir of a btgym-aac train run?)'.format(log_dir, RUN_CONFIG_FILE))
+    check_trusted(path, log_dir, 'unpickling it', allow_untrusted)
     try:
         with open(path, 'rb') as f:
             run_config = load_with_sources(f)
@@ -249,8 +254,11 @@ def _check_spaces(ob_space, ac_space):
         raise ValueError('evaluation needs a discrete single-asset action space, got {}'.format(ac_space))
 
 
-def load_policy(log_dir, checkpoint=None, env=None, noisy=False):
+def load_policy(log_dir, checkpoint=None, env=None, noisy=False, allow_untrusted=False):
     """Rebuilds a run's global policy in its own graph and session and restores it from a checkpoint.
+
+    The run's configs are unpickled from `<log_dir>/run_config.pkl`, which can run code: it is refused when another
+    user owns it or its log dir, or could write them, unless `allow_untrusted` (see `read_run_config`).
 
     Args:
         log_dir: log dir of a Launcher run (holds run_config.pkl and the checkpoint folder).
@@ -260,6 +268,7 @@ def load_policy(log_dir, checkpoint=None, env=None, noisy=False):
         noisy: keep NoisyNet layers' noise (redrawn at every session run); False (default) zeroes their noise
             scales after restoring, so they act with their mean weights and the policy is a deterministic
             function of its inputs.
+        allow_untrusted: load run_config.pkl even when another user owns it or could have written it.
 
     Returns:
         LoadedPolicy.
@@ -268,8 +277,10 @@ def load_policy(log_dir, checkpoint=None, env=None, noisy=False):
         FileNotFoundError: missing log dir, run_config.pkl or checkpoint.
         ValueError: the checkpoint does not fit the rebuilt policy, the env's spaces are not btgym_aac dict spaces,
             or its action space is not discrete with a single asset.
+        UntrustedFileError (a PermissionError): run_config.pkl or the log dir is another user's or writable by
+            others.
     """
-    run_config = read_run_config(log_dir)
+    run_config = read_run_config(log_dir, allow_untrusted)
     path = resolve_checkpoint(log_dir, run_config, checkpoint)
     if env is None:
         spaces_env = make_env(run_config)

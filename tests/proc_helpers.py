@@ -1,0 +1,19 @@
+"""Reading processes from /proc in the tests."""
+import os
+
+PARENT, GROUP = 1, 2  # fields of /proc/PID/stat after the command name: state, ppid, pgrp, ...
+
+
+def live_processes(field, value):
+    """PIDs of the running (not zombie) processes whose /proc stat `field` (PARENT or GROUP) equals `value`."""
+    pids = []
+    for entry in os.listdir('/proc'):
+        if entry.isdigit():
+            try:
+                with open('/proc/{}/stat'.format(entry)) as f:
+                    fields = f.read().rsplit(')', 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[field]) == value and fields[0] != 'Z':
+                pids.append(int(entry))
+    return pids
