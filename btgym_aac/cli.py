@@ -134,7 +134,7 @@ def _make_launcher(configs, **overrides):
                     policy_config=configs['policy_config'], trainer_config=configs['trainer_config'], **kwargs)
 
 
-def _warn_of_changed_data(launcher, allow_untrusted):
+def _warn_of_changed_data(launcher, allow_untrusted=False):
     """Warns when a resumed run's data files differ from those it was trained on (its saved run config, read only
     when this user owns it: see `read_run_config`)."""
     from btgym_aac.distributed.checkpoints import latest_checkpoint

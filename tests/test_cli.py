@@ -22,6 +22,7 @@ from btgym_aac.distributed.cluster import free_ports, port_is_free
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.run_config import pickle_run_config, write_run_config
 from btgym_aac.evaluation.loading import resolve_checkpoint
+from btgym_aac.trusted_files import UntrustedFileError
 
 CKPT = 'current_train_checkpoint'
 
@@ -471,5 +472,11 @@ def test_resuming_with_other_data_is_warned_about(tmp_path, capsys):
     expected = 'btgym-aac: warning: resuming {}, trained on data {}, with data {}'.format(run, trained_on, new_data)
     assert capsys.readouterr().err.strip() == expected
     args = cli_module.build_parser().parse_args(['train', '--data', trained_on, '--log-dir', str(run)])
-    cli_module._warn_of_changed_data(cli_module._make_launcher(cli_module._configs_from_args(args)))
+    launcher = cli_module._make_launcher(cli_module._configs_from_args(args))
+    cli_module._warn_of_changed_data(launcher)
+    assert capsys.readouterr().err == ''
+    os.chmod(run / 'run_config.pkl', 0o666)  # now any user could have written it: it is not unpickled
+    with pytest.raises(UntrustedFileError, match='--allow-untrusted-config'):
+        cli_module._warn_of_changed_data(launcher)
+    cli_module._warn_of_changed_data(launcher, allow_untrusted=True)
     assert capsys.readouterr().err == ''

@@ -340,3 +340,15 @@ def test_require_refuses_to_start_where_unshare_fails(tmp_path):
     assert "btgym-aac train: network_isolation is 'require' but the cluster cannot be isolated: the private network " \
            "namespace could not be made: unshare(CLONE_NEWNET) failed" in done.stderr
     assert set(os.listdir(log_dir)) <= {LOCK_FILE}  # no task started: no summaries, no checkpoint folder
+
+
+def test_a_cluster_node_cannot_be_isolated_and_refuses_require(tmp_path, capsys):
+    from btgym_aac.cli import main as cli_main
+
+    spec = tmp_path / 'cluster.json'
+    spec.write_text(json.dumps({'ps': ['127.0.0.1:{}'.format(port) for port in free_ports(1)],
+                                'worker': ['127.0.0.1:{}'.format(port) for port in free_ports(1)]}))
+    assert cli_main(['cluster-node', '--cluster', str(spec), '--job', 'ps', '--task', '0', '--log-dir',
+                     str(tmp_path / 'run'), '--network-isolation', 'require']) == 2
+    assert "btgym-aac cluster-node: network isolation is required, but a cluster-node's task must be reachable " \
+           "from the cluster's other nodes" in capsys.readouterr().err

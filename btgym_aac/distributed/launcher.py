@@ -6,6 +6,8 @@ parameter servers are then stopped). A worker that dies is reported with its exi
 everything cleanly (the chief saves first), and no task outlives the launcher. Only processes this launcher
 started are ever stopped. A launcher holds its log dir's lock (`log_dir_lock`) while it empties the folder and
 while it runs, so a second run on the same log dir is refused instead of overwriting the first one's checkpoints.
+Its tasks run in a private network namespace (`network_namespace`), so their TensorFlow ports, which take any
+graph from anyone, cannot be reached from outside the run.
 """
 import contextlib
 import copy
