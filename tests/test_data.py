@@ -48,7 +48,7 @@ def test_histdata_file_keeps_every_bar_including_the_first(tmp_path, header):
 
 def test_histdata_dates_parse_like_strptime(tmp_path):
     stamps = ['20161231 235900', '20170101 000000', '20170228 120102', '20200229 235959']
-    lines = ['{};1.0;1.2;0.9;1.1;7'.format(stamp) for stamp in stamps]
+    lines = ['{};1.0;1.2;0.9;{};7'.format(stamp, 1.1 + 0.01 * index) for index, stamp in enumerate(stamps)]
     frame = read_ohlcv(_write(tmp_path / 'd.csv', '\n'.join(lines) + '\n'))
     expected = [datetime.datetime.strptime(stamp, '%Y%m%d %H%M%S') for stamp in stamps]
     assert list(frame.index.to_pydatetime()) == expected
@@ -198,7 +198,7 @@ def test_names_and_field_positions_map_the_columns(tmp_path):
 def test_dotted_dates_are_day_first(tmp_path):
     """DD.MM.YYYY (Dukascopy's 'Gmt time') is read day first, also when no day exceeds 12."""
     text = ('Gmt time,Open,High,Low,Close,Volume\n'
-            '02.01.2017 00:00:00.000,1,2,0.5,1.5,3\n03.01.2017 00:00:00.000,1,2,0.5,1.5,3\n')
+            '02.01.2017 00:00:00.000,1,2,0.5,1.5,3\n03.01.2017 00:00:00.000,1,2,0.5,1.6,3\n')
     frame = read_ohlcv(_write(tmp_path / 'duka.csv', text))
     assert list(frame.index) == [pd.Timestamp('2017-01-02'), pd.Timestamp('2017-01-03')]
     frame = read_ohlcv(_write(tmp_path / 'days.csv', 'Date,Open,High,Low,Close\n13.01.2017,1,2,0.5,1.5\n'))

@@ -30,6 +30,7 @@ from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, pickle_run_config
 from btgym_aac.distributed import checkpoints as checkpoints_module
 from btgym_aac.distributed import launcher as launcher_module
 from btgym_aac.distributed import worker as worker_module
+from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from btgym_aac.env import gym_wrappers
 from btgym_aac.evaluation.loading import read_run_config
 from btgym_aac.logs import get_logger
@@ -380,20 +381,28 @@ def test_checkpoint_that_cannot_be_restored_stops_the_run_and_is_kept(tmp_path):
     assert multiprocessing.active_children() == []
 
 
-def test_bad_data_file_stops_the_run_at_once_naming_the_file(tmp_path):
-    empty = tmp_path / 'empty.csv'
-    empty.write_text('')
+def constant_price_csv(path):
+    bars = make_random_walk_data(num_bars=3000, seed=0)
+    bars[['open', 'high', 'low', 'close']] = 1.1
+    return write_histdata_csv(bars, str(path))
+
+
+@pytest.mark.parametrize('content, problem', [
+    ('', 'is empty'),
+    ('garbage that is not a csv\n', 'has a header line but no data rows'),
+    ('20170102 000000;1.1;1.2;1.0;nan;0\n20170102 000100;1.1;1.2;1.0;1.1;0\n', 'has missing, non-numeric or infinite'),
+    (constant_price_csv, 'column close is 1.1 in all 3000 bars (zero variance'),
+], ids=['empty', 'garbage', 'nan-price', 'constant-prices'])
+def test_bad_data_file_stops_the_command_before_any_task_starts(tmp_path, content, problem):
+    data = tmp_path / 'data.csv'
+    content(data) if callable(content) else data.write_text(content)
     command = [sys.executable, '-m', 'btgym_aac.cli', 'train', '--workers', '1', '--max-steps', '100',
-               '--log-dir', str(tmp_path / 'run'), '--data', str(empty)]
+               '--log-dir', str(tmp_path / 'run'), '--data', str(data)]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=180)
-    assert finished.returncode == 1
-    assert 'worker 0: cannot make environment 0 from env_config (DataError: data file <{}> is empty; raised at '.format(
-        empty) in finished.stderr
-    assert 'could not set up' in finished.stderr.strip().splitlines()[-1]
-    assert finished.stderr.strip().endswith('; the log dir holds no checkpoint')
-    assert finished.stderr.count('cannot make environment') == 1  # one attempt: no restarts
-    assert 'Traceback' not in finished.stderr  # one line, not a worker's traceback
-    assert not (tmp_path / 'run' / 'run_config.pkl').exists()  # written only by a chief that set up
+    assert finished.returncode == 2, finished.stderr
+    assert finished.stderr.startswith('btgym-aac train: data file <{}>'.format(data)) and problem in finished.stderr
+    assert 'Traceback' not in finished.stderr and 'worker' not in finished.stderr
+    assert not (tmp_path / 'run').exists()  # refused before the log dir was made: no task, no checkpoint
 
 
 def test_a_second_ctrl_c_cannot_cut_the_cluster_stop_short(tmp_path, monkeypatch):

@@ -11,17 +11,16 @@ import pandas as pd
 from btgym_aac.data.columns import OHLCV_COLUMNS, match_columns, require_prices
 from btgym_aac.data.datetimes import infer_timeframe, looks_like_datetime, parse_datetimes
 from btgym_aac.data.errors import DataError
-from btgym_aac.logs import error_summary, get_logger
+from btgym_aac.data.sanity import check_series, check_source, report_check, resolve_checks
+from btgym_aac.logs import error_summary
 
 COLUMN_INDEX_KEYS = ('datetime', 'open', 'high', 'low', 'close', 'volume')
-DEFAULT_PARSING_PARAMS = dict(sep=None, datetime_format=None, timeframe=None, names=None,
+DEFAULT_PARSING_PARAMS = dict(sep=None, datetime_format=None, timeframe=None, names=None, checks=None,
                               **{key: None for key in COLUMN_INDEX_KEYS})
 # Keys of the original's parsing params that the reader does not need: accepted for compatibility and ignored,
 # because header lines, the datetime column and its parsing are detected.
 IGNORED_LEGACY_PARSING_KEYS = frozenset(['header', 'index_col', 'parse_dates', 'openinterest'])
 _ENCODING = 'utf-8-sig'
-
-_log = get_logger('OHLCVReader')
 
 
 def resolve_parsing_params(parsing_params=None):
@@ -38,6 +37,8 @@ def resolve_parsing_params(parsing_params=None):
             `datetime`, `open`, `high`, `low`, `close`, `volume`: field positions as in the original (datetime
                 0, open 1, ...; -1: the file has no such field, volume then 0); each one given overrides the
                 header / `names` / positional mapping.
+            `checks`: {check name: 'error', 'warn' or 'off'} overriding the data sanity checks' defaults (see
+                `sanity`).
             The original's `header`, `index_col`, `parse_dates`, `openinterest` are accepted and ignored.
             `names` and field positions apply to files, not DataFrames (whose columns are matched by name).
 
@@ -53,6 +54,7 @@ def resolve_parsing_params(parsing_params=None):
         if unknown:
             raise TypeError('unknown parsing_params key(s): {}; known: {}'.format(unknown, sorted(params)))
         params.update({key: parsing_params[key] for key in DEFAULT_PARSING_PARAMS if key in parsing_params})
+    resolve_checks(params['checks'])
     return params
 
 
@@ -218,13 +220,10 @@ def from_dataframe(frame, parsing_params=None):
     return _assemble(frame, roles, datetimes, where)
 
 
-def _drop_duplicates(frame, where):
+def _drop_duplicates(frame):
+    """`frame` without the bars whose timestamp an earlier bar has."""
     duplicated = frame.index.duplicated(keep='first')
-    if duplicated.any():
-        _log.warning('{}: dropped {} bar(s) with duplicated timestamps (first at {}), keeping the first'
-                     .format(where, int(duplicated.sum()), frame.index[duplicated][0]))
-        frame = frame[~duplicated]
-    return frame
+    return frame[~duplicated] if duplicated.any() else frame
 
 
 def check_bars(frame, where):
@@ -255,14 +254,15 @@ def _describe_source(source):
     raise TypeError('data source must be a path, a DataFrame or a list of them, got {}'.format(type(source)))
 
 
-def _read_one(source, parsing_params):
+def _read_one(source, parsing_params, checks):
     where = _describe_source(source)
     if isinstance(source, pd.DataFrame):
         frame = from_dataframe(source, parsing_params)
     else:
         frame = read_file(source, parsing_params)
     check_bars(frame, where)
-    return _drop_duplicates(frame, where)
+    check_source(frame, where, checks)
+    return _drop_duplicates(frame)
 
 
 def _check_same_bar_size(frames, sources):
@@ -275,10 +275,19 @@ def _check_same_bar_size(frames, sources):
             ', '.join('{} has {}-minute bars'.format(where, size) for size, where in sizes)))
 
 
+def _report_duplicates_across(frame, where, checks):
+    duplicated = frame.index.duplicated(keep='first')
+    report_check(checks, 'duplicated_timestamps', '{}: dropped {} bar(s) with duplicated timestamps, which repeat the '
+                 'time of a bar in an earlier source (first at {}), keeping the first'.format(
+                     where, int(duplicated.sum()), frame.index[duplicated][0]))
+
+
 def read_ohlcv(source, parsing_params=None):
     """Reads OHLCV bars from a path, a DataFrame or a list of them (concatenated in order).
 
-    Duplicated timestamps (inside a file or across files) are dropped keeping the first, with a logged warning.
+    Duplicated timestamps (inside a file or across files) are dropped keeping the first. The data sanity checks
+    (`sanity`: non-positive or out-of-scale prices, constant close prices, unsorted or duplicated timestamps) raise
+    or warn as `parsing_params['checks']` say.
 
     Args:
         source: str / os.PathLike or pandas DataFrame, or a list / tuple of them.
@@ -290,16 +299,24 @@ def read_ohlcv(source, parsing_params=None):
     Raises:
         FileNotFoundError: a file does not exist.
         DataError: empty file, unparsable date (named), missing price columns (named), bar with missing values or
-            high < low (timestamp named), sources with different bar sizes.
+            high < low (timestamp named), sources with different bar sizes, a sanity check set to 'error' that
+            fails.
     """
+    checks = resolve_checks(resolve_parsing_params(parsing_params)['checks'])
     if isinstance(source, (list, tuple)):
         if not source:
             raise DataError('empty list of data files')
-        frames = [_read_one(item, parsing_params) for item in source]
+        frames = [_read_one(item, parsing_params, checks) for item in source]
         _check_same_bar_size(frames, source)
-        frame = _drop_duplicates(pd.concat(frames), ', '.join(_describe_source(item) for item in source))
+        where = ', '.join(_describe_source(item) for item in source)
+        frame = pd.concat(frames)
+        if frame.index.duplicated().any():
+            _report_duplicates_across(frame, where, checks)
+            frame = _drop_duplicates(frame)
     else:
-        frame = _read_one(source, parsing_params)
+        where = _describe_source(source)
+        frame = _read_one(source, parsing_params, checks)
     if not frame.index.is_monotonic_increasing:
         frame = frame.sort_index(kind='stable')
+    check_series(frame, where, checks)
     return frame

@@ -95,12 +95,26 @@ def _check_cluster_config(config, known):
 
 
 def _check_data_files(env_config):
-    """Raises FileNotFoundError for a data file named by `env_config`'s `filename` that is not a file here."""
-    filenames = env_config.get('kwargs', {}).get('filename')
-    for filename in [filenames] if isinstance(filenames, str) else filenames or []:
-        if isinstance(filename, str) and not os.path.isfile(filename):
+    """Reads the data files named by `env_config` (its `filename`, or its `dataset`'s) once, so that a missing or
+    unusable file stops the run here, before any task starts (see `data.parsing.read_ohlcv` and `data.sanity`).
+
+    Raises:
+        FileNotFoundError: a data file is not a file here.
+        DataError (a ValueError): a file cannot be read, or fails a data check set to 'error'.
+    """
+    from btgym_aac.data.parsing import read_ohlcv
+
+    kwargs = env_config.get('kwargs', {})
+    dataset = kwargs.get('dataset')
+    filenames = getattr(dataset, 'filename', None) if dataset is not None else kwargs.get('filename')
+    parsing_params = getattr(dataset, 'parsing_params', None) if dataset is not None else kwargs.get('parsing_params')
+    if not filenames:
+        return
+    for filename in [filenames] if isinstance(filenames, (str, os.PathLike)) else filenames:
+        if isinstance(filename, (str, os.PathLike)) and not os.path.isfile(filename):
             what = 'is a folder, not a file' if os.path.isdir(filename) else 'does not exist'
-            raise FileNotFoundError('data file {!r} (env_config filename) {}'.format(filename, what))
+            raise FileNotFoundError('data file {!r} (env_config filename) {}'.format(os.fspath(filename), what))
+    read_ohlcv(filenames, parsing_params)
 
 
 def _peak_rss_mb(pid):

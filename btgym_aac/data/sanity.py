@@ -1,0 +1,112 @@
+"""Sanity checks of price data at load: what would make a run train on nonsense without a word.
+
+| check | default | finds |
+|---|---|---|
+| `nonpositive_prices` | error | an open, high, low or close <= 0 (the broker's values and log returns break) |
+| `price_scale` | error | a price outside 1e-8 .. 1e12 (orders round to nothing, or values overflow) |
+| `constant_prices` | error | close prices that never change (zero variance: features divide by zero) |
+| `unsorted_timestamps` | warn | a bar earlier than the one before it in its file (the bars are sorted) |
+| `duplicated_timestamps` | warn | a bar at the time of an earlier one (the later one is dropped) |
+
+`parsing_params['checks']` sets any of them to 'error', 'warn' or 'off' (say, 'warn' for a spread series that
+goes negative, or 'error' where unsorted files mean a broken export). Messages name the source, the column and the
+first offending row (its position among the source's data rows, 1-based, and its timestamp).
+"""
+import numpy as np
+
+from btgym_aac.data.errors import DataError
+from btgym_aac.logs import get_logger
+
+DEFAULT_CHECKS = {'nonpositive_prices': 'error', 'price_scale': 'error', 'constant_prices': 'error',
+                  'unsorted_timestamps': 'warn', 'duplicated_timestamps': 'warn'}
+ACTIONS = ('error', 'warn', 'off')
+PRICE_COLUMNS = ('open', 'high', 'low', 'close')
+PRICE_RANGE = (1e-8, 1e12)
+
+_log = get_logger('DataChecks')
+
+
+def resolve_checks(checks=None):
+    """The actions of every check: DEFAULT_CHECKS updated by `checks`.
+
+    Raises:
+        ValueError: an unknown check or action, named.
+    """
+    if checks is None:
+        return dict(DEFAULT_CHECKS)
+    if not isinstance(checks, dict):
+        raise ValueError("parsing_params['checks'] must be a dict of check name -> 'error', 'warn' or 'off', got "
+                         '{!r}'.format(checks))
+    unknown = sorted(set(checks) - set(DEFAULT_CHECKS))
+    if unknown:
+        raise ValueError("unknown data check(s) {} in parsing_params['checks']; known: {}".format(
+            unknown, sorted(DEFAULT_CHECKS)))
+    for name, action in checks.items():
+        if action not in ACTIONS:
+            raise ValueError("parsing_params['checks'][{!r}] must be 'error', 'warn' or 'off', got {!r}".format(
+                name, action))
+    return dict(DEFAULT_CHECKS, **checks)
+
+
+def report_check(checks, name, message):
+    """Raises DataError or logs a warning for check `name` as `checks` say (nothing when 'off')."""
+    if checks[name] == 'error':
+        raise DataError('{} (data check {!r}: set parsing_params[\'checks\'][{!r}] to \'warn\' or \'off\' to '
+                        'accept it)'.format(message, name, name))
+    if checks[name] == 'warn':
+        _log.warning(message)
+
+
+def _first_row(mask):
+    """Position of the first True of a (rows, columns) or (rows,) mask, or None."""
+    rows = np.flatnonzero(mask.any(axis=1) if mask.ndim == 2 else mask)
+    return int(rows[0]) if len(rows) else None
+
+
+def _row(frame, position):
+    return 'data row {} ({})'.format(position + 1, frame.index[position])
+
+
+def check_source(frame, where, checks):
+    """Runs the per-source checks on the bars of one source in their order there.
+
+    Args:
+        frame: canonical OHLCV DataFrame, not yet sorted or de-duplicated.
+        where: the source, for messages ('data file <...>').
+        checks: from `resolve_checks`.
+
+    Raises:
+        DataError: a check set to 'error' fails.
+    """
+    prices = frame[list(PRICE_COLUMNS)].to_numpy(np.float64)
+    for name, bad, what in (('nonpositive_prices', prices <= 0, 'is not positive'),
+                            ('price_scale', (prices > 0) & ((prices < PRICE_RANGE[0]) | (prices > PRICE_RANGE[1])),
+                             'lies outside {:g} .. {:g}'.format(*PRICE_RANGE))):
+        first = _first_row(bad)
+        if first is not None:
+            column = PRICE_COLUMNS[int(np.flatnonzero(bad[first])[0])]
+            report_check(checks, name, '{}: {} {} {} at {}; {} bar(s) like it'.format(
+                where, column, prices[first][PRICE_COLUMNS.index(column)], what, _row(frame, first),
+                int(bad.any(axis=1).sum())))
+    times = frame.index.to_numpy()
+    earlier = _first_row(np.concatenate([[False], times[1:] < times[:-1]]))
+    if earlier is not None:
+        report_check(checks, 'unsorted_timestamps', '{}: datetime of {} is earlier than the bar before it; the bars '
+                     'are sorted by time'.format(where, _row(frame, earlier)))
+    duplicated = frame.index.duplicated(keep='first')
+    if duplicated.any():
+        report_check(checks, 'duplicated_timestamps', '{}: datetime of {} repeats an earlier bar\'s; dropped {} '
+                     'bar(s) with duplicated timestamps, keeping the first'.format(
+                         where, _row(frame, _first_row(duplicated)), int(duplicated.sum())))
+
+
+def check_series(frame, where, checks):
+    """Runs the whole-series checks on the sorted bars of all sources.
+
+    Raises:
+        DataError: a check set to 'error' fails.
+    """
+    close = frame['close'].to_numpy(np.float64)
+    if len(close) > 1 and np.all(close == close[0]):
+        report_check(checks, 'constant_prices', '{}: column close is {} in all {} bars (zero variance: no price '
+                     'moves to learn from, and the features divide by zero)'.format(where, close[0], len(close)))
