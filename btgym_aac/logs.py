@@ -43,9 +43,14 @@ def get_logger(component, task=0, verbose=0, log_level=None):
     return logbook.Logger('{}_{}'.format(component, task), level=level_from(verbose, log_level))
 
 
+GENERIC_LINES = ('Graph execution error:',)  # TensorFlow's heading above the real message
+
+
 def error_summary(error):
-    """`'<ExceptionType>: <first line of its message>'`, for one-line error messages."""
-    lines = str(error).strip().splitlines()
+    """`'<ExceptionType>: <first line of its message>'`, for one-line error messages (TensorFlow's generic heading
+    and rules of '=' skipped)."""
+    lines = [line.strip() for line in str(error).strip().splitlines()
+             if line.strip() and set(line.strip()) != {'='} and line.strip() not in GENERIC_LINES]
     return '{}: {}'.format(type(error).__name__, lines[0]) if lines else type(error).__name__
 
 

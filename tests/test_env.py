@@ -344,10 +344,13 @@ def test_unknown_argument_is_named():
 @pytest.mark.parametrize('kwargs, message', [
     (dict(skip_frame=0), 'skip_frame must be a whole number of bars >= 1, got 0'),
     (dict(skip_frame=2.5), 'skip_frame must be a whole number of bars >= 1, got 2.5'),
-    (dict(start_cash=-5), 'start_cash must be positive, got -5'),
-], ids=['skip-zero', 'skip-float', 'cash'])
-def test_bad_skip_frame_or_start_cash_is_named(kwargs, message):
-    with pytest.raises(ValueError, match=re.escape(message)):
+    (dict(start_cash=-5), 'start_cash must be a finite number > 0, got -5'),
+    (dict(start_cash='lots'), "start_cash must be a finite number > 0, got 'lots'"),
+    (dict(episode_duration='1 day'), 'episode_duration must be a dict like {"days": 1, "hours": 0} or a timedelta, '
+                                     "got '1 day'"),
+], ids=['skip-zero', 'skip-float', 'cash', 'cash-type', 'duration-type'])
+def test_bad_skip_frame_start_cash_or_duration_is_named(kwargs, message):
+    with pytest.raises((ValueError, TypeError), match=re.escape(message)):
         BTgymEnv(**kwargs)
 
 

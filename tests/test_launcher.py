@@ -362,7 +362,7 @@ def test_purge_empties_a_run_but_refuses_a_folder_with_other_files_or_this_runs_
     assert latest_checkpoint(str(pretrained)) is not None
 
 
-def test_checkpoint_that_cannot_be_restored_stops_the_run_and_is_kept(tmp_path):
+def test_a_damaged_checkpoint_to_resume_from_is_refused_and_kept(tmp_path):
     ckpt_dir = tmp_path / 'run' / CKPT
     ckpt_dir.mkdir(parents=True)
     (ckpt_dir / 'checkpoint').write_text('model_checkpoint_path: "model_parameters-300"\n')
@@ -371,11 +371,9 @@ def test_checkpoint_that_cannot_be_restored_stops_the_run_and_is_kept(tmp_path):
     previous = {name: {'made_by': 'the run that wrote the checkpoint'} for name in RUN_CONFIG_DICTS}
     write_run_config(str(tmp_path / 'run'), pickle_run_config(previous))
     before = {path.name: path.read_bytes() for path in ckpt_dir.iterdir()}
-    launcher = cartpole_launcher(tmp_path / 'run', 600, num_workers=1)
-    with pytest.raises(RuntimeError, match=r'worker 0 could not set up.*; the checkpoint in the log dir '
-                                           r'\(model_parameters-300\) is kept'):
-        launcher.run()
-    assert launcher.restarts == {}
+    with pytest.raises(ValueError, match=r"checkpoint '.*model_parameters-300' cannot be read \(its files are "
+                                         r"truncated or damaged\)"):
+        cartpole_launcher(tmp_path / 'run', 600, num_workers=1)  # refused before any task starts
     assert {path.name: path.read_bytes() for path in ckpt_dir.iterdir()} == before
     assert read_run_config(str(tmp_path / 'run')) == previous
     assert multiprocessing.active_children() == []
@@ -676,3 +674,29 @@ def test_worker_session_config_sees_only_the_ps_and_itself_with_idle_threads_asl
     assert config.intra_op_parallelism_threads == 1
     assert config.experimental.disable_thread_spinning
     assert config.operation_timeout_in_ms == worker_module.SESSION_RUN_TIMEOUT_SECONDS * 1000
+
+
+def test_a_killed_parameter_server_is_the_one_cause_the_workers_report(tmp_path, capfd):
+    launcher = cartpole_launcher(tmp_path / 'run', 100000, num_workers=2)
+    killed = []
+
+    def kill_the_parameter_server():
+        deadline = time.time() + 120
+        while time.time() < deadline and not killed:
+            if all(launcher.progress.get(task, {}).get('step', 0) > 300 for task in (0, 1)):
+                os.kill(launcher.processes[('ps', 0)].pid, signal.SIGKILL)
+                killed.append(True)
+            time.sleep(0.2)
+
+    thread = threading.Thread(target=kill_the_parameter_server, daemon=True)
+    thread.start()
+    with pytest.raises(RuntimeError, match='parameter server 0 died with exit code -9'):
+        launcher.run()
+    thread.join(5)
+    assert killed and multiprocessing.active_children() == []
+    output = capfd.readouterr()
+    log = output.out + output.err
+    assert 'needs a running episode' not in log and 'runner of task' not in log and 'Traceback' not in log
+    assert 'did not stop in time' not in log  # no worker waits on the lost parameter server
+    for task in (0, 1):
+        assert log.count('worker {}: its cluster session failed (UnavailableError: '.format(task)) == 1

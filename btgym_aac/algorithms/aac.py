@@ -33,6 +33,7 @@ import threading
 
 import numpy as np
 
+from btgym_aac.algorithms.finite_guard import finiteness_probes, first_non_finite, zeroed_unless
 from btgym_aac.algorithms.math_utils import log_uniform
 from btgym_aac.algorithms.memory import Memory
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
@@ -49,6 +50,7 @@ from btgym_aac.algorithms.utils import (batch_stack, check_variable_pairing, fee
                                        feed_dict_rnn_context)
 from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger
+from btgym_aac.nonfinite import NonFiniteTrainingError, data_explanation
 from btgym_aac.spaces import ActionDictSpace, DictSpace
 from btgym_aac.validation import check_number, check_whole_number
 
@@ -420,7 +422,12 @@ class BaseAAC:
                                'local and global policies do not pair variable by variable')
         pairs = list(zip(pi.var_list, pi_global.var_list))
         grads = tf.gradients(self.loss, pi.var_list)
-        self.grads, _ = tf.clip_by_global_norm(grads, GRADIENT_CLIP_NORM)
+        clipped, grads_norm = tf.clip_by_global_norm(grads, GRADIENT_CLIP_NORM)
+        self.train_finite = tf.logical_and(tf.reduce_all(tf.is_finite(self.loss)), tf.is_finite(grads_norm))
+        self.grads = zeroed_unless(self.train_finite, clipped)
+        self._finite_probes = finiteness_probes([('the loss', self.loss)] + [
+            ('the gradient of {}'.format(variable.op.name), grad) for variable, grad in zip(pi.var_list, grads)] + [
+            ('the global norm of the gradients (finite gradients whose squares overflow)', grads_norm)])
         self.grads_global_norm = tf.global_norm([grad for grad in self.grads if grad is not None])
         self.sync = self._copy_op(pairs)
         changing = [(local, glob) for grad, (local, glob) in zip(self.grads, pairs)
@@ -667,18 +674,32 @@ class BaseAAC:
             write_summary = self.model_summary_op is not None and self.local_steps % self.model_summary_freq == 0
             train = [self.train_op]
             for _ in range(self.num_epochs - 1):
-                self._train_callables.run(sess, 'train_epoch', None, feed_dict, targets=[self.sync_pi_after_train])
+                finite = self._train_callables.run(sess, 'train_epoch', [self.train_finite], feed_dict,
+                                                   targets=[self.sync_pi_after_train])
+                self._check_finite(sess, finite[0], feed_dict)
             sync_after = not (write_summary or self.use_target_policy)
-            fetches = [self.inc_step] + ([self.model_summary_op] if write_summary else [])
+            fetches = [self.inc_step, self.train_finite] + ([self.model_summary_op] if write_summary else [])
             fetched = self._train_callables.run(sess, ('train_last', write_summary, sync_after), fetches, feed_dict,
                                                 targets=train + ([self.sync_pi_after_train] if sync_after else []))
             self._local_synced = sync_after
             self.last_global_step = int(fetched[0])
-            model_summary = fetched[1] if write_summary else None
+            self._check_finite(sess, fetched[1], feed_dict)
+            model_summary = fetched[2] if write_summary else None
             frames = int(np.sum(feed_dict[self.local_network.on_pi_mask]))
             self.local_steps += 1
         self.process_summary(sess, data, model_summary)
         return frames
+
+    def _check_finite(self, sess, finite, feed_dict):
+        """Raises NonFiniteTrainingError after a train run whose `train_finite` was False, naming the first
+        non-finite input or tensor and what the data checks find in the envs' data."""
+        if finite:
+            return
+        first = first_non_finite(sess, self._finite_probes, feed_dict) or 'a tensor of the train step'
+        explanation = ''.join(dict.fromkeys(data_explanation(getattr(env, 'dataset', None)) for env in self.env_list))
+        raise NonFiniteTrainingError('train step {} of task {}: the loss or its gradients are not finite, first {}; '
+                                     'the step changed no weight and training stops{}'.format(
+                                         self.local_steps, self.task, first, explanation))
 
     def process_summary(self, sess, data, model_data=None, step=None, episode=None):
         """Writes episode statistics, renderings and the model summary (only what there is: counters are read from

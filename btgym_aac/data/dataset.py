@@ -125,13 +125,13 @@ class BTgymRandomDataDomain(BTgymBaseData):
                                                  - as_timedelta(trial_test_period, 'test_period'))
 
 
-def _duration_dict(value, default):
-    """Editable dict form of a duration given as a dict, a timedelta or None (-> default)."""
+def _duration_dict(value, default, name):
+    """Editable dict form of setting `name`, a duration given as a dict, a timedelta or None (-> default)."""
     if value is None:
         return dict(default)
     if isinstance(value, dict):
         return dict(value)
-    return dict(seconds=as_timedelta(value, 'duration').total_seconds())
+    return dict(seconds=as_timedelta(value, name).total_seconds())
 
 
 class BTgymDataset(BTgymRandomDataDomain):
@@ -168,8 +168,9 @@ class BTgymDataset(BTgymRandomDataDomain):
         unknown = sorted(set(kwargs) - set(_DEPRECATED_KWARGS))
         if unknown:
             raise TypeError('{}() got unexpected keyword argument(s): {}'.format(type(self).__name__, unknown))
-        durations = dict(episode_duration=_duration_dict(episode_duration, DEFAULT_EPISODE_DURATION),
-                         time_gap=_duration_dict(time_gap, DEFAULT_TIME_GAP))
+        durations = dict(episode_duration=_duration_dict(episode_duration, DEFAULT_EPISODE_DURATION,
+                                                         'episode_duration'),
+                         time_gap=_duration_dict(time_gap, DEFAULT_TIME_GAP, 'time_gap'))
         log = get_logger(name, task, log_level=log_level)
         for key, value in kwargs.items():
             group, field = _DEPRECATED_KWARGS[key]

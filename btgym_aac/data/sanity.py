@@ -67,6 +67,41 @@ def _row(frame, position):
     return 'data row {} ({})'.format(position + 1, frame.index[position])
 
 
+def _source_findings(frame, where):
+    """(check name, message) of each per-source check that the bars of one source, in their order there, fail."""
+    findings = []
+    prices = frame[list(PRICE_COLUMNS)].to_numpy(np.float64)
+    for name, bad, what in (('nonpositive_prices', prices <= 0, 'is not positive'),
+                            ('price_scale', (prices > 0) & ((prices < PRICE_RANGE[0]) | (prices > PRICE_RANGE[1])),
+                             'lies outside {:g} .. {:g}'.format(*PRICE_RANGE))):
+        first = _first_row(bad)
+        if first is not None:
+            column = int(np.flatnonzero(bad[first])[0])
+            findings.append((name, '{}: {} {} {} at {}; {} bar(s) like it'.format(
+                where, PRICE_COLUMNS[column], prices[first][column], what, _row(frame, first),
+                int(bad.any(axis=1).sum()))))
+    times = frame.index.to_numpy()
+    earlier = _first_row(np.concatenate([[False], times[1:] < times[:-1]]))
+    if earlier is not None:
+        findings.append(('unsorted_timestamps', '{}: datetime of {} is earlier than the bar before it; the bars '
+                         'are sorted by time'.format(where, _row(frame, earlier))))
+    duplicated = frame.index.duplicated(keep='first')
+    if duplicated.any():
+        findings.append(('duplicated_timestamps', '{}: datetime of {} repeats an earlier bar\'s; dropped {} '
+                         'bar(s) with duplicated timestamps, keeping the first'.format(
+                             where, _row(frame, _first_row(duplicated)), int(duplicated.sum()))))
+    return findings
+
+
+def _series_findings(frame, where):
+    """(check name, message) of each whole-series check that the sorted bars of all sources fail."""
+    close = frame['close'].to_numpy(np.float64)
+    if len(close) > 1 and np.all(close == close[0]):
+        return [('constant_prices', '{}: column close is {} in all {} bars (zero variance: no price moves to learn '
+                 'from, and the features divide by zero)'.format(where, close[0], len(close)))]
+    return []
+
+
 def check_source(frame, where, checks):
     """Runs the per-source checks on the bars of one source in their order there.
 
@@ -78,26 +113,8 @@ def check_source(frame, where, checks):
     Raises:
         DataError: a check set to 'error' fails.
     """
-    prices = frame[list(PRICE_COLUMNS)].to_numpy(np.float64)
-    for name, bad, what in (('nonpositive_prices', prices <= 0, 'is not positive'),
-                            ('price_scale', (prices > 0) & ((prices < PRICE_RANGE[0]) | (prices > PRICE_RANGE[1])),
-                             'lies outside {:g} .. {:g}'.format(*PRICE_RANGE))):
-        first = _first_row(bad)
-        if first is not None:
-            column = PRICE_COLUMNS[int(np.flatnonzero(bad[first])[0])]
-            report_check(checks, name, '{}: {} {} {} at {}; {} bar(s) like it'.format(
-                where, column, prices[first][PRICE_COLUMNS.index(column)], what, _row(frame, first),
-                int(bad.any(axis=1).sum())))
-    times = frame.index.to_numpy()
-    earlier = _first_row(np.concatenate([[False], times[1:] < times[:-1]]))
-    if earlier is not None:
-        report_check(checks, 'unsorted_timestamps', '{}: datetime of {} is earlier than the bar before it; the bars '
-                     'are sorted by time'.format(where, _row(frame, earlier)))
-    duplicated = frame.index.duplicated(keep='first')
-    if duplicated.any():
-        report_check(checks, 'duplicated_timestamps', '{}: datetime of {} repeats an earlier bar\'s; dropped {} '
-                     'bar(s) with duplicated timestamps, keeping the first'.format(
-                         where, _row(frame, _first_row(duplicated)), int(duplicated.sum())))
+    for name, message in _source_findings(frame, where):
+        report_check(checks, name, message)
 
 
 def check_series(frame, where, checks):
@@ -106,7 +123,12 @@ def check_series(frame, where, checks):
     Raises:
         DataError: a check set to 'error' fails.
     """
-    close = frame['close'].to_numpy(np.float64)
-    if len(close) > 1 and np.all(close == close[0]):
-        report_check(checks, 'constant_prices', '{}: column close is {} in all {} bars (zero variance: no price '
-                     'moves to learn from, and the features divide by zero)'.format(where, close[0], len(close)))
+    for name, message in _series_findings(frame, where):
+        report_check(checks, name, message)
+
+
+def data_problems(frame, where):
+    """What the price checks find in loaded bars whatever their settings (the timestamp checks, whose findings
+    loading repairs, left out): a list of messages."""
+    return [message for name, message in _source_findings(frame, where) + _series_findings(frame, where)
+            if name not in ('unsorted_timestamps', 'duplicated_timestamps')]

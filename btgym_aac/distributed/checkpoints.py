@@ -4,6 +4,7 @@ TensorFlow's Saver writes the checkpoint files first and then replaces the `chec
 so a process killed while saving leaves the previous checkpoint as the latest usable one.
 """
 import os
+import re
 import shutil
 import tempfile
 
@@ -19,12 +20,13 @@ class FastSaver(tf.train.Saver):
     """Saver that never writes the meta-graph (writing it froze the original's workers).
 
     Attributes:
-        variables: the variables it saves and restores.
+        variables: the variables it saves and restores (the values of a dict `var_list` of checkpoint names).
     """
 
     def __init__(self, var_list=None, **kwargs):
         super().__init__(var_list=var_list, **kwargs)
-        self.variables = list(tf.global_variables() if var_list is None else var_list)
+        variables = tf.global_variables() if var_list is None else var_list
+        self.variables = list(variables.values() if isinstance(variables, dict) else variables)
 
     def save(self, sess, save_path, global_step=None, latest_filename=None, meta_graph_suffix='meta',
              write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
@@ -120,6 +122,36 @@ def recover_checkpoints(saver, ckpt_dir):
     state = tf.train.get_checkpoint_state(ckpt_dir)
     if state is not None:
         saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
+
+
+def remove_save_leftovers(ckpt_dir, log, prefix=CHECKPOINT_PREFIX):
+    """Removes what an interrupted save of a run left in its checkpoint folder, logging each file: temporary files
+    of TensorFlow's writers (`<prefix>-<step>.*.tempstate<n>`, `checkpoint.tmp<hex>`) and the files of checkpoints
+    `<prefix>-<step>` that the state file does not list. Nothing else is touched.
+
+    Args:
+        ckpt_dir: the run's checkpoint folder.
+        log: logbook logger.
+        prefix: the run's checkpoint name prefix.
+
+    Returns:
+        the names of the removed files.
+    """
+    if not os.path.isdir(ckpt_dir):
+        return []
+    state = tf.train.get_checkpoint_state(ckpt_dir) if os.path.isfile(os.path.join(ckpt_dir, 'checkpoint')) else None
+    listed = {os.path.basename(path) for path in (state.all_model_checkpoint_paths if state else [])}
+    checkpoint_file = re.compile(r'({}-\d+)\.(index|meta|data-\d{{5}}-of-\d{{5}})$'.format(re.escape(prefix)))
+    temporary_file = re.compile(r'({}-\d+\..*\.tempstate\d+|checkpoint\.tmp[0-9a-f]+)$'.format(re.escape(prefix)))
+    removed = []
+    for name in sorted(os.listdir(ckpt_dir)):
+        path = os.path.join(ckpt_dir, name)
+        match = checkpoint_file.match(name)
+        if os.path.isfile(path) and (temporary_file.match(name) or (match and match.group(1) not in listed)):
+            os.remove(path)
+            log.notice('removed {}, left by an interrupted save'.format(path))
+            removed.append(name)
+    return removed
 
 
 def is_within(path, directory):

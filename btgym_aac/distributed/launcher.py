@@ -25,14 +25,15 @@ import time
 import numpy as np
 
 from btgym_aac.config_modules import dumps_with_sources
-from btgym_aac.distributed.checkpoints import export_checkpoint, is_within, latest_checkpoint, resumable_checkpoint
+from btgym_aac.distributed.checkpoints import (check_checkpoint_readable, export_checkpoint, is_within,
+                                               latest_checkpoint, resumable_checkpoint)
 from btgym_aac.distributed.cluster import make_cluster_spec
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.network_namespace import (JOIN_FAILED_EXIT_CODE, NamespaceHolder, NetworkIsolationError,
                                                      check_isolation_mode, cluster_ports, isolation_obstacle,
                                                      open_ports_warning)
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
-from btgym_aac.distributed.worker import SETUP_FAILED_EXIT_CODE, run_pickled_task
+from btgym_aac.distributed.worker import NON_FINITE_EXIT_CODE, SETUP_FAILED_EXIT_CODE, run_pickled_task
 from btgym_aac.logs import get_logger
 from btgym_aac.paths import file_in_the_way
 from btgym_aac.validation import check_whole_number, is_finite_real
@@ -256,8 +257,11 @@ class Launcher:
         _check_data_files(self.env_config)
         initial = self.cluster_config['initial_ckpt_dir']
         self.initial_ckpt_dir = os.path.abspath(os.path.expanduser(initial)) if initial else None
-        if self.initial_ckpt_dir and latest_checkpoint(self.initial_ckpt_dir) is None:
-            raise FileNotFoundError('initial_ckpt_dir {!r} holds no checkpoint'.format(self.initial_ckpt_dir))
+        if self.initial_ckpt_dir:
+            initial_checkpoint = latest_checkpoint(self.initial_ckpt_dir)
+            if initial_checkpoint is None:
+                raise FileNotFoundError('initial_ckpt_dir {!r} holds no checkpoint'.format(self.initial_ckpt_dir))
+            check_checkpoint_readable(initial_checkpoint)
         if cluster_spec is None:
             cluster_spec = make_cluster_spec(self.cluster_config['host'], self.cluster_config['port'],
                                              self.cluster_config['num_workers'], self.cluster_config['num_ps'])
@@ -305,7 +309,9 @@ class Launcher:
                     shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
                 self.log.notice('purged {}'.format(self.log_dir))
         if not self.purged:
-            resumable_checkpoint(self.current_ckpt_dir)  # raises for a damaged one before any task starts
+            resumable = resumable_checkpoint(self.current_ckpt_dir)  # raises for a damaged state before any task starts
+            if resumable is not None:
+                check_checkpoint_readable(resumable)
 
     def _check_purgeable(self):
         """Raises ValueError unless the log dir holds only what runs write, and no input of this run."""
@@ -471,6 +477,9 @@ class Launcher:
                 if process.exitcode == 0:
                     finished.add((job_name, task))
                     continue
+                if process.exitcode == NON_FINITE_EXIT_CODE:
+                    raise RuntimeError('worker {} stopped training: it met NaN or inf values (see its message above: a '
+                                       'restart would meet them again); {}'.format(task, self._log_dir_state()))
                 if process.exitcode == SETUP_FAILED_EXIT_CODE:
                     raise RuntimeError('worker {} could not set up (see its message above: a restart would meet '
                                        'the same problem); {}'.format(task, self._log_dir_state()))

@@ -20,6 +20,7 @@ from btgym_aac.config_modules import load_with_sources
 PROGRESS_SECONDS = 2.0
 SESSION_RUN_TIMEOUT_SECONDS = 120
 SETUP_FAILED_EXIT_CODE = 3
+NON_FINITE_EXIT_CODE = 5
 PS_POLL_SECONDS = 1.0
 PS_WAIT_NOTICE_SECONDS = 30.0
 
@@ -114,9 +115,43 @@ def run_task(config, progress_queue=None):
         sys.stderr.write('worker {}: {}\n'.format(config['task'], error))
         sys.exit(SETUP_FAILED_EXIT_CODE)
     except Exception as error:
+        from btgym_aac.algorithms.runner.base import is_session_failure
+        from btgym_aac.logs import error_summary
+        from btgym_aac.nonfinite import NonFiniteError
+
+        non_finite = _cause_where(error, lambda cause: isinstance(cause, NonFiniteError))
+        if non_finite is not None:
+            sys.stderr.write('worker {}: {}\n'.format(config['task'], non_finite))
+            sys.exit(NON_FINITE_EXIT_CODE)
         _report_error(progress_queue, config['task'], error)
-        raise
+        lost = _cause_where(error, is_session_failure)
+        if lost is None:
+            raise
+        sys.stderr.write('worker {}: its cluster session failed ({}): a task of the cluster is gone or cannot be '
+                         'reached\n'.format(config['task'], error_summary(lost)))
+        _exit_without_cleanup(progress_queue, 1)
     return stop.is_set()
+
+
+def _exit_without_cleanup(progress_queue, status):
+    """Ends the process once its output and queued reports are out, skipping TensorFlow's clean-up: closing a
+    session whose parameter server is gone waits on it for minutes."""
+    if progress_queue is not None:
+        progress_queue.close()
+        progress_queue.join_thread()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(status)
+
+
+def _cause_where(error, test):
+    """The first of `error` and its causes and contexts (a runner's error carries the env's) that passes `test`,
+    or None."""
+    while error is not None:
+        if test(error):
+            return error
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def _report_error(progress_queue, task, error):
@@ -237,6 +272,7 @@ class Worker:
                 env.close()
 
     def _build(self):
+        from btgym_aac.algorithms.finite_guard import finiteness_probes, variables_finite
         from btgym_aac.compat import tf
         from btgym_aac.distributed.checkpoints import FastSaver
 
@@ -249,7 +285,17 @@ class Worker:
             cluster_spec=config['cluster_spec'], random_seed=config['random_seed'], **trainer_kwargs)
         global_vars = [v for v in tf.global_variables() if 'local' not in v.name]
         local_vars = [v for v in tf.global_variables() if 'local' in v.name] + tf.local_variables()
-        self.saver = FastSaver(var_list=global_vars, max_to_keep=2, save_relative_paths=True)
+        global_step = self.trainer.global_step
+        with tf.device(global_step.device):
+            self.saved_step = tf.Variable(0, dtype=global_step.dtype.base_dtype, trainable=False,
+                                          name='saved_global_step', collections=[])
+        self.snapshot_step = self.saved_step.assign(global_step)
+        saved = {variable.op.name: self.saved_step if variable is global_step else variable for variable in global_vars}
+        self.saver = FastSaver(var_list=saved, max_to_keep=2, save_relative_paths=True)
+        self.restore_saver = FastSaver(var_list=global_vars)
+        self.params_finite = variables_finite(global_vars)
+        self.param_probes = finiteness_probes([(variable.op.name, variable) for variable in global_vars
+                                               if variable.dtype.base_dtype.is_floating])
         self.init_op = tf.variables_initializer(global_vars)
         self.local_init_op = tf.variables_initializer(local_vars)
         with tf.device('/job:ps/task:0'):
@@ -283,7 +329,7 @@ class Worker:
         after the restore, so a chief that died in between is followed by one that restores again, and the
         other workers wait for it."""
         from btgym_aac.compat import tf
-        from btgym_aac.distributed.checkpoints import recover_checkpoints, restore_order
+        from btgym_aac.distributed.checkpoints import recover_checkpoints, remove_save_leftovers, restore_order
 
         sess = tf.Session(self.server.target, config=self.session_config)
         uninitialized = sess.run(self.ready_op)
@@ -292,8 +338,8 @@ class Worker:
         else:
             sess.run(self.init_op)
             try:
-                restore_order(sess, self.saver, self.trainer.reset_global_step, self.config['initial_ckpt_dir'],
-                              self.config['current_ckpt_dir'], self.log)
+                restore_order(sess, self.restore_saver, self.trainer.reset_global_step,
+                              self.config['initial_ckpt_dir'], self.config['current_ckpt_dir'], self.log)
             except (tf.errors.OpError, ValueError) as error:
                 raise _setup_error(
                     'cannot restore the checkpoint in {}; it is left as it is. Point the run at a new log dir (or '
@@ -301,6 +347,7 @@ class Worker:
                     'made with'.format(self.config['initial_ckpt_dir'] or self.config['current_ckpt_dir']),
                     error) from error
             sess.run(self.chief_ready.initializer)
+        remove_save_leftovers(self.config['current_ckpt_dir'], self.log)
         recover_checkpoints(self.saver, self.config['current_ckpt_dir'])
         sess.run(self.local_init_op)
         return sess
@@ -345,6 +392,7 @@ class Worker:
         self.log.notice('started at global step {}'.format(step))
         last_save = start_time = time.time()
         last_report = 0.0
+        failure = None
         try:
             while step < max_steps and not self.stop.is_set():
                 try:
@@ -354,24 +402,59 @@ class Worker:
                 step = self.trainer.last_global_step if frames else int(sess.run(self.trainer.global_step))
                 now = time.time()
                 if self.is_chief and now - last_save >= save_secs:
-                    self._save(sess, ckpt_path, step, start_time)
+                    self._save(sess, ckpt_path, start_time)
                     last_save = now
                 if now - last_report >= PROGRESS_SECONDS:
                     self._report(step, now - start_time)
                     last_report = now
+        except BaseException as error:
+            failure = error
+            raise
         finally:
-            if self.stop.is_set():
-                self.log.notice('stop requested at step {}'.format(step))
-            if self.is_chief:
-                self._save(sess, ckpt_path, int(sess.run(self.trainer.global_step)), start_time)
-            self._report(step, time.time() - start_time, finished=True)
-            self.trainer.stop()
-            writer.close()
-            sess.close()
+            self._end_training(sess, writer, ckpt_path, step, start_time, failure)
         if not self.stop.is_set():
             self.log.notice('reached {} steps, exiting'.format(step))
 
-    def _save(self, sess, ckpt_path, step, start_time):
+    def _end_training(self, sess, writer, ckpt_path, step, start_time, failure):
+        """Saves (chief) and reports the end, and always stops the runners and closes the session.
+
+        After a `failure` (being raised: the first cause) the runners are stopped first, so they add no errors of
+        their own, and a final save that fails too is logged, not raised over it.
+        """
+        from btgym_aac.algorithms.runner.base import is_session_failure
+        from btgym_aac.logs import error_summary
+
+        if failure is not None:
+            self.trainer.stop()
+        try:
+            if self.stop.is_set():
+                self.log.notice('stop requested at step {}'.format(step))
+            if self.is_chief:
+                self._save(sess, ckpt_path, start_time)
+            self._report(step, time.time() - start_time, finished=True)
+        except Exception as error:
+            if failure is None:
+                raise
+            self.log.warning('no final checkpoint ({}); the run failed first of {}'.format(
+                error_summary(error), error_summary(failure)))
+        finally:
+            self.trainer.stop()
+            writer.close()
+            if failure is None or _cause_where(failure, is_session_failure) is None:
+                sess.close()  # (closing a failed cluster session waits on its lost tasks: the process ends instead)
+
+    def _save(self, sess, ckpt_path, start_time):
+        """Saves a checkpoint of the global variables named after the global step it stores (a snapshot of the
+        step, taken first, is saved in its place: other workers move the step meanwhile), unless a variable holds
+        NaN or inf: then raises NonFiniteTrainingError, and the previous checkpoint stays the latest."""
+        from btgym_aac.algorithms.finite_guard import first_non_finite
+        from btgym_aac.nonfinite import NonFiniteTrainingError
+
+        step = int(sess.run(self.snapshot_step))
+        if not sess.run(self.params_finite):
+            raise NonFiniteTrainingError('the global variables hold NaN or inf (first {}) at step {}: no checkpoint '
+                                         'is written, the last one is kept'.format(
+                                             first_non_finite(sess, self.param_probes), step))
         os.makedirs(os.path.dirname(ckpt_path), exist_ok=True)
         self.saver.save(sess, ckpt_path, global_step=step)
         speed = (step - self.start_step) / max(time.time() - start_time, 1e-9)

@@ -13,6 +13,7 @@ from btgym_aac.data import BTgymDataset, EnvResetConfig, make_sine_data
 from btgym_aac.env.engine import Handoff, prepare_cerebro, run_episode
 from btgym_aac.env.rendering import BTgymNullRendering, BTgymRendering
 from btgym_aac.logs import get_logger
+from btgym_aac.nonfinite import NonFiniteObservationError, data_explanation, first_non_finite_key
 from btgym_aac.spaces import ActionDictSpace, DictSpace
 from btgym_aac.strategy.base import BTgymBaseStrategy
 from btgym_aac.strategy.observers import NormPnL, Position, Reward
@@ -163,8 +164,7 @@ class BTgymEnv(gym.Env):
             raise TypeError('unknown BTgymEnv arguments (not env, dataset, engine or {} params): {}'.format(
                 strategy.__name__, sorted(unknown)))
         settings = dict(ENGINE_DEFAULTS, **engine_kwargs)
-        if not settings['start_cash'] > 0:
-            raise ValueError('start_cash must be positive, got {!r}'.format(settings['start_cash']))
+        check_number('start_cash', settings['start_cash'], 0, low_open=True)
         check_number('broker_commission', settings['broker_commission'])
         engine = bt.Cerebro()
         engine.addstrategy(strategy, **kwargs)
@@ -328,10 +328,21 @@ class BTgymEnv(gym.Env):
                     where, np.shape(state[key]), subspace.shape))
 
     def _observation(self, state):
-        """Copies the strategy state into fresh arrays of the observation space dtypes."""
-        return {key: ({k: np.array(v, dtype=dtype[k]) for k, v in state[key].items()}
-                      if isinstance(dtype, dict) else np.array(state[key], dtype=dtype))
-                for key, dtype in self._observation_dtypes.items()}
+        """Copies the strategy state into fresh arrays of the observation space dtypes.
+
+        Raises:
+            NonFiniteObservationError: a value is NaN or inf (named, with what the data checks find in the data).
+        """
+        observation = {key: ({k: np.array(v, dtype=dtype[k]) for k, v in state[key].items()}
+                             if isinstance(dtype, dict) else np.array(state[key], dtype=dtype))
+                       for key, dtype in self._observation_dtypes.items()}
+        bad = first_non_finite_key(observation)
+        if bad is not None:
+            raise NonFiniteObservationError('{} holds NaN or inf at step {} of episode {} (the strategy {} computed it '
+                                            'from the episode\'s bars){}'.format(
+                                                bad, self._env_step, self._episode_number,
+                                                self.strategy_class.__name__, data_explanation(self.dataset)))
+        return observation
 
     def _to_server_action(self, action):
         if isinstance(action, dict):

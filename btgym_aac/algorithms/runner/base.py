@@ -33,6 +33,16 @@ action code [E] and reward (0-d array) that become the next step's ``last_action
 flag, the env's info dict and the policy's logits."""
 
 
+def is_session_failure(error):
+    """True for the errors a TensorFlow session run raises when the cluster fails under it (a task gone or
+    unreachable, the session aborted or cancelled): the runner's task reports that cause, so its runners add no
+    error of their own."""
+    from btgym_aac.compat import tf
+
+    return isinstance(error, (tf.errors.UnavailableError, tf.errors.AbortedError, tf.errors.CancelledError,
+                              tf.errors.DeadlineExceededError))
+
+
 def positive_int(value, name):
     """Returns `value` as an int; raises ValueError naming `name` unless it is an integer >= 1."""
     if isinstance(value, bool) or int(value) != value or value < 1:
@@ -374,7 +384,8 @@ def BaseEnvRunnerFn(sess, env, policy, task, rollout_length, summary_writer, epi
         atari_test: test-mode environment.
         ep_summary: unused (kept for the reference's signature).
         memory_config: replay memory config (see `make_memory`) or None.
-        log: logbook logger; exceptions are logged there and re-raised.
+        log: logbook logger; exceptions are logged there and re-raised (session failures and errors after a stop
+            request are only re-raised: the task reports the cause).
         stop_event: threading.Event; once set, the generator returns before its next env step.
         **kwargs: ignored.
 
@@ -386,5 +397,6 @@ def BaseEnvRunnerFn(sess, env, policy, task, rollout_length, summary_writer, epi
                             atari_test, make_memory(memory_config), stop_event)
         yield from runner.data()
     except Exception as error:
-        log.exception('runner of task {} failed: {!r}'.format(task, error))
+        if not is_session_failure(error) and (stop_event is None or not stop_event.is_set()):
+            log.exception('runner of task {} failed: {!r}'.format(task, error))
         raise

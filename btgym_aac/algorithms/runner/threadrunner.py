@@ -4,7 +4,7 @@ import queue
 import threading
 import time
 
-from btgym_aac.algorithms.runner.base import BaseEnvRunnerFn
+from btgym_aac.algorithms.runner.base import BaseEnvRunnerFn, is_session_failure
 from btgym_aac.logs import WARNING, get_logger
 
 QUEUE_SIZE = 5
@@ -22,8 +22,9 @@ class RunnerThread(threading.Thread):
     The env is reset and stepped only inside this thread (`run`), as in-process BTGym episodes require.
     Improvements over the reference (§20.1 item 8): `stop()` ends the thread within about a step or
     `POLL_INTERVAL`; `get_data()` notices a dead runner at once and raises RuntimeError carrying its exception
-    instead of waiting 600 s; the exception is logged and kept in `error` rather than re-raised in the thread;
-    a stop event given to `start_runner` (a worker's stop flag) ends a wait for data even when the env hangs.
+    instead of waiting 600 s; the exception is kept in `error` and logged (unless a stop was requested or the
+    session failed: the task reports the cause), not re-raised in the thread; a stop event given to
+    `start_runner` (a worker's stop flag) ends a wait for data even when the env hangs.
     `make_data_getter(runner.queue)` keeps working for callers of the original style.
     """
 
@@ -108,7 +109,8 @@ class RunnerThread(threading.Thread):
                         break
         except Exception as error:
             self.error = error
-            self.log.error('runner of task {} stopped by {}: {}'.format(self.task, type(error).__name__, error))
+            if not (self._stop_requested() or is_session_failure(error)):  # else the task reports the cause
+                self.log.error('runner of task {} stopped by {}: {}'.format(self.task, type(error).__name__, error))
         finally:
             if data is not None:
                 data.close()
