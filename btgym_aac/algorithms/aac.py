@@ -33,7 +33,7 @@ import threading
 
 import numpy as np
 
-from btgym_aac.algorithms.finite_guard import finiteness_probes, first_non_finite, zeroed_unless
+from btgym_aac.algorithms.finite_guard import first_non_finite, zeroed_unless
 from btgym_aac.algorithms.math_utils import log_uniform
 from btgym_aac.algorithms.memory import Memory
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
@@ -425,9 +425,9 @@ class BaseAAC:
         clipped, grads_norm = tf.clip_by_global_norm(grads, GRADIENT_CLIP_NORM)
         self.train_finite = tf.logical_and(tf.reduce_all(tf.is_finite(self.loss)), tf.is_finite(grads_norm))
         self.grads = zeroed_unless(self.train_finite, clipped)
-        self._finite_probes = finiteness_probes([('the loss', self.loss)] + [
+        self._finite_checked = [('the loss', self.loss)] + [
             ('the gradient of {}'.format(variable.op.name), grad) for variable, grad in zip(pi.var_list, grads)] + [
-            ('the global norm of the gradients (finite gradients whose squares overflow)', grads_norm)])
+            ('the global norm of the gradients (finite gradients whose squares overflow)', grads_norm)]
         self.grads_global_norm = tf.global_norm([grad for grad in self.grads if grad is not None])
         self.sync = self._copy_op(pairs)
         changing = [(local, glob) for grad, (local, glob) in zip(self.grads, pairs)
@@ -695,7 +695,7 @@ class BaseAAC:
         non-finite input or tensor and what the data checks find in the envs' data."""
         if finite:
             return
-        first = first_non_finite(sess, self._finite_probes, feed_dict) or 'a tensor of the train step'
+        first = first_non_finite(sess, self._finite_checked, feed_dict) or 'a tensor of the train step'
         explanation = ''.join(dict.fromkeys(data_explanation(getattr(env, 'dataset', None)) for env in self.env_list))
         raise NonFiniteTrainingError('train step {} of task {}: the loss or its gradients are not finite, first {}; '
                                      'the step changed no weight and training stops{}'.format(

@@ -1,6 +1,8 @@
-"""Graph pieces that keep non-finite values out of the weights: a train step whose loss or gradients are not finite
-changes no weight (its gradients are replaced by zeros), and probes that name the first non-finite tensor.
+"""Keeping non-finite values out of the weights: a train step whose loss or gradients are not finite changes no
+weight (its gradients are replaced by zeros in the graph), and the first non-finite tensor is named (in numpy).
 """
+import numpy as np
+
 from btgym_aac.compat import tf
 from btgym_aac.nonfinite import first_non_finite_feed
 
@@ -22,38 +24,18 @@ def zeroed_unless(condition, tensors):
     return result
 
 
-def finiteness_probes(named_tensors):
-    """[(name, scalar bool tensor: all of it finite)] for `named_tensors` [(name, tensor or None)]."""
-    return [(name, tf.reduce_all(tf.is_finite(tf.convert_to_tensor(tensor)))) for name, tensor in named_tensors
-            if tensor is not None]
-
-
-def variables_finite(variables):
-    """Scalar bool tensor: every float variable of `variables` holds only finite values. Each device's variables
-    are checked there, so only one bool per device travels."""
-    by_device = {}
-    for variable in variables:
-        if variable.dtype.base_dtype.is_floating:
-            by_device.setdefault(variable.device, []).append(variable)
-    checks = []
-    for device, group in sorted(by_device.items()):
-        with tf.device(device):
-            checks.append(tf.reduce_all(tf.stack([tf.reduce_all(tf.is_finite(v)) for v in group])))
-    return tf.reduce_all(tf.stack(checks)) if checks else tf.constant(True)
-
-
-def first_non_finite(sess, probes, feed_dict=None):
-    """Name of the first non-finite input of `feed_dict`, else of the first probe that fails, or None.
+def first_non_finite(sess, named_tensors, feed_dict=None):
+    """Name of the first non-finite input of `feed_dict`, else of the first of `named_tensors` whose value holds
+    NaN or inf (all fetched in one run and checked in numpy: no graph ops are needed), or None.
 
     Args:
         sess: session.
-        probes: from `finiteness_probes`.
-        feed_dict: what the failing run was fed (its inputs are checked first, in numpy).
+        named_tensors: [(name, tensor or variable or None)].
+        feed_dict: what the run to explain was fed (its inputs are checked first).
     """
     bad_input = first_non_finite_feed(feed_dict or {})
     if bad_input:
         return bad_input
-    if not probes:
-        return None
-    values = sess.run([probe for _, probe in probes], feed_dict)
-    return next((name for (name, _), finite in zip(probes, values) if not finite), None)
+    named = [(name, tensor) for name, tensor in named_tensors if tensor is not None]
+    values = sess.run([tensor for _, tensor in named], feed_dict) if named else []
+    return next((name for (name, _), value in zip(named, values) if not np.all(np.isfinite(value))), None)

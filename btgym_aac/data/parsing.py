@@ -12,6 +12,7 @@ from btgym_aac.data.columns import OHLCV_COLUMNS, match_columns, require_prices
 from btgym_aac.data.datetimes import infer_timeframe, looks_like_datetime, parse_datetimes
 from btgym_aac.data.errors import DataError
 from btgym_aac.data.sanity import check_series, check_source, report_check, resolve_checks
+from btgym_aac.data.shared import lookup
 from btgym_aac.logs import error_summary
 
 COLUMN_INDEX_KEYS = ('datetime', 'open', 'high', 'low', 'close', 'volume')
@@ -285,6 +286,7 @@ def _report_duplicates_across(frame, where, checks):
 def read_ohlcv(source, parsing_params=None):
     """Reads OHLCV bars from a path, a DataFrame or a list of them (concatenated in order).
 
+    Files that this process's launcher published (see `shared`) come from its memory-mapped copy, read-only.
     Duplicated timestamps (inside a file or across files) are dropped keeping the first. The data sanity checks
     (`sanity`: non-positive or out-of-scale prices, constant close prices, unsorted or duplicated timestamps) raise
     or warn as `parsing_params['checks']` say.
@@ -302,6 +304,9 @@ def read_ohlcv(source, parsing_params=None):
             high < low (timestamp named), sources with different bar sizes, a sanity check set to 'error' that
             fails.
     """
+    cached = lookup(source, resolve_parsing_params(parsing_params))
+    if cached is not None:
+        return cached
     checks = resolve_checks(resolve_parsing_params(parsing_params)['checks'])
     if isinstance(source, (list, tuple)):
         if not source:

@@ -20,13 +20,13 @@ class FastSaver(tf.train.Saver):
     """Saver that never writes the meta-graph (writing it froze the original's workers).
 
     Attributes:
-        variables: the variables it saves and restores (the values of a dict `var_list` of checkpoint names).
+        variables: {checkpoint name: variable} of what it saves and restores.
     """
 
     def __init__(self, var_list=None, **kwargs):
         super().__init__(var_list=var_list, **kwargs)
         variables = tf.global_variables() if var_list is None else var_list
-        self.variables = list(variables.values() if isinstance(variables, dict) else variables)
+        self.variables = dict(variables) if isinstance(variables, dict) else {v.op.name: v for v in variables}
 
     def save(self, sess, save_path, global_step=None, latest_filename=None, meta_graph_suffix='meta',
              write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
@@ -77,13 +77,15 @@ def latest_checkpoint(directory):
     return tf.train.latest_checkpoint(directory)
 
 
-def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt_dir, log):
+def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt_dir, log, resume_step=None):
     """Restores the model as the original worker did: pre-trained model, else the current run, else scratch.
 
     Args:
         sess: session whose global variables are initialised.
         saver: `FastSaver` of the global variables.
         reset_global_step: op setting the global step to 0 (a pre-trained model starts counting anew).
+        resume_step: op run after resuming from the current run's checkpoint (a saver that restores the stored
+            step into a snapshot variable sets the global step from it), or None.
         initial_ckpt_dir: directory of a pre-trained model, or None.
         current_ckpt_dir: this run's checkpoint directory.
         log: logbook logger.
@@ -110,6 +112,8 @@ def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt
     if path is not None:
         check_checkpoint_fits(path, saver.variables, "the model of this run's configs")
         saver.restore(sess, path)
+        if resume_step is not None:
+            sess.run(resume_step)
         log.notice('resumed from {}'.format(path))
         return 'resumed'
     log.notice('training from scratch')
@@ -216,19 +220,20 @@ def check_checkpoint_fits(path, variables, model):
 
     Args:
         path: checkpoint path prefix.
-        variables: the variables to restore from it.
+        variables: the variables to restore from it, a list or a dict {checkpoint name: variable}.
         model: what they belong to, for the message (e.g. 'the policy of this run's configs').
 
     Raises:
         ValueError: a variable is missing or has another shape; the checkpoint cannot be read.
     """
+    named = variables if isinstance(variables, dict) else {variable.op.name: variable for variable in variables}
     try:
         saved = tf.train.load_checkpoint(path).get_variable_to_shape_map()
     except tf.errors.OpError as error:
         raise unreadable_checkpoint_error(path, error) from None
     problems = []
-    for variable in variables:
-        name, shape = variable.op.name, variable.get_shape().as_list()
+    for name, variable in named.items():
+        shape = variable.get_shape().as_list()
         if name not in saved:
             problems.append('{} missing'.format(name))
         elif list(saved[name]) != shape:

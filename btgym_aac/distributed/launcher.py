@@ -25,6 +25,7 @@ import time
 import numpy as np
 
 from btgym_aac.config_modules import dumps_with_sources
+from btgym_aac.data.shared import CACHE_DIR, publish
 from btgym_aac.distributed.checkpoints import (check_checkpoint_readable, export_checkpoint, is_within,
                                                latest_checkpoint, resumable_checkpoint)
 from btgym_aac.distributed.cluster import make_cluster_spec
@@ -95,27 +96,31 @@ def _check_cluster_config(config, known):
     check_isolation_mode(config['network_isolation'])
 
 
-def _check_data_files(env_config):
+def _read_data_files(env_config):
     """Reads the data files named by `env_config` (its `filename`, or its `dataset`'s) once, so that a missing or
     unusable file stops the run here, before any task starts (see `data.parsing.read_ohlcv` and `data.sanity`).
+
+    Returns:
+        (their bars as a DataFrame, their `data.shared.source_key`), or None when the env names no data files.
 
     Raises:
         FileNotFoundError: a data file is not a file here.
         DataError (a ValueError): a file cannot be read, or fails a data check set to 'error'.
     """
-    from btgym_aac.data.parsing import read_ohlcv
+    from btgym_aac.data.parsing import read_ohlcv, resolve_parsing_params
+    from btgym_aac.data.shared import source_key
 
     kwargs = env_config.get('kwargs', {})
     dataset = kwargs.get('dataset')
     filenames = getattr(dataset, 'filename', None) if dataset is not None else kwargs.get('filename')
     parsing_params = getattr(dataset, 'parsing_params', None) if dataset is not None else kwargs.get('parsing_params')
     if not filenames:
-        return
+        return None
     for filename in [filenames] if isinstance(filenames, (str, os.PathLike)) else filenames:
         if isinstance(filename, (str, os.PathLike)) and not os.path.isfile(filename):
             what = 'is a folder, not a file' if os.path.isdir(filename) else 'does not exist'
             raise FileNotFoundError('data file {!r} (env_config filename) {}'.format(os.fspath(filename), what))
-    read_ohlcv(filenames, parsing_params)
+    return read_ohlcv(filenames, parsing_params), source_key(filenames, resolve_parsing_params(parsing_params))
 
 
 def _peak_rss_mb(pid):
@@ -254,7 +259,7 @@ class Launcher:
             blocking = file_in_the_way(path)
             if blocking is not None:
                 raise NotADirectoryError('{} is a file, not a folder for logs and checkpoints'.format(blocking))
-        _check_data_files(self.env_config)
+        data = _read_data_files(self.env_config)
         initial = self.cluster_config['initial_ckpt_dir']
         self.initial_ckpt_dir = os.path.abspath(os.path.expanduser(initial)) if initial else None
         if self.initial_ckpt_dir:
@@ -276,6 +281,9 @@ class Launcher:
                              '0, got {!r}'.format(purge_previous))
         with contextlib.nullcontext() if shared_log_dir else LogDirLock(self.log_dir):
             self._prepare_log_dir(purge_previous)
+            self.data_cache = [publish(*data, self.log_dir)] if data is not None else []
+        del data
+        self.shared_log_dir = shared_log_dir
         num_workers = len(cluster_spec['worker'])
         rng = np.random.default_rng(root_random_seed)
         self.task_seeds = [int(seed) for seed in rng.integers(0, 2 ** 30, size=num_workers)]
@@ -316,7 +324,7 @@ class Launcher:
     def _check_purgeable(self):
         """Raises ValueError unless the log dir holds only what runs write, and no input of this run."""
         ckpt_subdir = os.path.relpath(self.current_ckpt_dir, self.log_dir).split(os.sep)[0]
-        run_entries = {RUN_CONFIG_FILE, RUN_CONFIG_FILE + '.writing', ckpt_subdir, 'evaluation', LOCK_FILE}
+        run_entries = {RUN_CONFIG_FILE, RUN_CONFIG_FILE + '.writing', ckpt_subdir, 'evaluation', LOCK_FILE, CACHE_DIR}
         foreign = sorted(entry for entry in os.listdir(self.log_dir)
                          if entry not in run_entries and not re.fullmatch(r'worker_\d+', entry))
         if foreign:
@@ -351,7 +359,7 @@ class Launcher:
                 initial_ckpt_dir=self.initial_ckpt_dir, max_env_steps=self.max_env_steps,
                 save_secs=self.save_secs, random_seed=self.task_seeds[task],
                 num_envs=self.cluster_config['num_envs'], render_last_env=self.render_last_env,
-                test_mode=self.test_mode, run_config=self.pickled_run_config)
+                test_mode=self.test_mode, run_config=self.pickled_run_config, data_cache=self.data_cache)
         return config
 
     # ----------------------------------------------------------------------------------------------- running
@@ -418,7 +426,11 @@ class Launcher:
             NetworkIsolationError (an OSError): `network_isolation` is 'require' and the run cannot be isolated.
         """
         with LogDirLock(self.log_dir):
-            return self._run()
+            try:
+                return self._run()
+            finally:
+                if not self.shared_log_dir:  # (the nodes of a hand-started cluster may still read it)
+                    shutil.rmtree(os.path.join(self.log_dir, CACHE_DIR), ignore_errors=True)
 
     def _run(self):
         context = multiprocessing.get_context('spawn')

@@ -257,7 +257,9 @@ class Worker:
 
     def run(self):
         from btgym_aac.algorithms.in_process import EpisodeRecorder
+        from btgym_aac.data.shared import register
 
+        register(self.config.get('data_cache'))  # the envs map the launcher's copy of the data files
         try:
             env_config = self.config['env_config']
             for index in range(self.config['num_envs']):
@@ -272,7 +274,6 @@ class Worker:
                 env.close()
 
     def _build(self):
-        from btgym_aac.algorithms.finite_guard import finiteness_probes, variables_finite
         from btgym_aac.compat import tf
         from btgym_aac.distributed.checkpoints import FastSaver
 
@@ -292,10 +293,9 @@ class Worker:
         self.snapshot_step = self.saved_step.assign(global_step)
         saved = {variable.op.name: self.saved_step if variable is global_step else variable for variable in global_vars}
         self.saver = FastSaver(var_list=saved, max_to_keep=2, save_relative_paths=True)
-        self.restore_saver = FastSaver(var_list=global_vars)
-        self.params_finite = variables_finite(global_vars)
-        self.param_probes = finiteness_probes([(variable.op.name, variable) for variable in global_vars
-                                               if variable.dtype.base_dtype.is_floating])
+        self.resume_step = global_step.assign(self.saved_step)
+        self.float_globals = [(variable.op.name, variable) for variable in global_vars
+                              if variable.dtype.base_dtype.is_floating]
         self.init_op = tf.variables_initializer(global_vars)
         self.local_init_op = tf.variables_initializer(local_vars)
         with tf.device('/job:ps/task:0'):
@@ -338,8 +338,8 @@ class Worker:
         else:
             sess.run(self.init_op)
             try:
-                restore_order(sess, self.restore_saver, self.trainer.reset_global_step,
-                              self.config['initial_ckpt_dir'], self.config['current_ckpt_dir'], self.log)
+                restore_order(sess, self.saver, self.trainer.reset_global_step, self.config['initial_ckpt_dir'],
+                              self.config['current_ckpt_dir'], self.log, resume_step=self.resume_step)
             except (tf.errors.OpError, ValueError) as error:
                 raise _setup_error(
                     'cannot restore the checkpoint in {}; it is left as it is. Point the run at a new log dir (or '
@@ -451,10 +451,10 @@ class Worker:
         from btgym_aac.nonfinite import NonFiniteTrainingError
 
         step = int(sess.run(self.snapshot_step))
-        if not sess.run(self.params_finite):
+        bad = first_non_finite(sess, self.float_globals)
+        if bad is not None:
             raise NonFiniteTrainingError('the global variables hold NaN or inf (first {}) at step {}: no checkpoint '
-                                         'is written, the last one is kept'.format(
-                                             first_non_finite(sess, self.param_probes), step))
+                                         'is written, the last one is kept'.format(bad, step))
         os.makedirs(os.path.dirname(ckpt_path), exist_ok=True)
         self.saver.save(sess, ckpt_path, global_step=step)
         speed = (step - self.start_step) / max(time.time() - start_time, 1e-9)
