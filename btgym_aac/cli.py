@@ -191,7 +191,7 @@ def _cluster_node(args):
     """Runs one parameter server or worker of a cluster described by a JSON spec (one node of many hosts). Its port
     is open on every interface of its host (the other nodes must reach it): run the cluster on a network that it
     alone uses, or firewall the ports to the cluster's hosts (README, "Security")."""
-    from btgym_aac.distributed.cluster import check_cluster_spec, check_own_port
+    from btgym_aac.distributed.cluster import address_port, check_cluster_spec, check_own_port
     from btgym_aac.distributed.network_namespace import NetworkIsolationError, open_ports_warning
     from btgym_aac.distributed.worker import run_task
 
@@ -213,7 +213,7 @@ def _cluster_node(args):
         raise NetworkIsolationError('network isolation is required, but {}: a private network namespace cannot '
                                     'hold it'.format(reason))
     if isolation == 'auto':
-        launcher.log.warning(open_ports_warning([cluster_spec[args.job][args.task].rpartition(':')[2]], reason))
+        launcher.log.warning(open_ports_warning([address_port(cluster_spec[args.job][args.task])], reason))
     try:
         stopped = run_task(launcher.task_config(args.job, args.task))
     except KeyboardInterrupt:

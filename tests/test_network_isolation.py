@@ -19,11 +19,11 @@ import time
 
 import pytest
 
-from btgym_aac.distributed.cluster import free_ports
+from btgym_aac.distributed.cluster import address_port, free_ports, spec_ports
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE
 from proc_helpers import PARENT, live_processes
 from btgym_aac.distributed.network_namespace import (JOIN_FAILED_EXIT_CODE, NamespaceHolder, NetworkIsolationError,
-                                                     check_isolation_mode, cluster_ports, isolation_obstacle)
+                                                     check_isolation_mode, isolation_obstacle)
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'isolation_run.py')
 UNPRIVILEGED_UID = 65534
@@ -232,7 +232,7 @@ def test_isolation_settings_and_obstacles_are_named():
         check_isolation_mode('yes')
     loopback = {'ps': ['127.0.0.1:1'], 'worker': ['localhost:2']}
     assert isolation_obstacle(loopback) is None
-    assert cluster_ports(loopback) == [1, 2]
+    assert spec_ports(loopback) == [1, 2]
     assert 'host(s) 10.255.255.1 that are not loopback' in isolation_obstacle(
         {'ps': ['127.0.0.1:1'], 'worker': ['10.255.255.1:2']})
 
@@ -255,13 +255,13 @@ def test_require_refuses_a_cluster_spec_that_spans_hosts_before_any_task_starts(
 def test_an_isolated_run_trains_unreachable_and_its_restarted_worker_rejoins(tmp_path):
     with script_run([], tmp_path / 'run', 'auto', 8000) as run:
         spec = run.spec()
-        ports = cluster_ports(spec)
+        ports = spec_ports(spec)
         run.wait_until_trained()
         tasks = run.wait_for_tasks(ports)
         assert_unreachable(ports)
         namespaces = {net_namespace(pid) for pid in tasks.values()}
         assert len(namespaces) == 1 and namespaces != {net_namespace(os.getpid())}
-        worker_1_port = int(spec['worker'][1].rpartition(':')[2])
+        worker_1_port = address_port(spec['worker'][1])
         os.kill(tasks[worker_1_port], signal.SIGKILL)
         restarted = run.wait_for_tasks([worker_1_port], exclude={tasks[worker_1_port]})[worker_1_port]
         assert net_namespace(restarted) in namespaces
@@ -298,7 +298,7 @@ def test_an_unprivileged_users_run_is_isolated_in_its_own_user_namespace(tmp_pat
     with tempfile.TemporaryDirectory() as shared:
         os.chmod(shared, 0o777)  # the unprivileged uid writes its log dir here
         with script_run(prefix, os.path.join(shared, 'run'), 'auto', 1500) as run:
-            ports = cluster_ports(run.spec())
+            ports = spec_ports(run.spec())
             run.wait_until_trained()
             tasks = run.wait_for_tasks(ports)
             assert_unreachable(ports)
@@ -321,7 +321,7 @@ def skip_unless_namespaces_can_be_blocked():
 def test_auto_warns_that_the_ports_are_open_where_unshare_fails_and_trains(tmp_path):
     skip_unless_namespaces_can_be_blocked()
     with script_run(NO_NET_NAMESPACES, tmp_path / 'run', 'auto', 300, num_workers=1) as run:
-        ports = cluster_ports(run.spec())
+        ports = spec_ports(run.spec())
         result = run.finish()
     assert result['global_step'] >= 300
     warning = ''.join(run.lines)

@@ -128,8 +128,18 @@ def check_cluster_spec(spec, source):
     return spec
 
 
+def address_port(address):
+    """The port of a task address 'host:port', an int."""
+    return int(address.rpartition(':')[2])
+
+
+def spec_ports(spec):
+    """The ports of every task address of cluster dict `spec`, parameter servers first."""
+    return [address_port(address) for job in ('ps', 'worker') for address in spec[job]]
+
+
 def check_own_port(address):
     """Raises PortInUseError when the port of this task's `address` ('host:port') is taken on this machine."""
-    port = int(address.rpartition(':')[2])
+    port = address_port(address)
     if not port_is_free(port):
         raise PortInUseError('port {} of this task ({}) is in use by another program'.format(port, address))

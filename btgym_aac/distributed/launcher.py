@@ -28,11 +28,10 @@ from btgym_aac.config_modules import dumps_with_sources
 from btgym_aac.data.shared import CACHE_DIR, publish
 from btgym_aac.distributed.checkpoints import (check_checkpoint_readable, export_checkpoint, is_within,
                                                latest_checkpoint, resumable_checkpoint)
-from btgym_aac.distributed.cluster import make_cluster_spec
+from btgym_aac.distributed.cluster import make_cluster_spec, spec_ports
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.network_namespace import (JOIN_FAILED_EXIT_CODE, NamespaceHolder, NetworkIsolationError,
-                                                     check_isolation_mode, cluster_ports, isolation_obstacle,
-                                                     open_ports_warning)
+                                                     check_isolation_mode, isolation_obstacle, open_ports_warning)
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
 from btgym_aac.distributed.worker import NON_FINITE_EXIT_CODE, SETUP_FAILED_EXIT_CODE, run_pickled_task
 from btgym_aac.logs import get_logger
@@ -407,7 +406,7 @@ class Launcher:
         if mode == 'require':
             raise NetworkIsolationError('network_isolation is \'require\' but the cluster cannot be isolated: '
                                         '{}'.format(reason))
-        self.log.warning(open_ports_warning(cluster_ports(self.cluster_spec), reason))
+        self.log.warning(open_ports_warning(spec_ports(self.cluster_spec), reason))
         return None
 
     def run(self):

@@ -89,11 +89,6 @@ def open_ports_warning(ports, reason):
             "isolation, 'off' silences this warning.".format(', '.join(str(port) for port in ports), reason))
 
 
-def cluster_ports(cluster_spec):
-    """The ports of every task address in `cluster_spec`, in order."""
-    return [int(address.rpartition(':')[2]) for job in ('ps', 'worker') for address in cluster_spec[job]]
-
-
 # ------------------------------------------------------------------------------------------- system calls
 
 def _libc_call(name, *args):
