@@ -34,6 +34,12 @@ def data_explanation(dataset):
     return '; the data explains it: {}'.format('; '.join(problems))
 
 
+def holds_non_finite(value):
+    """True for a float array (or number) holding NaN or inf."""
+    array = np.asarray(value)
+    return np.issubdtype(array.dtype, np.floating) and not np.all(np.isfinite(array))
+
+
 def first_non_finite_key(arrays, path='observation'):
     """Key path of the first float array of a (nested) dict holding NaN or inf, or None."""
     for key, value in arrays.items():
@@ -42,7 +48,7 @@ def first_non_finite_key(arrays, path='observation'):
             found = first_non_finite_key(value, where)
             if found:
                 return found
-        elif np.issubdtype(np.asarray(value).dtype, np.floating) and not np.all(np.isfinite(value)):
+        elif holds_non_finite(value):
             return where
     return None
 
@@ -50,7 +56,6 @@ def first_non_finite_key(arrays, path='observation'):
 def first_non_finite_feed(feed_dict):
     """Name of the first fed placeholder (in feed order) whose float value holds NaN or inf, or None."""
     for placeholder, value in feed_dict.items():
-        array = np.asarray(value)
-        if np.issubdtype(array.dtype, np.floating) and not np.all(np.isfinite(array)):
+        if holds_non_finite(value):
             return 'the fed input {}'.format(placeholder.op.name)
     return None

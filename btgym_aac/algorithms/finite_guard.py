@@ -1,10 +1,8 @@
 """Keeping non-finite values out of the weights: a train step whose loss or gradients are not finite changes no
 weight (its gradients are replaced by zeros in the graph), and the first non-finite tensor is named (in numpy).
 """
-import numpy as np
-
 from btgym_aac.compat import tf
-from btgym_aac.nonfinite import first_non_finite_feed
+from btgym_aac.nonfinite import first_non_finite_feed, holds_non_finite
 
 
 def zeroed_unless(condition, tensors):
@@ -38,4 +36,4 @@ def first_non_finite(sess, named_tensors, feed_dict=None):
         return bad_input
     named = [(name, tensor) for name, tensor in named_tensors if tensor is not None]
     values = sess.run([tensor for _, tensor in named], feed_dict) if named else []
-    return next((name for (name, _), value in zip(named, values) if not np.all(np.isfinite(value))), None)
+    return next((name for (name, _), value in zip(named, values) if holds_non_finite(value)), None)

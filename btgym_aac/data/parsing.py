@@ -276,13 +276,6 @@ def _check_same_bar_size(frames, sources):
             ', '.join('{} has {}-minute bars'.format(where, size) for size, where in sizes)))
 
 
-def _report_duplicates_across(frame, where, checks):
-    duplicated = frame.index.duplicated(keep='first')
-    report_check(checks, 'duplicated_timestamps', '{}: dropped {} bar(s) with duplicated timestamps, which repeat the '
-                 'time of a bar in an earlier source (first at {}), keeping the first'.format(
-                     where, int(duplicated.sum()), frame.index[duplicated][0]))
-
-
 def read_ohlcv(source, parsing_params=None):
     """Reads OHLCV bars from a path, a DataFrame or a list of them (concatenated in order).
 
@@ -304,10 +297,11 @@ def read_ohlcv(source, parsing_params=None):
             high < low (timestamp named), sources with different bar sizes, a sanity check set to 'error' that
             fails.
     """
-    cached = lookup(source, resolve_parsing_params(parsing_params))
+    params = resolve_parsing_params(parsing_params)
+    cached = lookup(source, params)
     if cached is not None:
         return cached
-    checks = resolve_checks(resolve_parsing_params(parsing_params)['checks'])
+    checks = resolve_checks(params['checks'])
     if isinstance(source, (list, tuple)):
         if not source:
             raise DataError('empty list of data files')
@@ -315,9 +309,12 @@ def read_ohlcv(source, parsing_params=None):
         _check_same_bar_size(frames, source)
         where = ', '.join(_describe_source(item) for item in source)
         frame = pd.concat(frames)
-        if frame.index.duplicated().any():
-            _report_duplicates_across(frame, where, checks)
-            frame = _drop_duplicates(frame)
+        duplicated = frame.index.duplicated(keep='first')
+        if duplicated.any():
+            report_check(checks, 'duplicated_timestamps', '{}: dropped {} bar(s) with duplicated timestamps, which '
+                         'repeat the time of a bar in an earlier source (first at {}), keeping the first'.format(
+                             where, int(duplicated.sum()), frame.index[duplicated][0]))
+            frame = frame[~duplicated]
     else:
         where = _describe_source(source)
         frame = _read_one(source, parsing_params, checks)

@@ -416,16 +416,14 @@ class Worker:
             self.log.notice('reached {} steps, exiting'.format(step))
 
     def _end_training(self, sess, writer, ckpt_path, step, start_time, failure):
-        """Saves (chief) and reports the end, and always stops the runners and closes the session.
-
-        After a `failure` (being raised: the first cause) the runners are stopped first, so they add no errors of
-        their own, and a final save that fails too is logged, not raised over it.
+        """Stops the runners (first: after a `failure`, the first cause being raised, they would add errors of their
+        own), saves (chief) and reports the end, and always closes the writer and the session. A final save that
+        fails after `failure` is logged, not raised over it.
         """
         from btgym_aac.algorithms.runner.base import is_session_failure
         from btgym_aac.logs import error_summary
 
-        if failure is not None:
-            self.trainer.stop()
+        self.trainer.stop()
         try:
             if self.stop.is_set():
                 self.log.notice('stop requested at step {}'.format(step))
@@ -438,7 +436,6 @@ class Worker:
             self.log.warning('no final checkpoint ({}); the run failed first of {}'.format(
                 error_summary(error), error_summary(failure)))
         finally:
-            self.trainer.stop()
             writer.close()
             if failure is None or _cause_where(failure, is_session_failure) is None:
                 sess.close()  # (closing a failed cluster session waits on its lost tasks: the process ends instead)
