@@ -700,3 +700,32 @@ def test_a_killed_parameter_server_is_the_one_cause_the_workers_report(tmp_path,
     assert 'did not stop in time' not in log  # no worker waits on the lost parameter server
     for task in (0, 1):
         assert log.count('worker {}: its cluster session failed (UnavailableError: '.format(task)) == 1
+
+
+class EndingProcess:
+    """Stands in for a multiprocessing.Process that ends `after` seconds from now with `exitcode`."""
+
+    def __init__(self, after, exitcode):
+        self.end_time, self.final_exitcode = time.monotonic() + after, exitcode
+
+    def is_alive(self):
+        return time.monotonic() < self.end_time
+
+    def join(self, timeout):
+        time.sleep(max(min(self.end_time - time.monotonic(), timeout), 0))
+
+    @property
+    def exitcode(self):
+        return None if self.is_alive() else self.final_exitcode
+
+
+def test_a_worker_that_lost_its_session_waits_for_the_parameter_server_death_that_caused_it():
+    launcher = object.__new__(Launcher)
+    launcher.processes = {('ps', 0): EndingProcess(0.3, -9),
+                          ('worker', 0): EndingProcess(0, worker_module.SESSION_LOST_EXIT_CODE)}
+    with pytest.raises(RuntimeError, match='parameter server 0 died with exit code -9'):
+        launcher._raise_if_a_parameter_server_dies()
+    launcher.processes[('ps', 0)] = EndingProcess(60, 0)
+    started = time.monotonic()
+    launcher._raise_if_a_parameter_server_dies()  # a live parameter server: the worker alone is to blame
+    assert launcher_module.PS_DEATH_WAIT_SECONDS <= time.monotonic() - started < 60

@@ -33,7 +33,8 @@ from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.network_namespace import (JOIN_FAILED_EXIT_CODE, NamespaceHolder, NetworkIsolationError,
                                                      check_isolation_mode, isolation_obstacle, open_ports_warning)
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
-from btgym_aac.distributed.worker import NON_FINITE_EXIT_CODE, SETUP_FAILED_EXIT_CODE, run_pickled_task
+from btgym_aac.distributed.worker import (NON_FINITE_EXIT_CODE, SESSION_LOST_EXIT_CODE, SETUP_FAILED_EXIT_CODE,
+                                          run_pickled_task)
 from btgym_aac.logs import get_logger
 from btgym_aac.paths import file_in_the_way
 from btgym_aac.validation import check_whole_number, is_finite_real
@@ -41,6 +42,7 @@ from btgym_aac.validation import check_whole_number, is_finite_real
 STOP_GRACE_SECONDS = 60
 STALL_STOP_SECONDS = 10
 POLL_SECONDS = 0.5
+PS_DEATH_WAIT_SECONDS = 3.0
 
 
 def _default_configs():
@@ -485,6 +487,8 @@ class Launcher:
                                        'above)'.format(job_name, task))
                 if job_name == 'ps':
                     raise RuntimeError('parameter server {} died with exit code {}'.format(task, process.exitcode))
+                if process.exitcode == SESSION_LOST_EXIT_CODE:
+                    self._raise_if_a_parameter_server_dies()
                 if process.exitcode == 0:
                     finished.add((job_name, task))
                     continue
@@ -503,6 +507,17 @@ class Launcher:
                 last_print = time.time()
             time.sleep(POLL_SECONDS)
         self._drain(progress, start)
+
+    def _raise_if_a_parameter_server_dies(self):
+        """Waits up to PS_DEATH_WAIT_SECONDS for a parameter server to end, and raises RuntimeError naming it if
+        one does: a worker whose cluster session failed may exit before the parameter server that caused it can be
+        reaped."""
+        deadline = time.monotonic() + PS_DEATH_WAIT_SECONDS
+        servers = [(task, process) for (job_name, task), process in self.processes.items() if job_name == 'ps']
+        for task, process in servers:
+            process.join(max(deadline - time.monotonic(), 0))
+            if not process.is_alive():
+                raise RuntimeError('parameter server {} died with exit code {}'.format(task, process.exitcode))
 
     def _stalled_workers(self):
         """Tasks of live workers whose last (unfinished) progress report is older than `stall_seconds`."""

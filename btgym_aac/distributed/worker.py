@@ -21,6 +21,7 @@ PROGRESS_SECONDS = 2.0
 SESSION_RUN_TIMEOUT_SECONDS = 120
 SETUP_FAILED_EXIT_CODE = 3
 NON_FINITE_EXIT_CODE = 5
+SESSION_LOST_EXIT_CODE = 6
 PS_POLL_SECONDS = 1.0
 PS_WAIT_NOTICE_SECONDS = 30.0
 
@@ -129,7 +130,7 @@ def run_task(config, progress_queue=None):
             raise
         sys.stderr.write('worker {}: its cluster session failed ({}): a task of the cluster is gone or cannot be '
                          'reached\n'.format(config['task'], error_summary(lost)))
-        _exit_without_cleanup(progress_queue, 1)
+        _exit_without_cleanup(progress_queue, SESSION_LOST_EXIT_CODE)
     return stop.is_set()
 
 
