@@ -21,8 +21,8 @@ CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config
 def default_configs(algo='a3c'):
     """The reference configuration: DevStrat_4_11 on the built-in sine data, RL2 stacked-LSTM policy.
 
-    A new data trial every episode (`episodes_per_trial=1`), as the original's runs had: a `BTgymDataset` trial
-    is one episode's window, so longer trials would replay one window for `lstm_2_init_period` episodes.
+    A new data trial every episode (`episodes_per_trial=1`): a `BTgymDataset` trial is one episode's window, so
+    longer trials would replay one window for `lstm_2_init_period` episodes.
 
     Args:
         algo: 'a3c', 'unreal' or 'ppo'.
@@ -193,7 +193,7 @@ def _cluster_node(args):
     alone uses, or firewall the ports to the cluster's hosts (README, "Security")."""
     from btgym_aac.distributed.cluster import address_port, check_cluster_spec, check_own_port
     from btgym_aac.distributed.network_namespace import NetworkIsolationError, open_ports_warning
-    from btgym_aac.distributed.worker import run_task
+    from btgym_aac.distributed.task_process import run_task
 
     with open(args.cluster) as f:
         try:

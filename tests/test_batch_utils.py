@@ -3,9 +3,9 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from btgym_aac.algorithms.utils import (LSTMStateTuple, as_array, batch_gather, batch_pad, batch_stack,
-                                        check_variable_pairing, feed_dict_from_nested, feed_dict_rnn_context,
-                                        flat_placeholders, is_subdict, nested_placeholders, rnn_placeholders)
+from btgym_aac.algorithms.batches import as_array, batch_pad, batch_stack, is_subdict
+from btgym_aac.algorithms.placeholders import (LSTMStateTuple, check_variable_pairing, feed_dict_from_nested,
+                                               feed_dict_rnn_context, nested_placeholders, rnn_placeholders)
 from btgym_aac.compat import tf
 
 
@@ -37,15 +37,6 @@ def test_batch_stack_needs_batch_size():
     del batch['batch_size']
     with pytest.raises(KeyError, match='batch_size'):
         batch_stack([batch])
-
-
-def test_batch_gather_wraps_indices():
-    batch = make_batch(4)
-    gathered = batch_gather(batch, np.array([3, 0, 5]))
-    np.testing.assert_array_equal(gathered['state']['external'], batch['state']['external'][[3, 0, 1]])
-    np.testing.assert_array_equal(gathered['action'], batch['action'][[3, 0, 1]])
-    assert gathered['batch_size'] == 3 and gathered['time_steps'] == 4
-    np.testing.assert_array_equal(gathered['context'].c, batch['context'].c[[0, 0, 0]])
 
 
 def test_batch_pad_shapes_values_and_mask():
@@ -91,7 +82,7 @@ def test_is_subdict():
     assert isinstance(is_subdict({}, big), np.bool_)
 
 
-def test_nested_and_flat_placeholders_and_feed():
+def test_nested_placeholders_and_feed():
     shapes = OrderedDict([('external', (5, 1, 3)), ('metadata', OrderedDict([('type', ()), ('step', ())]))])
     with tf.Graph().as_default():
         nested = nested_placeholders(shapes, batch_dim=None, name='on_state')
@@ -99,8 +90,6 @@ def test_nested_and_flat_placeholders_and_feed():
         assert nested['metadata']['type'].shape.as_list() == [None]
         assert nested['metadata']['step'].op.name == 'on_state_metadata_step_pl'
         assert nested['external'].dtype == tf.float32
-        flat = flat_placeholders(shapes, batch_dim=2, name='flt')
-        assert [p.op.name for p in flat] == ['flt_external_pl', 'flt_metadata_step_pl', 'flt_metadata_type_pl']
 
         values = {'external': np.ones((5, 1, 3)), 'metadata': {'type': 1.0, 'step': 7.0}}
         feed = feed_dict_from_nested(nested, values, expand_batch=True)

@@ -179,7 +179,7 @@ def test_too_few_fields_and_unknown_parsing_param(tmp_path):
 
 
 def test_names_and_field_positions_map_the_columns(tmp_path):
-    """The original's `names` (fields after the datetime) and field positions decide which field is which."""
+    """The `names` parsing param (fields after the datetime) and field positions decide which field is which."""
     path = _write(tmp_path / 'reordered.csv', '20170102 000000;1.1;1.2;0.9;1.0;5\n20170102 000100;1.3;1.4;1.0;1.1;6\n')
     by_names = read_ohlcv(path, parsing_params=dict(names=['close', 'high', 'low', 'open', 'volume'], header=0))
     assert by_names.loc[:, OHLCV].to_numpy().tolist() == [[1.0, 1.2, 0.9, 1.1, 5.0], [1.1, 1.4, 1.0, 1.3, 6.0]]
@@ -492,7 +492,7 @@ def test_state_errors():
 
 
 def test_episodes_may_start_on_any_weekday_by_default():
-    """Reference §2.2 [bug]: the default `start_weekdays` was empty, so no episode could start."""
+    """The default `start_weekdays` is every day of the week."""
     bars = _bars(7 * 24 * 60, start='2017-01-02 00:00')
     dataset = BTgymDataset(dataframe=bars, episode_duration={'days': 0, 'hours': 2, 'minutes': 0},
                            time_gap={'hours': 1})

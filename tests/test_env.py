@@ -219,8 +219,8 @@ def test_renderings_are_non_blank_rgb_arrays():
 
 
 def test_each_env_renders_with_its_own_settings_and_its_own_last_step():
-    """Reference §6.1 and §7.2 [bug]: the renderer's settings and the env's last images were class attributes
-    shared by every env of a process."""
+    """Renderer settings and the last rendered images belong to each env, not to a class shared by every env of a
+    process."""
     small = BTgymEnv(strategy=DevStrat_4_11, render_modes=['human'], render_dpi=40)
     large = BTgymEnv(strategy=DevStrat_4_11, render_modes=['human'])
     try:
@@ -470,8 +470,7 @@ class StateDroppingStrategy(DevStrat_4_11):
 
 
 def test_strategy_gets_dataset_trial_and_episode_statistics():
-    """As the original's server did, the strategy params carry pandas `describe()` of the dataset, the trial and
-    the episode."""
+    """The strategy params carry pandas `describe()` of the dataset, the trial and the episode."""
     frame = make_random_walk_data(num_bars=6000, seed=1)
     StatRecordingStrategy.seen.clear()
     env = BTgymEnv(dataframe=frame, strategy=StatRecordingStrategy, **QUIET)

@@ -29,6 +29,7 @@ from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirInUseError, LogD
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, pickle_run_config, write_run_config
 from btgym_aac.distributed import checkpoints as checkpoints_module
 from btgym_aac.distributed import launcher as launcher_module
+from btgym_aac.distributed import task_process
 from btgym_aac.distributed import worker as worker_module
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from btgym_aac.env import gym_wrappers
@@ -722,7 +723,7 @@ class EndingProcess:
 def test_a_worker_that_lost_its_session_waits_for_the_parameter_server_death_that_caused_it():
     launcher = object.__new__(Launcher)
     launcher.processes = {('ps', 0): EndingProcess(0.3, -9),
-                          ('worker', 0): EndingProcess(0, worker_module.SESSION_LOST_EXIT_CODE)}
+                          ('worker', 0): EndingProcess(0, task_process.SESSION_LOST_EXIT_CODE)}
     with pytest.raises(RuntimeError, match='parameter server 0 died with exit code -9'):
         launcher._raise_if_a_parameter_server_dies()
     launcher.processes[('ps', 0)] = EndingProcess(60, 0)

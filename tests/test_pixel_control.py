@@ -70,11 +70,11 @@ def test_the_trainer_bootstraps_from_the_q_heads_own_last_frame():
             trainer.start(sess, None)
             data = trainer.get_data()
             trainer.stop()
-            pi = trainer.local_network
+            pi, pc = trainer.local_network, trainer.targets.pixel_control
             feed = trainer.process_data(sess, data, [True] * len(data['on_policy']), pi)
             feed[pi.train_phase] = False
             target, q, returns, weight, rows, mask = sess.run(
-                [pi.pc_q_target, pi.pc_q, pi.pc_return, pi.pc_bootstrap_weight, pi.pc_bootstrap_row, pi.pc_mask],
+                [trainer.pc_q_target, pi.pc_q, pc.returns, pc.bootstrap_weight, pc.bootstrap_row, pc.mask],
                 feed)
     finally:
         env.close()

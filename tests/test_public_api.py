@@ -62,3 +62,11 @@ def test_only_the_start_up_notice_lines_are_dropped():
             'I0000 port.cc:153] oneDNN custom operations are on.\n'
             'ImportError: something real\n')
     assert without_start_up_notices(text) == 'Traceback (most recent call last):\nImportError: something real\n'
+
+
+def test_the_original_utils_path_re_exports_the_batch_and_placeholder_helpers():
+    from btgym_aac.algorithms import batches, placeholders, utils
+
+    for name in utils.__all__:
+        assert getattr(utils, name) is getattr(batches, name, None) or getattr(utils, name) is getattr(
+            placeholders, name)

@@ -1,4 +1,4 @@
-"""DictSpace and ActionDictSpace (reference §1) and the strategies' metadata space."""
+"""DictSpace and ActionDictSpace and the strategies' metadata space."""
 import warnings
 from collections import OrderedDict
 

@@ -1,4 +1,4 @@
-"""Strategy layer (reference §5): numpy helpers, BTgymBaseStrategy in real backtrader episodes, DevStrat_4_x
+"""Strategy layer: numpy helpers, BTgymBaseStrategy in real backtrader episodes, DevStrat_4_x
 observations and the rendering observers. Every expectation is recomputed from the input DataFrame or from the
 strategy's broker statistics with plain numpy."""
 import copy
@@ -131,7 +131,7 @@ def held_position(episode, num_bars):
 
 
 def cash_per_bar(fills, cash, num_bars):
-    """Broker cash on every bar with backtrader's `shortcash=False` (reference §4): opening a long or a short
+    """Broker cash on every bar with backtrader's `shortcash=False` (the env's broker): opening a long or a short
     position pays its cost |size| * price; closing it gets the cost back plus the trade's profit or loss.
     Every fill here opens a position from flat or closes one to flat."""
     cash_left = np.full(num_bars, cash)
@@ -157,8 +157,8 @@ def broker_values(infos, cash, num_bars):
 
 
 def position_extremes(values, position):
-    """Reference §5.2 trackers: the bar's broker value when flat, else the running max and min from the last flat
-    bar's value on."""
+    """The strategy's position value trackers: the bar's broker value when flat, else the running max and min from
+    the last flat bar's value on."""
     highs, lows = values.copy(), values.copy()
     for row in range(1, len(values)):
         if position[row] != 0:
@@ -168,13 +168,13 @@ def position_extremes(values, position):
 
 
 def plain_norm_value(value, start, lower, upper, epsilon=1e-8):
-    """Reference §5.1 norm_value written out: percent change mapped to -1 at -lower %, +1 at +upper %."""
+    """`strategy.utils.norm_value` written out: percent change mapped to -1 at -lower %, +1 at +upper %."""
     z = ((value / start - 1.0) * 100.0 - upper) / (lower + upper) + 1.0
     return 2.0 * np.clip(z, epsilon, 1.0 - epsilon) - 1.0
 
 
 def plain_reward(stat, skip, gamma, scale):
-    """Reward of reference §5.2 from the broker statistic windows, written out case by case."""
+    """`BTgymBaseStrategy.get_reward` from the broker statistic windows, written out case by case."""
     unrealized = list(stat['unrealized_pnl'])
     duration = int(stat['pos_duration'][-1])
     if duration == 0:
@@ -327,7 +327,8 @@ def test_action_executes_on_next_bar_and_fills_at_following_open():
 
 
 def test_skipped_bars_leave_the_initial_portfolio_action_as_given():
-    """Reference §4.2 [bug]: the skip marker was written into the strategy's shared params dict."""
+    """Bars between decisions carry the skip marker in their info's action; neither the strategy's
+    `initial_portfolio_action` param nor the caller's dict given as it gets the marker."""
     initial = {ASSET: 'hold'}
     frame = make_sine_data(num_bars=60, period=30, amplitude=0.05)
     episode = run(BTgymBaseStrategy, frame, actions=['buy'], skip_frame=3, initial_portfolio_action=initial)
@@ -469,8 +470,8 @@ def test_broker_statistics_match_values_and_trades():
         assert stat['exposure'] == pytest.approx(position[row] / (cash + 0.01))
         assert info['broker_cash'] == pytest.approx(cash_left[row], rel=1e-12)
         assert stat['cash'] == pytest.approx(plain_norm_value(cash_left[row], cash, 99.0, target_call), abs=1e-12)
-        # `stats.drawdown.drawdown[-1]` as in the original: the strategy runs before the observer advances to the
-        # bar, so [0] holds the previous bar's drawdown and [-1] the one before it
+        # the strategy reads `stats.drawdown.drawdown[-1]`: it runs before the observer advances to the bar, so
+        # [0] holds the previous bar's drawdown and [-1] the one before it
         assert stat['drawdown'] == pytest.approx(drawdown[row - 2], abs=1e-12)
         assert stat['max_unrealized_pnl'] == pytest.approx((pos_max[row] - realized_value) * normalizer, abs=1e-12)
         assert stat['min_unrealized_pnl'] == pytest.approx((pos_min[row] - realized_value) * normalizer, abs=1e-12)

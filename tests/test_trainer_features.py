@@ -81,8 +81,8 @@ def test_off_policy_aac_adds_off_aac_lambda_times_the_aac_loss_of_the_replayed_b
 def test_ppo_clip_range_is_annealed_with_the_learning_rate():
     """PPO with a learning rate decaying linearly from 1e-3 to 1e-4 over 1000 steps and pi' a perturbed copy of pi:
     at global steps 0, 299, 998 and 5000 the clipped-surrogate loss of a fed batch equals numpy's with
-    eps_t = clip_epsilon * lr_t / lr_0, lr_t = (lr_0 - lr_end)(1 - min(step + 1, D) / D) + lr_end (reference §15.2,
-    §15.3; eps 0.2 -> 0.146 -> 0.0202 -> 0.02), and the batch has clipped rows enough that eps_t * 1.1 or / 1.1
+    eps_t = clip_epsilon * lr_t / lr_0, lr_t = (lr_0 - lr_end)(1 - min(step + 1, D) / D) + lr_end (eps 0.2 ->
+    0.146 -> 0.0202 -> 0.02), and the batch has clipped rows enough that eps_t * 1.1 or / 1.1
     would give another loss."""
     lr0, lr_end, decay, clip = 1e-3, 1e-4, 1000, 0.2
     with cartpole_trainer(PPO, rollout_length=ROLLOUT, time_flat=True, opt_learn_rate=lr0,
@@ -97,7 +97,8 @@ def test_ppo_clip_range_is_annealed_with_the_learning_rate():
         for step in (0, 299, 998, 5000):
             trainer.global_step.load(step, sess)
             results[step] = sess.run([l_clip, pi.on_logits, pi_prime.on_logits], feed)
-    actions, advantages = feed[pi.on_pi_act_target], feed[pi.on_pi_adv_target].astype(np.float64)
+    targets = trainer.targets.on_policy
+    actions, advantages = feed[targets.action], feed[targets.advantage].astype(np.float64)
 
     def clipped_surrogate_loss(logits, prime_logits, eps):
         ratio = np.exp((actions * (log_softmax(logits) - log_softmax(prime_logits))).sum(axis=1))
@@ -120,13 +121,13 @@ def test_ppo_pi_prime_is_synced_only_every_pi_prime_update_period_train_steps():
     with cartpole_trainer(PPO, count=1, rollout_length=ROLLOUT, opt_learn_rate=1e-2,
                           pi_prime_update_period=period) as (trainer, sess, _):
         pi, pi_prime = trainer.local_network, trainer.local_network_prime
-        names, run = [], trainer._train_callables.run
+        names, run = [], trainer.train_step._callables.run
 
         def recording_run(sess, name, *args, **kwargs):
             names.append((trainer.local_steps, name[0] if isinstance(name, tuple) else name))
             return run(sess, name, *args, **kwargs)
 
-        trainer._train_callables.run = recording_run
+        trainer.train_step._callables.run = recording_run
         local_before, prime_after = [], []
         for _ in range(steps):
             local_before.append(sess.run(pi.var_list))

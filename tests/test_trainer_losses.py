@@ -90,7 +90,8 @@ def test_unreal_total_loss_is_the_on_policy_loss_plus_each_weighted_auxiliary_lo
         pi = trainer.local_network
         data = trainer.get_data()
         feed = trainer.process_data(sess, data, [True], pi)
-        assert {pi.vr_target, pi.rp_target, pi.pc_return} <= set(feed)
+        assert {trainer.targets.value_replay, trainer.targets.reward_prediction,
+                trainer.targets.pixel_control.returns} <= set(feed)
         parts = summary_tensors(trainer)
         heads = [(var.op.name, grad) for var, grad in zip(pi.var_list, trainer.grads)
                  if '/rp_' in var.op.name or '/pc_' in var.op.name]
@@ -125,7 +126,7 @@ def test_gradients_are_clipped_at_global_norm_40():
         assert len(pairs) == len(applied) > 4
         for scale, clipped in ((0.1, False), (1000.0, True)):
             scaled = dict(feed)
-            for target in (pi.on_pi_r_target, pi.on_pi_adv_target):
+            for target in (trainer.targets.on_policy.r, trainer.targets.on_policy.advantage):
                 scaled[target] = feed[target] * scale
             raw, received, norm_summary = sess.run([[raw for raw, _ in pairs], [grad for _, grad in pairs],
                                                     trainer.grads_global_norm], scaled)

@@ -171,7 +171,7 @@ def test_cluster_train_step_moves_one_pack_each_way_and_decays_its_learning_rate
         run_metadata = tf.RunMetadata()
         new_step = sess.run([trainer.train_op, trainer.inc_step], feed, run_metadata=run_metadata,
                             options=tf.RunOptions(output_partition_graphs=True))[1]
-        assert new_step - step == int(np.sum(feed[pi.on_pi_mask])) > 0
+        assert new_step - step == int(np.sum(feed[trainer.targets.on_policy.mask])) > 0
         assert _moved_between_tasks(run_metadata) == [('ps', 'worker'), ('worker', 'ps')]
     finally:
         trainer.stop()

@@ -3,64 +3,15 @@
 For tests, notebooks and debugging. The configs follow the launcher's conventions (`class_ref` + `kwargs`).
 """
 import os
-import threading
 import time
 
 import numpy as np
 
+from btgym_aac.algorithms.training_loop import train_until
 from btgym_aac.compat import tf
+from btgym_aac.env.construction import build_from_config, env_seed_kwargs
+from btgym_aac.env.episode_recorder import EpisodeRecorder
 from btgym_aac.logs import WARNING
-
-
-class EpisodeRecorder:
-    """Wraps an environment and records every finished episode: total reward, length, test flag, final broker
-    value (None outside BTgymEnv), this env's cumulative steps and seconds since wrapping.
-
-    All other attributes are the wrapped environment's.
-
-    Args:
-        env: environment with the gymnasium `reset` / `step` API.
-    """
-
-    def __init__(self, env):
-        self.env = env
-        self.episodes = []
-        self._lock = threading.Lock()
-        self._reward = 0.0
-        self._length = 0
-        self._is_test = False
-        self._total_steps = 0
-        self._start = time.perf_counter()
-
-    def __getattr__(self, name):
-        return getattr(self.env, name)
-
-    def reset(self, *args, **kwargs):
-        observation, info = self.env.reset(*args, **kwargs)
-        self._reward, self._length = 0.0, 0
-        metadata = observation.get('metadata', {}) if isinstance(observation, dict) else {}
-        self._is_test = bool(np.any(metadata.get('type', 0)))
-        return observation, info
-
-    def step(self, action):
-        observation, reward, terminated, truncated, info = self.env.step(action)
-        self._reward += float(reward)
-        self._length += 1
-        self._total_steps += 1
-        if terminated or truncated:
-            with self._lock:
-                self.episodes.append({'total_reward': self._reward, 'steps': self._length,
-                                      'test': self._is_test, 'final_value': info.get('broker_value'),
-                                      'env_steps': self._total_steps,
-                                      'seconds': time.perf_counter() - self._start})
-        return observation, reward, terminated, truncated, info
-
-
-def build_from_config(config, **overrides):
-    """Instantiates `config['class_ref'](**config['kwargs'], **overrides)`."""
-    if not isinstance(config, dict) or 'class_ref' not in config:
-        raise ValueError('a config must be a dict with `class_ref` and optional `kwargs`, got {!r}'.format(config))
-    return config['class_ref'](**dict(config.get('kwargs', {}), **overrides))
 
 
 def train_in_process(env_config, policy_config, trainer_config, max_env_steps, log_dir=None, random_seed=None,
@@ -99,19 +50,6 @@ def train_in_process(env_config, policy_config, trainer_config, max_env_steps, l
             env.close()
 
 
-def env_seed_kwargs(env_config, seed):
-    """The seed argument of the env class (`random_seed` of BTgymEnv, `seed` of TestModeEnv), unless the config
-    sets it already."""
-    from btgym_aac.env import BTgymEnv
-    from btgym_aac.env.gym_wrappers import TestModeEnv
-
-    names = [name for cls, name in ((BTgymEnv, 'random_seed'), (TestModeEnv, 'seed'))
-             if issubclass(env_config['class_ref'], cls)]
-    if seed is None or not names or names[0] in env_config.get('kwargs', {}):
-        return {}
-    return {names[0]: seed}
-
-
 def _train_episodes(envs):
     episodes = sorted((episode for env in envs for episode in env.episodes), key=lambda e: e['seconds'])
     return [episode for episode in episodes if not episode['test']], len(episodes)
@@ -141,20 +79,19 @@ def _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_s
         graph.finalize()
     writer = tf.summary.FileWriter(os.path.join(log_dir, 'worker_0'), graph) if log_dir else None
     start = time.perf_counter()
-    train_steps, reached_at = 0, None
+    reached = []
+
+    def target_reached(step):
+        if _target_reached(envs, target):
+            reached.append(step)
+        return bool(reached)
+
     with tf.Session(graph=graph, config=tf.ConfigProto(intra_op_parallelism_threads=1,
                                                        inter_op_parallelism_threads=2)) as sess:
         sess.run(init_op)
         trainer.start(sess, writer)
         try:
-            global_step = 0
-            while global_step < max_env_steps:
-                frames = trainer.process(sess)
-                train_steps += 1
-                global_step = trainer.last_global_step if frames else int(sess.run(trainer.global_step))
-                if _target_reached(envs, target):
-                    reached_at = global_step
-                    break
+            global_step, train_steps = train_until(trainer, sess, max_env_steps, after_step=target_reached)
         finally:
             trainer.stop()
             if writer is not None:
@@ -170,5 +107,5 @@ def _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_s
         'train_episodes': episodes,
         'wall_time': time.perf_counter() - start,
         'train_steps': train_steps,
-        'target_reached_at': reached_at,
+        'target_reached_at': reached[0] if reached else None,
     }

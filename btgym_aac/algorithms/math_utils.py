@@ -99,8 +99,9 @@ def _logsumexp(a, axis):
 def softmax(a, axis=None):
     """``exp(a) / sum(exp(a))`` computed through a stable log-sum-exp.
 
-    Computed in float64 so that the probabilities sum to 1 tightly enough for ``np.random.multinomial``
-    (float32 rounding could make it reject very peaked policies, reference §20.3 item 25).
+    Computed in float64 so that the probabilities sum to 1 tightly enough for ``np.random.multinomial``: in
+    float32, rounding can push the sum of all but the last probability of a very peaked policy above 1, which
+    it rejects.
 
     Args:
         a: array-like of logits.

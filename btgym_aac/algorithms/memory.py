@@ -94,10 +94,10 @@ class Memory:
     def add(self, frame):
         """Stores one frame.
 
-        Test-episode frames (truthy ``state['metadata']['type']``) are not stored (reference §20.3 item 21), nor is
-        a terminal frame that directly follows a terminal one. When the last stored frame is non-terminal and the
-        new frame does not continue its episode (``position`` episode equal, step + 1), the stored frame is replaced
-        by a copy marked terminal, so that no sample spans the gap.
+        Test-episode frames (truthy ``state['metadata']['type']``) are not stored, nor is a terminal frame that
+        directly follows a terminal one. When the last stored frame is non-terminal and the new frame does not
+        continue its episode (``position`` episode equal, step + 1), the stored frame is replaced by a copy marked
+        terminal, so that no sample spans the gap.
 
         Args:
             frame: experience dict.
@@ -154,10 +154,10 @@ class Memory:
         """Samples a run of up to ``sequence_size`` successive frames (at most ``max_sample_size``) from a uniformly
         chosen start.
 
-        Works on a partly filled memory (reference §20.3 item 22): the start is uniform over the positions where a
-        whole window fits; a memory holding fewer frames than ``sequence_size`` starts at its oldest frame and
-        returns the shorter run. A terminal start frame is skipped (the sample starts the next episode); the run
-        stops after the first terminal frame, so it may be shorter than ``sequence_size``.
+        Works on a partly filled memory: the start is uniform over the positions where a whole window fits; a
+        memory holding fewer frames than ``sequence_size`` starts at its oldest frame and returns the shorter run.
+        A terminal start frame is skipped (the sample starts the next episode); the run stops after the first
+        terminal frame, so it may be shorter than ``sequence_size``.
 
         Args:
             sequence_size: maximum number of frames, >= 1.
@@ -185,10 +185,10 @@ class Memory:
         """Samples frames ending on a non-zero-reward frame with probability ``1 / skewness`` (rebalanced replay).
 
         The window of ``size`` frames ending at a random registered end frame of the chosen pool (the other pool
-        if it is empty) is checked for a terminal frame before its end. Fixes the original's non-contiguous samples
-        (reference §20.3 item 22): with ``exact_size=False`` the part after that terminal is returned (shorter, but
-        still ending on the chosen frame); with ``exact_size=True`` another end frame of the same pool is drawn, up
-        to ``sample_attempts`` times, after which RuntimeError is raised.
+        if it is empty) is checked for a terminal frame before its end. With ``exact_size=False`` the part after
+        that terminal is returned (shorter, but contiguous and still ending on the chosen frame); with
+        ``exact_size=True`` another end frame of the same pool is drawn, up to ``sample_attempts`` times, after
+        which RuntimeError is raised.
 
         Args:
             size: number of frames; default ``priority_sample_size``; capped by ``max_sample_size``.

@@ -4,8 +4,7 @@ the trainer's graph completes with the Q head's own bootstrap.
 For a replayed sequence of T frames with pixel changes `pc_t` [H, W] (the change the frame's action caused), the
 target of frame t is `sum_{k=t}^{L-1} gamma_pc^(k-t) pc_k + gamma_pc^(L-t) max_a Q(s_L, a)`: when the last frame
 ends its episode, L = T and the bootstrap term is dropped; otherwise L = T - 1, the last frame only bootstraps
-(its own target would need the state after it) and is left out of the loss. The reference regressed Q on the raw
-pixel change instead (reference §20.3 item 20; `gamma_pc` was unused).
+(its own target would need the state after it) and is left out of the loss.
 """
 import numpy as np
 

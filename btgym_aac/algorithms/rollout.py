@@ -2,7 +2,7 @@
 import numpy as np
 
 from btgym_aac.algorithms.math_utils import discount
-from btgym_aac.algorithms.utils import MASK_KEY, as_array, batch_pad, map_nested, same_tuple_type
+from btgym_aac.algorithms.batches import MASK_KEY, as_array, batch_pad, map_nested, same_tuple_type
 
 _NOT_CONVERTED_KEYS = frozenset({'context', 'reward', 'r', 'value', 'position'})
 _RP_CLASSES = 3
@@ -199,7 +199,7 @@ class Rollout(dict):
     def process_rp(self, reward_threshold=0.1):
         """Batch for reward prediction: all frames but the last, processed with ``gamma=1`` and no padding.
 
-        Unlike the original, the rollout itself is not changed (its last frame is not popped).
+        The rollout itself is not changed (its last frame stays).
 
         Args:
             reward_threshold: rewards above it are 'positive', below its negative 'negative', else 'zero'.

@@ -1,4 +1,5 @@
 """The train/test episode cycle and data-trial schedule behind a trainer's `get_sample_config`."""
+import threading
 
 
 class SampleCycle:
@@ -45,3 +46,28 @@ class SampleCycle:
             'episode_config': dict(get_new=True, sample_type=sample_type, b_alpha=1.0, b_beta=1.0),
             'trial_config': dict(get_new=bool(new_trial), sample_type=sample_type, b_alpha=1.0, b_beta=1.0),
         }
+
+
+class SampleCycles:
+    """One `SampleCycle` per env, made on the env's first request; thread-safe (a worker's runner threads share
+    it).
+
+    Args:
+        train_test_cycle: the `episode_train_test_cycle`.
+        episodes_per_trial: episodes per data trial (>= 1).
+    """
+
+    def __init__(self, train_test_cycle, episodes_per_trial):
+        self.train_test_cycle = tuple(train_test_cycle)
+        self.episodes_per_trial = episodes_per_trial
+        self._cycles = {}
+        self._lock = threading.Lock()
+
+    def next_config(self, env, new_trial=None):
+        """Config of `env`'s next episode (see `SampleCycle.next_config`); `env` None has a cycle of its own."""
+        with self._lock:
+            cycle = self._cycles.get(id(env))
+            if cycle is None:
+                cycle = self._cycles[id(env)] = SampleCycle(*self.train_test_cycle,
+                                                            episodes_per_trial=self.episodes_per_trial)
+            return cycle.next_config(new_trial)

@@ -1,6 +1,6 @@
 """Episode summaries of the trainers: placeholders, merged summary ops and the writer helpers.
 
-TensorBoard tags (as the original): `episode_train/{total_reward, cpu_time_sec, final_value, env_steps}`,
+TensorBoard tags (those of the original BTGym): `episode_train/{total_reward, cpu_time_sec, final_value, env_steps}`,
 `episode_test/{total_reward, final_value, env_steps}`, test mode `episode/{total_reward, steps}`, and one image
 summary per rendering mode (test mode: `model/state`).
 """
@@ -72,3 +72,43 @@ def average_stats(stats):
 def stat_feed(summary, stats):
     """Feed dict of averaged statistics for the placeholders of `make_episode_summaries`."""
     return {summary[key]: value for key, value in stats.items() if key in summary}
+
+
+def write_runner_summaries(sess, writer, ep_summary, data, model_data, test_mode, render, step, episode):
+    """Writes a train iteration's episode statistics and renderings (at `episode`) and its model summary (at
+    `step`), reading a counter from the session only when something is written at it.
+
+    Args:
+        sess: session.
+        writer: tf.summary.FileWriter.
+        ep_summary: the dict of `make_episode_summaries`.
+        data: merged runner data (`ep_summary`, `test_ep_summary` and `render_summary` lists, one per runner).
+        model_data: serialized model summary or None.
+        test_mode: gymnasium test environments (Atari-style tags).
+        render: write the first runner's renderings (the chief does).
+        step, episode: ints, or tensors to read them from.
+    """
+    summaries = []
+    train_stats = average_stats(data['ep_summary'])
+    if train_stats:
+        op = ep_summary['atari_stat_op' if test_mode else 'btgym_stat_op']
+        summaries.append(sess.run(op, stat_feed(ep_summary, train_stats)))
+    test_stats = average_stats(data['test_ep_summary'])
+    if test_stats:
+        summaries.append(sess.run(ep_summary['test_btgym_stat_op'], stat_feed(ep_summary, test_stats)))
+    renderings = next((images for images in data['render_summary'] if images), None)
+    if render and renderings and ep_summary['render_op'] is not None:
+        feed = {ep_summary[mode]: image for mode, image in renderings.items() if mode in ep_summary}
+        summaries.append(sess.run(ep_summary['render_op'], feed))
+    if summaries:
+        episode = _counter_value(sess, episode)
+        for summary in summaries:
+            writer.add_summary(summary, episode)
+    if model_data is not None:
+        writer.add_summary(tf.Summary.FromString(model_data), _counter_value(sess, step))
+    if summaries or model_data is not None:
+        writer.flush()
+
+
+def _counter_value(sess, counter):
+    return counter if isinstance(counter, (int, np.integer)) else sess.run(counter)

@@ -1,8 +1,24 @@
-"""Checks of trainer settings: a bad value raises ValueError naming the setting at trainer construction, rather than
-failing in a runner thread or mid-training."""
+"""A trainer's settings, validated in one place: a bad value raises ValueError naming the setting at trainer
+construction, rather than failing in a runner thread or mid-training.
+
+`trainer_attributes` turns `BaseAAC`'s constructor arguments into the attributes a trainer keeps (the original's
+names: `self.model_gamma`, `self.use_memory`, ...), drawing the log-uniform ones.
+"""
 import numpy as np
 
-from btgym_aac.validation import check_whole_number
+from btgym_aac.algorithms.math_utils import log_uniform
+from btgym_aac.spaces import ActionDictSpace, DictSpace
+from btgym_aac.validation import check_number, check_whole_number
+
+IGNORED_ORIGINAL_ARGUMENTS = {
+    'opt_decay': 'an RMSProp setting; the trainers use Adam',
+    'opt_momentum': 'an RMSProp setting; the trainers use Adam',
+    'replay_batch_size': 'replay batches take one sequence per runner',
+}
+"""Arguments of the original's trainers that these trainers accept and ignore, with why (logged as a warning)."""
+
+LOG_UNIFORM_SETTINGS = ('model_beta', 'opt_learn_rate', 'rp_lambda', 'pc_lambda', 'vr_lambda', 'off_aac_lambda')
+"""Settings given as a number or a [low, high] range to draw from log-uniformly, in the order they are drawn."""
 
 
 def log_uniform_range(name, value):
@@ -47,3 +63,81 @@ def check_replay(memory_size, rollout_length, rp_sequence_size, reward_predictio
         if rollout_length < rp_sequence_size:
             raise ValueError('replay_rollout_length {} is shorter than rp_sequence_size {}: the memory cannot '
                              'return reward-prediction samples that long'.format(rollout_length, rp_sequence_size))
+
+
+def check_train_test_cycle(cycle):
+    """Returns `episode_train_test_cycle` as an (n_train, n_test) tuple of ints >= 0, not both zero.
+
+    Raises:
+        ValueError: naming the setting and the value.
+    """
+    cycle = tuple(int(n) for n in cycle)
+    if len(cycle) != 2 or min(cycle) < 0 or sum(cycle) == 0:
+        raise ValueError('episode_train_test_cycle must be (n_train >= 0, n_test >= 0), not both zero; '
+                         'got {!r}'.format(cycle))
+    return cycle
+
+
+def trainer_attributes(args):
+    """Validates a trainer's settings and derives the flags that follow from them.
+
+    Args:
+        args: dict of `BaseAAC` constructor arguments by name (all but `env`, `task`, `policy_config`).
+
+    Returns:
+        dict of attribute name -> value: every setting under its argument's name (but the `_use_*` flags), the
+        log-uniform settings drawn
+        (numpy's global random state), `opt_decay_steps` / `opt_end_learn_rate` / `replay_rollout_length`
+        resolved, and the derived flags `use_value_replay` (off with `use_off_policy_aac`), `use_any_aux_tasks`,
+        `use_memory`, `use_target_policy` and `use_global_network`.
+
+    Raises:
+        ValueError: a setting is out of its range; the message names it and its value.
+    """
+    attributes = {name: value for name, value in args.items() if not name.startswith('_')}
+    for name in LOG_UNIFORM_SETTINGS:
+        attributes[name] = log_uniform(log_uniform_range(name, args[name]), 1)
+    for name in ('model_gamma', 'model_gae_lambda', 'gamma_pc'):
+        check_number(name, args[name], high=1)
+    check_number('opt_max_env_steps', args['opt_max_env_steps'], low_open=True)
+    attributes['opt_decay_steps'] = args['opt_max_env_steps'] if args['opt_decay_steps'] is None else \
+        check_number('opt_decay_steps', args['opt_decay_steps'], low_open=True)
+    attributes['opt_end_learn_rate'] = attributes['opt_learn_rate'] if args['opt_end_learn_rate'] is None else \
+        check_number('opt_end_learn_rate', args['opt_end_learn_rate'])
+    for name in ('rollout_length', 'episode_summary_freq', 'env_render_freq', 'model_summary_freq', 'num_epochs',
+                 'pi_prime_update_period'):
+        attributes[name] = check_whole_number(name, args[name])
+    attributes['episode_train_test_cycle'] = check_train_test_cycle(args['episode_train_test_cycle'])
+    attributes['replay_rollout_length'] = attributes['rollout_length'] if args['replay_rollout_length'] is None \
+        else args['replay_rollout_length']
+    attributes['aux_render_modes'] = list(args['aux_render_modes'] or [])
+    attributes.update(_derived_flags(args))
+    if attributes['use_memory']:
+        check_replay(args['replay_memory_size'], attributes['replay_rollout_length'], args['rp_sequence_size'],
+                     args['use_reward_prediction'])
+    return attributes
+
+
+def _derived_flags(args):
+    aux_tasks = args['use_value_replay'] or args['use_pixel_control'] or args['use_reward_prediction']
+    return {
+        'use_value_replay': False if args['use_off_policy_aac'] else args['use_value_replay'],
+        'use_any_aux_tasks': aux_tasks,
+        'use_memory': (aux_tasks or args['use_off_policy_aac']) and not args['_use_local_memory'],
+        'use_target_policy': args['_use_target_policy'],
+        'use_global_network': args['_use_global_network'],
+    }
+
+
+def check_env_spaces(env):
+    """Raises TypeError / ValueError unless `env` has a DictSpace observation space with an `external` key and an
+    ActionDictSpace action space."""
+    if not isinstance(env.observation_space, DictSpace):
+        raise TypeError('trainer: env.observation_space must be a btgym_aac DictSpace, got {!r}'.format(
+            type(env.observation_space).__name__))
+    if not isinstance(env.action_space, ActionDictSpace):
+        raise TypeError('trainer: env.action_space must be a btgym_aac ActionDictSpace, got {!r}'.format(
+            type(env.action_space).__name__))
+    if 'external' not in env.observation_space.spaces:
+        raise ValueError('trainer: the observation space needs an `external` key, has {}'.format(
+            list(env.observation_space.spaces)))

@@ -51,8 +51,8 @@ def resolve_sampling_params(sampling_params=None):
             `start_00` (snap a sample's start to the first bar of its day), `sample_duration` (sample length),
             `time_gap` (most missing time tolerated inside a sample), `test_period` (length of the test interval
             at the end of the data; zero or None: no test interval), `expanding` (reserved, unused).
-            Durations are dicts of `datetime.timedelta` kwargs or timedeltas.
-            **[bug fix]** the original's base default `start_weekdays=[]` rejected every start; default is all days.
+            Durations are dicts of `datetime.timedelta` kwargs or timedeltas. `start_weekdays` defaults to all
+            days.
 
     Returns:
         new dict with all default keys.
@@ -198,10 +198,7 @@ class BTgymBaseData:
         self.rng = np.random.default_rng(seed)
 
     def set_global_timestamp(self, timestamp=None):
-        """Sets `global_timestamp` (POSIX seconds).
-
-        **[bug fix]** the original ignored its argument; now the given timestamp is used and the first bar's time
-        only when it is None.
+        """Sets `global_timestamp` (POSIX seconds) to `timestamp`, or to the first bar's time when it is None.
 
         Args:
             timestamp: float POSIX seconds or None.
@@ -277,8 +274,7 @@ class BTgymBaseData:
 
     def _set_time_split(self, timestamp):
         """Global time: the last bar at or before `frozen_time_split` (the first bar when the split precedes the
-        data, e.g. in a trial sampled after it), else `timestamp`. **[bug fix]** uses `searchsorted`: pandas 2
-        removed `get_loc(method='ffill')`."""
+        data, e.g. in a trial sampled after it), else `timestamp`."""
         if self.frozen_time_split is None:
             self.frozen_split_timestamp = None
             self.set_global_timestamp(timestamp)
@@ -402,7 +398,7 @@ class BTgymBaseData:
         return sample
 
     def _nonempty_test_interval(self):
-        """**[bug fix]** the original crashed with IndexError when asked for a test sample without test data."""
+        """The test interval; DataError when it is empty (no test data to sample from)."""
         if self.test_interval[1] <= self.test_interval[0]:
             raise DataError('{}: no test interval to sample from; set `target_period` (dataset / domain) or '
                             '`test_period` in trial_params to enable test samples'.format(self.name))
@@ -414,8 +410,8 @@ class BTgymBaseData:
         The window has `sample_num_records` rows (fewer only when the interval is shorter). An attempt is
         rejected when the start's weekday is not in `start_weekdays`, when `start_00` snapping moves the window
         out of the interval, or when the window misses more than `time_gap` of time (inside gaps plus rows short
-        of a full window); at most `MAX_SAMPLING_ATTEMPTS` attempts. **[bug fix]** `start_00` snaps with
-        `searchsorted` (pandas 2 removed `get_loc(method=...)`) and never leaves the interval.
+        of a full window); at most `MAX_SAMPLING_ATTEMPTS` attempts. `start_00` snapping (`first_row_of_day`)
+        never leaves the interval.
 
         Returns:
             nested-class instance holding the window.

@@ -138,11 +138,10 @@ class BTgymDataset(BTgymRandomDataDomain):
     """The dataset of the examples: samples episodes straight from the data (Trial = Episode).
 
     The domain samples a window of `episode_duration` from the source (train) part or, with `target_period`, from
-    the target (test) part; the trial returns it whole as the episode, labelled with the requested type.
-    Differences from the original: accepts `dataframe`; **[bug fix]** deprecated kwargs are mapped with a logged
-    warning (the original crashed on them); **[bug fix]** a test episode without `target_period` raises a clear
-    DataError (was IndexError); **[bug fix]** the trial's own test period is zero (the original gave it
-    `target_period`, longer than the trial itself); unknown kwargs raise TypeError.
+    the target (test) part; the trial returns it whole as the episode, labelled with the requested type. Test
+    episodes need `target_period` (DataError otherwise); the trial has no test period of its own. Data come from
+    `filename` (CSV files) or `dataframe`. The deprecated duration kwargs are mapped with a logged warning; any
+    other unknown kwarg raises TypeError.
     """
     trial_class_ref = BTgymSimpleTrial
 

@@ -151,8 +151,7 @@ def read_file(path, parsing_params=None):
     A header is detected when the first field of the first line is not a date. Header names are matched
     case-insensitively (Date/Datetime/Time or Date+Time, Open, High, Low, Close, Volume; '1_O;2_H;...' style too);
     without a header the columns are datetime, open, high, low, close[, volume]. The `names` and field position
-    parsing params override this mapping. Missing volume becomes 0.
-    **[bug fix]** the original read HistData files with `header=0` and dropped their first bar; all bars are kept.
+    parsing params override this mapping. Missing volume becomes 0. Every bar of a header-less file is kept.
 
     Args:
         path: file path.

@@ -17,7 +17,8 @@ MISMATCHES_NAMED = 5
 
 
 class FastSaver(tf.train.Saver):
-    """Saver that never writes the meta-graph (writing it froze the original's workers).
+    """Saver that never writes the meta-graph (`save` ignores `write_meta_graph`): writing it stalls the saving
+    worker, and restoring needs only the variables, since every process builds its graph in code.
 
     Attributes:
         variables: {checkpoint name: variable} of what it saves and restores.
@@ -78,7 +79,7 @@ def latest_checkpoint(directory):
 
 
 def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt_dir, log, resume_step=None):
-    """Restores the model as the original worker did: pre-trained model, else the current run, else scratch.
+    """Restores the model from, in this order: a pre-trained model, else the current run, else nothing (scratch).
 
     Args:
         sess: session whose global variables are initialised.

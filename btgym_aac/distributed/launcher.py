@@ -33,8 +33,8 @@ from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.network_namespace import (JOIN_FAILED_EXIT_CODE, NamespaceHolder, NetworkIsolationError,
                                                      check_isolation_mode, isolation_obstacle, open_ports_warning)
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
-from btgym_aac.distributed.worker import (NON_FINITE_EXIT_CODE, SESSION_LOST_EXIT_CODE, SETUP_FAILED_EXIT_CODE,
-                                          run_pickled_task)
+from btgym_aac.distributed.task_process import (NON_FINITE_EXIT_CODE, SESSION_LOST_EXIT_CODE,
+                                                SETUP_FAILED_EXIT_CODE, run_pickled_task)
 from btgym_aac.logs import get_logger
 from btgym_aac.paths import file_in_the_way
 from btgym_aac.validation import check_whole_number, is_finite_real

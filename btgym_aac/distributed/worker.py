@@ -1,4 +1,4 @@
-"""One cluster task in its own (spawned) process: a parameter server, or a worker that trains.
+"""A worker task's training: its environments, graph, session, training loop, checkpoints and progress reports.
 
 A worker builds its environments, graph and session; the chief (task 0) alone initialises or restores the global
 variables (pre-trained model, else this run's checkpoint, else scratch) and then writes the run's configs
@@ -8,20 +8,14 @@ launcher through a queue.
 """
 import os
 import resource
-import signal
 import socket
-import sys
 import threading
 import time
 import traceback
 
-from btgym_aac.config_modules import load_with_sources
 
 PROGRESS_SECONDS = 2.0
 SESSION_RUN_TIMEOUT_SECONDS = 120
-SETUP_FAILED_EXIT_CODE = 3
-NON_FINITE_EXIT_CODE = 5
-SESSION_LOST_EXIT_CODE = 6
 PS_POLL_SECONDS = 1.0
 PS_WAIT_NOTICE_SECONDS = 30.0
 
@@ -40,112 +34,7 @@ def _setup_error(what, error):
     return WorkerSetupError('{} ({}{})'.format(what, error_summary(error), where))
 
 
-def run_pickled_task(pickled_config, progress_queue=None):
-    """Entry point of a task process a Launcher starts: `run_task` of the config that `pickled_config` holds
-    (from `config_modules.dumps_with_sources`, so the classes of a config file are found).
-
-    Such a task ignores Ctrl-C: the launcher, which gets it too, stops its tasks itself (SIGTERM: the chief saves).
-    The launcher starts it with Ctrl-C blocked, so none interrupts its start-up; it is unblocked once ignored (one
-    pending meanwhile is dropped).
-
-    Returns:
-        what `run_task` returns.
-    """
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-    signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    return run_task(load_with_sources(pickled_config), progress_queue)
-
-
-def run_task(config, progress_queue=None):
-    """Entry point of a cluster task process.
-
-    Args:
-        config: dict with `job_name` ('ps' or 'worker'), `task`, `cluster_spec` and, for workers, `env_config`,
-            `policy_config`, `trainer_config`, `log_dir`, `current_ckpt_dir`, `initial_ckpt_dir`,
-            `max_env_steps`, `save_secs`, `random_seed`, `num_envs`, `render_last_env`, `test_mode`,
-            `log_level`, `run_config` (pickled bytes the chief writes to `<log_dir>/run_config.pkl` once set
-            up);
-            optional `launcher_pid`: the task was started by that Launcher process and is killed when it dies,
-            even by SIGKILL (Linux); such a parameter server ignores Ctrl-C and SIGTERM (sent to a whole process
-            group, they would stop it before the chief's last save, which needs it): the launcher kills it last.
-        progress_queue: multiprocessing queue for progress reports (worker only), or None.
-
-    Returns:
-        for a worker, True when SIGTERM or Ctrl-C stopped it (a parameter server serves until interrupted).
-
-    A worker stops at SIGTERM or Ctrl-C (SIGINT) by finishing its current train step, saving (chief) and closing:
-    the signals only set a flag, so they can never cut the final save short. A worker waiting for data from its
-    runners stops waiting, so a chief whose environment hangs still saves. A worker started with Ctrl-C ignored
-    (its launcher was started in the background by a script) keeps ignoring it, as its launcher does. A session
-    run of a worker that takes longer than `SESSION_RUN_TIMEOUT_SECONDS` fails (TensorFlow's gRPC runtime can,
-    rarely, leave a step waiting forever for a parameter server's reply); the worker then exits with an error and
-    the launcher restarts it.
-    """
-    from btgym_aac.compat import tf
-    from btgym_aac.logs import get_logger
-
-    log = get_logger('Worker', config['task'], log_level=config.get('log_level'))
-    cluster = tf.train.ClusterSpec(config['cluster_spec'])
-    launcher_pid = config.get('launcher_pid')
-    if config['job_name'] == 'ps':
-        if launcher_pid is not None:
-            for signum in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(signum, signal.SIG_IGN)
-            _end_with_launcher(launcher_pid)
-        server = tf.train.Server(cluster, job_name='ps', task_index=config['task'],
-                                 config=_quiet_threads_config(device_filters=['/job:ps']))
-        log.info('parameter server {} started'.format(config['task']))
-        _serve_until_interrupted(server)
-        return
-    stop = threading.Event()
-    stop_signals = [signal.SIGTERM]
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        stop_signals.append(signal.SIGINT)
-    for signum in stop_signals:
-        signal.signal(signum, lambda *_: stop.set())
-    if launcher_pid is not None:
-        _end_with_launcher(launcher_pid)
-    server = tf.train.Server(cluster, job_name='worker', task_index=config['task'],
-                             config=_quiet_threads_config(intra_op_parallelism_threads=1,
-                                                          inter_op_parallelism_threads=2))
-    try:
-        Worker(config, server, log, progress_queue, stop).run()
-    except WorkerSetupError as error:
-        if error.__cause__ is not None:
-            log.debug('traceback of the setup error:\n{}'.format(''.join(traceback.format_exception(error.__cause__))))
-        sys.stderr.write('worker {}: {}\n'.format(config['task'], error))
-        sys.exit(SETUP_FAILED_EXIT_CODE)
-    except Exception as error:
-        from btgym_aac.algorithms.runner.base import is_session_failure
-        from btgym_aac.logs import error_summary
-        from btgym_aac.nonfinite import NonFiniteError
-
-        non_finite = _cause_where(error, lambda cause: isinstance(cause, NonFiniteError))
-        if non_finite is not None:
-            sys.stderr.write('worker {}: {}\n'.format(config['task'], non_finite))
-            sys.exit(NON_FINITE_EXIT_CODE)
-        _report_error(progress_queue, config['task'], error)
-        lost = _cause_where(error, is_session_failure)
-        if lost is None:
-            raise
-        sys.stderr.write('worker {}: its cluster session failed ({}): a task of the cluster is gone or cannot be '
-                         'reached\n'.format(config['task'], error_summary(lost)))
-        _exit_without_cleanup(progress_queue, SESSION_LOST_EXIT_CODE)
-    return stop.is_set()
-
-
-def _exit_without_cleanup(progress_queue, status):
-    """Ends the process once its output and queued reports are out, skipping TensorFlow's clean-up: closing a
-    session whose parameter server is gone waits on it for minutes."""
-    if progress_queue is not None:
-        progress_queue.close()
-        progress_queue.join_thread()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    os._exit(status)
-
-
-def _cause_where(error, test):
+def cause_where(error, test):
     """The first of `error` and its causes and contexts (a runner's error carries the env's) that passes `test`,
     or None."""
     while error is not None:
@@ -153,20 +42,6 @@ def _cause_where(error, test):
             return error
         error = error.__cause__ or error.__context__
     return None
-
-
-def _report_error(progress_queue, task, error):
-    """Tells the launcher (if any) the error a worker is dying of, and where its first cause was raised, so the
-    launcher's final message can name it."""
-    if progress_queue is not None:
-        from btgym_aac.logs import error_summary
-
-        origin = error
-        while origin.__cause__ is not None:
-            origin = origin.__cause__
-        frames = traceback.extract_tb(origin.__traceback__)
-        where = ' (raised at {}:{})'.format(frames[-1].filename, frames[-1].lineno) if frames else ''
-        progress_queue.put({'task': task, 'error': error_summary(error) + where})
 
 
 def _accepts_connections(address):
@@ -179,28 +54,7 @@ def _accepts_connections(address):
         return False
 
 
-def _serve_until_interrupted(server):
-    """Keeps `server` serving in a Python sleep rather than in `server.join()`, which no signal handler can
-    interrupt: Ctrl-C ends a hand-started parameter server (launcher-started ones ignore it)."""
-    while server is not None:
-        time.sleep(3600)
-
-
-def _end_with_launcher(launcher_pid):
-    """Has Linux kill this process when its launcher dies, so no task outlives it (the parameter servers die
-    with the launcher, so a chief could not save anyway); exits at once when the launcher is already gone. Does
-    nothing on other systems."""
-    if not sys.platform.startswith('linux'):
-        return
-    import ctypes
-
-    set_parent_death_signal = 1  # PR_SET_PDEATHSIG
-    ctypes.CDLL(None).prctl(set_parent_death_signal, int(signal.SIGKILL), 0, 0, 0)
-    if os.getppid() != launcher_pid:
-        os._exit(1)
-
-
-def _quiet_threads_config(**kwargs):
+def quiet_threads_config(**kwargs):
     """ConfigProto of `kwargs` whose idle TensorFlow threads sleep at once instead of spinning: on a machine with
     a core per worker, spinning pool threads of one process take CPU from the other processes' env runners."""
     from btgym_aac.compat import tf
@@ -213,7 +67,7 @@ def _quiet_threads_config(**kwargs):
 def worker_session_config(task):
     """Session config of worker `task`: sees only the parameter servers and itself, one intra-op thread, idle
     threads that do not spin, and session runs that fail after `SESSION_RUN_TIMEOUT_SECONDS`."""
-    return _quiet_threads_config(
+    return quiet_threads_config(
         device_filters=['/job:ps', '/job:worker/task:{}/cpu:0'.format(task)],
         intra_op_parallelism_threads=1, inter_op_parallelism_threads=2,
         operation_timeout_in_ms=SESSION_RUN_TIMEOUT_SECONDS * 1000)
@@ -221,7 +75,7 @@ def worker_session_config(task):
 
 def _env_kwargs(config, index):
     """Per-env kwargs: task number, rendering (chief's last env only when `render_last_env`), seed."""
-    from btgym_aac.algorithms.in_process import env_seed_kwargs
+    from btgym_aac.env.construction import env_seed_kwargs
 
     env_config = config['env_config']
     kwargs = dict(env_config.get('kwargs', {}))
@@ -254,10 +108,10 @@ class Worker:
         self.task = config['task']
         self.is_chief = self.task == 0
         self.envs = []
-        self.start_step = None
+        self.start_step = self.step = None
 
     def run(self):
-        from btgym_aac.algorithms.in_process import EpisodeRecorder
+        from btgym_aac.env.episode_recorder import EpisodeRecorder
         from btgym_aac.data.shared import register
 
         register(self.config.get('data_cache'))  # the envs map the launcher's copy of the data files
@@ -361,9 +215,7 @@ class Worker:
         return manager.wait_for_session(self.server.target, config=self.session_config, max_wait_secs=600)
 
     def _train(self):
-        from btgym_aac.algorithms.runner import RunnerStopped
         from btgym_aac.compat import tf
-        from btgym_aac.distributed.run_config import write_run_config
 
         graph = tf.Graph()
         with graph.as_default():
@@ -379,42 +231,50 @@ class Worker:
         with graph.as_default():
             sess = self._chief_session() if self.is_chief else self._worker_session()
         if self.is_chief:
-            try:
-                write_run_config(self.config['log_dir'], self.config['run_config'])
-            except OSError as error:
-                raise _setup_error('cannot write the run config to {}'.format(self.config['log_dir']),
-                                   error) from error
+            self._write_run_config()
         summary_dir = os.path.join(self.config['log_dir'], 'worker_{}'.format(self.task))
         writer = tf.summary.FileWriter(summary_dir, graph if self.is_chief else None)
+        self._train_in(sess, writer)
+
+    def _write_run_config(self):
+        from btgym_aac.distributed.run_config import write_run_config
+
+        try:
+            write_run_config(self.config['log_dir'], self.config['run_config'])
+        except OSError as error:
+            raise _setup_error('cannot write the run config to {}'.format(self.config['log_dir']), error) from error
+
+    def _train_in(self, sess, writer):
+        """Trains to `max_env_steps` (see `training_loop.train_until`), the chief saving every `save_secs` and
+        every worker reporting progress every PROGRESS_SECONDS; then ends (see `_end_training`)."""
+        from btgym_aac.algorithms.training_loop import train_until
+
         ckpt_path = os.path.join(self.config['current_ckpt_dir'], 'model_parameters')
         self.trainer.start(sess, writer, stop_event=self.stop)
-        max_steps, save_secs = self.config['max_env_steps'], self.config['save_secs']
-        step = self.start_step = int(sess.run(self.trainer.global_step))
-        self.log.notice('started at global step {}'.format(step))
-        last_save = start_time = time.time()
-        last_report = 0.0
+        self.start_step = self.step = int(sess.run(self.trainer.global_step))
+        self.log.notice('started at global step {}'.format(self.step))
+        start_time = time.time()
+        times = {'save': start_time, 'report': 0.0}
+
+        def after_step(step):
+            self.step, now = step, time.time()
+            if self.is_chief and now - times['save'] >= self.config['save_secs']:
+                self._save(sess, ckpt_path, start_time)
+                times['save'] = now
+            if now - times['report'] >= PROGRESS_SECONDS:
+                self._report(step, now - start_time)
+                times['report'] = now
+
         failure = None
         try:
-            while step < max_steps and not self.stop.is_set():
-                try:
-                    frames = self.trainer.process(sess)
-                except RunnerStopped:
-                    break
-                step = self.trainer.last_global_step if frames else int(sess.run(self.trainer.global_step))
-                now = time.time()
-                if self.is_chief and now - last_save >= save_secs:
-                    self._save(sess, ckpt_path, start_time)
-                    last_save = now
-                if now - last_report >= PROGRESS_SECONDS:
-                    self._report(step, now - start_time)
-                    last_report = now
+            self.step, _ = train_until(self.trainer, sess, self.config['max_env_steps'], self.stop, after_step)
         except BaseException as error:
             failure = error
             raise
         finally:
-            self._end_training(sess, writer, ckpt_path, step, start_time, failure)
+            self._end_training(sess, writer, ckpt_path, self.step, start_time, failure)
         if not self.stop.is_set():
-            self.log.notice('reached {} steps, exiting'.format(step))
+            self.log.notice('reached {} steps, exiting'.format(self.step))
 
     def _end_training(self, sess, writer, ckpt_path, step, start_time, failure):
         """Stops the runners (first: after a `failure`, the first cause being raised, they would add errors of their
@@ -438,7 +298,7 @@ class Worker:
                 error_summary(error), error_summary(failure)))
         finally:
             writer.close()
-            if failure is None or _cause_where(failure, is_session_failure) is None:
+            if failure is None or cause_where(failure, is_session_failure) is None:
                 sess.close()  # (closing a failed cluster session waits on its lost tasks: the process ends instead)
 
     def _save(self, sess, ckpt_path, start_time):

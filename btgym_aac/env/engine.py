@@ -5,10 +5,9 @@ step analyzer asks a `decide(response)` callable for the next action; `response`
 reward, done flag and the info of the bars since the previous decision. The environment runs episodes in a
 greenlet and hands control back and forth with `Handoff`; benchmarks call `decide` in-line.
 
-Timing (as the original): the action returned at bar t is executed by the strategy on bar t+1 (market orders
-fill at the following bar's open) and the next response comes `skip_frame` bars after t. The first decision
-point gets `response=None` (the reset's initial action), so the first observation arrives `skip_frame` bars
-into the episode.
+Timing: the action returned at bar t is executed by the strategy on bar t+1 (market orders fill at the following
+bar's open) and the next response comes `skip_frame` bars after t. The first decision point gets `response=None`
+(the reset's initial action), so the first observation arrives `skip_frame` bars into the episode.
 """
 import time
 from collections import namedtuple
@@ -133,9 +132,9 @@ class Handoff:
     The episode runs in a greenlet: a helper execution context on the caller's own OS thread. `exchange()`
     switches into the episode with an action and comes back with the response; `decide()` (called by the step
     analyzer) switches back with a response and resumes with the next action. Exactly one side runs at a time,
-    as with the original's blocking request/reply, but a switch costs about a microsecond where a handoff
-    between two OS threads cost 15-25% of the throughput on 2-core virtual machines (measured by
-    benchmarks/env_throughput.py). An episode must be stepped from the thread that started it.
+    as in a blocking request/reply, but a switch costs about a microsecond where a handoff between two OS threads
+    cost 15-25% of the throughput on 2-core virtual machines (measured by benchmarks/env_throughput.py). An
+    episode must be stepped from the thread that started it.
     """
 
     def __init__(self):

@@ -53,8 +53,8 @@ def rescale_frame_42x42(frame):
     """Shrinks an Atari RGB frame to the 42x42 grey image universe-starter-agent trained on.
 
     Crops rows 34..193 and columns 0..159, resizes to 80x80 then 42x42 (bilinear, pixel centres aligned as in
-    OpenCV), averages the colour channels and scales to [0, 1]. Unlike the OpenCV original, the intermediate
-    80x80 image is not rounded to uint8, so values may differ from the original's by at most 1/255.
+    OpenCV), averages the colour channels and scales to [0, 1]. The intermediate 80x80 image is not rounded to
+    uint8, so values may differ by at most 1/255 from those of the OpenCV-based `AtariRescale42x42`.
 
     Args:
         frame: array [210, 160, 3] of 0..255 values.

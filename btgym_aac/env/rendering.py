@@ -149,7 +149,7 @@ class BTgymRendering:
         fig.tight_layout()
 
     def state_to_2d(self, state):
-        """Reduces an observation array to [time, features] as the original's `parse_response`.
+        """Reduces an observation array to [time, features] for `render_state`'s plot.
 
         Rank <= 2 is used as is; rank 3 with a fake width axis of 1 is squeezed; other rank 3 arrays show
         channel `render_state_channel`.

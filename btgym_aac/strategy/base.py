@@ -24,8 +24,8 @@ _COUNTER_HIGH = 10 ** 10
 def metadata_space():
     """Episode metadata observation space.
 
-    Integer fields are int64 boxes (the original's uint32 boxes with high=1e10 overflow under NumPy 2 and refuse
-    the int64 values the data layer produces); `timestamp` is the bar's POSIX time, float64.
+    Integer fields are int64 boxes (the counters' bound 1e10 does not fit uint32, and the data layer produces
+    int64 values); `timestamp` is the bar's POSIX time, float64.
 
     Returns:
         DictSpace with keys first_row, sample_num, timestamp, trial_num, trial_type, type.
@@ -51,7 +51,7 @@ class BTgymBaseStrategy(bt.Strategy):
     `time_dim` and `avg_period`, so every window is full), `gamma`, `reward_scale`, `portfolio_actions`.
 
     Broker statistics are kept for max(avg_period, 2 * skip_frame) bars: the reward needs two skip_frame
-    windows (the original returned NaN rewards when avg_period < 2 * skip_frame).
+    windows, so a shorter `avg_period` still gives finite rewards.
 
     Params (backtrader `params`, set with `cerebro.addstrategy(cls, **kwargs)` or as env kwargs):
         state_shape: dict of gymnasium spaces, one per observation key (default: `raw` OHLC window and metadata).
@@ -415,9 +415,6 @@ class BTgymBaseStrategy(bt.Strategy):
 
     def _get_timestamp(self):
         return bt.num2date(self.data.datetime[0]).replace(tzinfo=timezone.utc).timestamp()
-
-    def _get_broadcast_info(self):
-        return {}
 
     # --------------------------------------------------------------------------------------------- reward
 

@@ -43,25 +43,6 @@ def norm_value(current_value, init_value, lower_bound, upper_bound, epsilon=1e-8
     return 2.0 * np.clip(z, epsilon, 1.0 - epsilon) - 1.0
 
 
-def norm_log_value(current_value, init_value, lower_bound, upper_bound, epsilon=1e-8):
-    """Log-scaled variant of `norm_value`: the ratio is log-transformed before mapping.
-
-    Args:
-        current_value: value to normalise.
-        init_value: reference value.
-        lower_bound: percent loss mapped to -1.
-        upper_bound: percent gain mapped to +1.
-        epsilon: keeps the result strictly inside (-1, 1).
-
-    Returns:
-        float in (-1, 1).
-    """
-    y = log_transform((current_value / init_value - 1.0) * 100.0)
-    low, high = log_transform(lower_bound), log_transform(upper_bound)
-    z = (y - high) / (low + high) + 1.0
-    return 2.0 * np.clip(z, epsilon, 1.0 - epsilon) - 1.0
-
-
 def decayed_result(trade_result, current_value, init_value, lower_bound, upper_bound, gamma=1.0):
     """Normalised trade result, decayed by the distance of the portfolio value from its target.
 

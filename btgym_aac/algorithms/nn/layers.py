@@ -1,9 +1,8 @@
 """Basic graph layers: initializers, sampling, dense, NoisyNet dense, 1-D/2-D convolutions and 2-D deconvolution.
 
 Variable naming: every layer opens ``tf.variable_scope(name)`` and creates its variables there with a plain
-name, e.g. ``action/w``, ``action/b``, ``action/w_mu``. The original created them as ``"/w"`` and so ended up
-with a double slash (``action//w``); the rebuild drops that quirk, so checkpoints written by the original need
-a name map (``'//' -> '/'``) to be restored.
+name, e.g. ``action/w``, ``action/b``, ``action/w_mu``. Checkpoints written by the original BTGym name them with a
+double slash (``action//w``): restoring one here needs the name map ``'//' -> '/'``.
 """
 import numpy as np
 

@@ -6,10 +6,9 @@ leading underscores of `name` are dropped (the default `_aac_` becomes `aac_/aac
 kept as given.
 Notation: `CE(a, l) = -sum_k a_k log softmax(l)_k`.
 
-Padding mask (fix of the reference's padding leak): `aac_loss_def`, `ppo_loss_def`, `value_fn_loss_def` and
-`pc_loss_def` take an optional float `mask` [B] of 0/1 row weights. When given, every batch mean of these losses
-(policy loss, value loss, entropy, pixel-control loss, and the reported mean value / ratio / KL) becomes a mean over
-the rows with mask 1:
+Padding mask: `aac_loss_def`, `ppo_loss_def`, `value_fn_loss_def` and `pc_loss_def` take an optional float
+`mask` [B] of 0/1 row weights. When given, every batch mean of these losses (policy loss, value loss, entropy,
+pixel-control loss, and the reported mean value / ratio / KL) becomes a mean over the rows with mask 1:
 `sum(mask * x) / max(sum(mask), 1)`, so zero-padded rows contribute nothing (an all-zero mask gives 0).
 """
 from btgym_aac.algorithms.math_utils import cat_entropy, kl_divergence
@@ -91,8 +90,8 @@ def ppo_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_lo
     """PPO clipped surrogate loss, (7) of https://arxiv.org/abs/1707.06347.
 
     `rho = exp(log pi(a) - stop_gradient(log pi_old(a)))`;
-    `L = -mean(min(rho·Adv, clip(rho, 1 - eps, 1 + eps)·Adv)) + mean((R - V)^2) - beta·H` (no 0.5 on the value
-    term, as in the reference).
+    `L = -mean(min(rho·Adv, clip(rho, 1 - eps, 1 + eps)·Adv)) + mean((R - V)^2) - beta·H` (the value term has no
+    0.5 factor).
 
     Args:
         act_target: one-hot actions [B, A].
@@ -159,9 +158,8 @@ def pc_loss_def(actions, targets, pi_pc_q, name='_pc_', verbose=False, mask=None
     """Pixel-control loss (https://arxiv.org/abs/1611.05397): `sum((targets - Q_a)^2) / B`, the sum over the
     batch and the map.
 
-    `Q_a = sum_k Q[..., k] · actions[:, k]`. The actions must be one-hot of width A, the depth of `pi_pc_q`
-    (the reference sized the trainer's action placeholder by the number of assets instead; a static width
-    mismatch is rejected here).
+    `Q_a = sum_k Q[..., k] · actions[:, k]`. The actions must be one-hot of width A, the depth of `pi_pc_q`; a
+    static width mismatch raises ValueError.
 
     Args:
         actions: one-hot actions [B, A].
@@ -190,9 +188,7 @@ def pc_loss_def(actions, targets, pi_pc_q, name='_pc_', verbose=False, mask=None
 
 
 def rp_loss_def(rp_targets, pi_rp_logits, name='_rp_', verbose=False):
-    """Reward-prediction loss: softmax cross-entropy averaged over the batch.
-
-    Fix: the reference used only the first row of the batch (`[0]`); here every sample counts.
+    """Reward-prediction loss: softmax cross-entropy averaged over every sample of the batch.
 
     Args:
         rp_targets: one-hot reward classes [B, 3].

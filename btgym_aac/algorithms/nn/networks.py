@@ -6,7 +6,7 @@ from btgym_aac.algorithms.nn.layer_norm import layer_norm
 from btgym_aac.algorithms.nn.layers import (
     categorical_sample, conv1d, conv2d, deconv2d, noisy_linear, normalized_columns_initializer,
 )
-from btgym_aac.algorithms.utils import rnn_placeholders
+from btgym_aac.algorithms.placeholders import rnn_placeholders
 from btgym_aac.compat import tf
 
 
@@ -140,7 +140,7 @@ def dense_aac_network(x, ac_space_depth, name='dense_aac', linear_layer_ref=nois
                       logits_layer_norm=True):
     """Actor-critic head.
 
-    With `logits_layer_norm` (the original's head), logits are `layer_norm(linear(x, A, 'action'), center=True,
+    With `logits_layer_norm` (the default), logits are `layer_norm(linear(x, A, 'action'), center=True,
     scale=False)`: standardised across actions plus a learnable per-action offset. This bounds how peaked the
     policy can get, and with two actions the standardised logits are always +-1, so almost no gradient reaches
     the state-dependent part: turn it off for two-action environments such as CartPole.

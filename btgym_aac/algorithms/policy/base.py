@@ -11,8 +11,8 @@ Frames are fed sequence-major: N = B_rnn·T frames, all T frames of sequence 1 f
 same T; `*_batch_size` is B_rnn and `*_time_length` the true sequence lengths [B_rnn].
 
 Sessions: `act`, `get_value`, `get_initial_features` and `get_pc_target` run in the `sess` keyword argument when
-given, else in the default session (`tf.get_default_session()`, e.g. inside `with sess.as_default():`, as the
-original did). None of them adds ops to the graph, so they work on a finalized graph.
+given, else in the default session (`tf.get_default_session()`, e.g. inside `with sess.as_default():`). None of
+them adds ops to the graph, so they work on a finalized graph.
 """
 import collections
 import copy
@@ -27,7 +27,7 @@ from btgym_aac.algorithms.nn.networks import (
     pixel_change_2d_estimator,
 )
 from btgym_aac.algorithms.session_callables import CallableCache
-from btgym_aac.algorithms.utils import feed_dict_from_nested, feed_dict_rnn_context, nested_placeholders
+from btgym_aac.algorithms.placeholders import feed_dict_from_nested, feed_dict_rnn_context, nested_placeholders
 from btgym_aac.compat import tf
 from btgym_aac.spaces import ActionDictSpace, DictSpace
 
@@ -57,9 +57,8 @@ def resolve_session(sess=None):
 def sample_category(logits, deterministic=False):
     """Draws a category from `softmax(logits)` or takes the argmax.
 
-    Probabilities are computed in float64 and sampled by inverse CDF, so very peaked logits never raise (the
-    original's `np.random.multinomial(1, softmax(float32 logits))` could, reference §20.3 item 25). Uses the global
-    numpy random state (seeded by the trainer).
+    Probabilities are computed in float64 and sampled by inverse CDF (one uniform draw against their cumulative
+    sum), so very peaked logits never raise. Uses the global numpy random state (seeded by the trainer).
 
     Args:
         logits: 1-D array-like of finite logits [A].
@@ -132,14 +131,17 @@ class BaseAacPolicy:
     flattened `internal` observation (if any), feed an LSTM stack (`lstm`); a dense head (`dense_aac`) gives logits
     and value. Reward prediction encodes the `rp_sequence_size - 1` frames of each sample with the shared encoder.
     Pixel control (`pc_q` on the off-policy LSTM output, action axis of width `ac_space.one_hot_depth`) is built
-    when `pixel_control` resolves to True (the reference always built it, unused without auxiliary tasks);
-    otherwise the `pc_q`, `pc_target`, `pc_change_state_in` and `pc_change_last_state_in` attributes are None.
-    Known quirks kept from the reference (§20.3 item 26): logits are layer-normalised across actions (see
-    `dense_aac_network`), and NoisyNet noise is redrawn at every session run; pass `linear_layer_ref=layers.linear`
-    for noise-free heads.
+    when `pixel_control` resolves to True; otherwise the `pc_q`, `pc_target`, `pc_change_state_in` and
+    `pc_change_last_state_in` attributes are None. By default logits are layer-normalised across actions (see
+    `dense_aac_network`; `logits_layer_norm=False` turns it off), and NoisyNet noise is redrawn at every session
+    run; pass `linear_layer_ref=layers.linear` for noise-free heads.
 
-    Attributes: see the module docstring and reference §12.1 (`ob_space`, `ac_space`, `callback`, `var_list`,
-    `update_ops`, `train_phase`, `on_*`, `off_*`, `vr_*`, `pc_*`, `rp_*`).
+    Attributes (see also the module docstring): `ob_space`, `ac_space`, `callback` (dict name -> callable the
+    runner calls on every step), `var_list` (the policy scope's trainable variables plus its moving statistics),
+    `update_ops`, `train_phase` (bool placeholder, default False), the on-policy tensors `on_state_in`,
+    `on_last_a_in`, `on_last_reward_in`, `on_batch_size`, `on_time_length`, `on_lstm_state_pl_flatten`,
+    `on_lstm_init_state`, `on_lstm_state_out`, `on_logits`, `on_vf`, `on_sample`, the same `off_*` tensors of the
+    off-policy graph (no init or out state), and the auxiliary `vr_*`, `pc_*` and `rp_*` tensors.
     """
 
     supports_pixel_control = True
@@ -175,7 +177,7 @@ class BaseAacPolicy:
                 dynamic one; both give the same results on length-1 sequences.
             linear_layer_ref: dense layer of the actor-critic, reward-prediction and pixel-control heads.
             pixel_control: build the pixel-control head; None means `aux_estimate`.
-            logits_layer_norm: layer-normalised logits as the original (see `networks.dense_aac_network`).
+            logits_layer_norm: layer-normalised logits (see `networks.dense_aac_network`).
             **kwargs: encoder and pixel-control options (`conv_2d_*`, `pc_estimator_stride`, `duell_pc_*`);
                 anything else (e.g. the trainer's `task`, `cluster_spec`) is ignored (the trainer warns of
                 kwargs of its `policy_config` read by nothing).

@@ -33,7 +33,7 @@ class AacDensePolicy(BaseAacPolicy):
     Identical to `BaseAacPolicy` (last action, last reward and flattened `internal` join the encoded `external`
     features before the LSTM; reward prediction uses the shared encoder) except that `external` is encoded by
     `dense_encoder` and the heads default to plain linear layers with unnormalised logits (classic-control
-    tasks often have two actions, where the original's layer-normalised logits cannot learn). There is no
+    tasks often have two actions, where `BaseAacPolicy`'s layer-normalised logits cannot learn). There is no
     pixel-control head (`pc_q` is None; `pixel_control=True` raises ValueError).
     """
 
@@ -54,7 +54,7 @@ class AacDensePolicy(BaseAacPolicy):
             dense_layers: units per encoder layer.
             lstm_layers: units per LSTM layer.
             linear_layer_ref: dense layer of the heads.
-            logits_layer_norm: layer-normalised logits (the original's head).
+            logits_layer_norm: layer-normalised logits (`BaseAacPolicy`'s default head).
             **kwargs: other `BaseAacPolicy` arguments (`lstm_class`, `aux_estimate`, `static_rnn`,
                 `linear_layer_ref`, ...); unknown ones (e.g. `task`, `cluster_spec`) are ignored.
         """

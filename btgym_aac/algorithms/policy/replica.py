@@ -12,7 +12,7 @@ callbacks) is the local policy's, run in the worker session.
 """
 from btgym_aac.algorithms.policy.base import resolve_session
 from btgym_aac.algorithms.session_callables import CallableCache, feed_callable
-from btgym_aac.algorithms.utils import check_variable_pairing
+from btgym_aac.algorithms.placeholders import check_variable_pairing
 from btgym_aac.compat import tf
 
 

@@ -18,22 +18,21 @@ class StackedLstmPolicy(BaseAacPolicy):
 
     * `external` and (if present) `internal` are encoded separately by `state_encoder_class_ref` under
       `encoded_<key>` (a dict of streams: `encoded_<key>_<stream>`, or one `encoded_<key>_shared` encoder when
-      `share_encoder_params`) and flattened. The reference required an `internal` key; here it is optional, so the
-      policy also runs on single-modality observations (e.g. images).
+      `share_encoder_params`) and flattened. `internal` is optional, so the policy also runs on single-modality
+      observations (e.g. images).
     * LSTM 1 (`lstm_1`, `lstm_layers[0]` units) reads `[external features, last reward]`; the policy head
       `aac_dense_pi` reads its output.
     * LSTM 2 (`lstm_2`, `lstm_layers[-1]` units) reads `[external features, last action code, internal features,
       LSTM 1 output]`; the value head `aac_dense_vfn` reads its output (`shared_p_v`: one head `aac_dense_pi_vfn`
       on LSTM 2 gives both). Unused sub-heads keep their variables (synced and saved, no gradient).
     * An extra head `aac_dense_simple_pi_v` on the external features gives `on_simple_logits`,
-      `on_simple_value` (unused by the trainers, as in the reference).
+      `on_simple_value` (not used by the trainers: its variables are synced and saved but get no gradient).
     * Dropout `1 - (1 - dropout_keep_prob)·train_phase` after every conv layer and on every LSTM output.
     * Context: `(lstm_1 state, lstm_2 state)`, each a 1-tuple of `LSTMStateTuple(c, h)`;
       `on_lstm_state_pl_flatten = [c1, h1, c2, h2]`.
-    * Pixel control: unlike the reference (where it was disabled), the duelling Q head on the off-policy LSTM 2
-      output is built when `pixel_control` resolves to True (None: `aux_estimate`); it needs a single [H, W, C]
-      `external` observation whose pixel-change map matches the Q map (raises ValueError otherwise). The
-      reference's unused `datetime` reshaping and transposed LSTM-1 state are omitted.
+    * Pixel control: the duelling Q head on the off-policy LSTM 2 output is built when `pixel_control` resolves
+      to True (None: `aux_estimate`); it needs a single [H, W, C] `external` observation whose pixel-change map
+      matches the Q map (raises ValueError otherwise).
     """
 
     @classmethod
@@ -59,7 +58,7 @@ class StackedLstmPolicy(BaseAacPolicy):
             dropout_keep_prob: keep probability in (0, 1], active only while `train_phase` is True.
             action_dp_alpha: concentration of continuous-action sampling (`sample_dp`).
             aux_estimate: register the pixel-change callback (when pixel control is built).
-            encode_internal_state: legacy, ignored.
+            encode_internal_state: accepted and ignored (`internal` is encoded whenever it is present).
             static_rnn: single-step static RNNs (the trainer's `time_flat`), dynamic otherwise.
             shared_p_v: policy and value from one head on LSTM 2.
             pixel_control: build the pixel-control head; None means `aux_estimate`.
@@ -167,8 +166,8 @@ class AacStackedRL2Policy(StackedLstmPolicy):
     """`StackedLstmPolicy` whose LSTM-2 context may carry over episodes (RL², https://arxiv.org/pdf/1611.02779.pdf).
 
     Only `get_initial_features` differs: LSTM 1 always starts from zeros; LSTM 2 keeps the previous episode's final
-    state unless a reset rule fires (see `get_initial_features`). Note that the trainer's default sample
-    configuration asks for a new trial every episode, which changes `trial_num` and so resets LSTM 2 anyway.
+    state unless a reset rule fires (see `get_initial_features`). A new data trial resets it too: the trainer asks
+    for one every `episodes_per_trial` episodes (by default this policy's `lstm_2_init_period`).
     """
 
     def __init__(self, lstm_2_init_period=50, **kwargs):
@@ -194,9 +193,8 @@ class AacStackedRL2Policy(StackedLstmPolicy):
         `state['metadata']['trial_num']` differs from the last call's, `context` is None, `state['metadata']['type']`
         is non-zero (test episode), or the episode counter is a multiple of `lstm_2_init_period` (true on the first
         call). Records the trial number and counts the episode. The last trial number and the counter are kept per
-        `env` (runners pass theirs; the original kept one pair for all the envs of a worker, so interleaved
-        episodes of two envs on different trials reset LSTM 2 every time); `current_trial_num` and
-        `current_ep_num` show the pair of the latest call.
+        `env` (runners pass theirs), so interleaved episodes of two envs on different trials do not reset each
+        other's LSTM 2; `current_trial_num` and `current_ep_num` show the pair of the latest call.
 
         Args:
             state: first observation of the episode (dict with `metadata` `trial_num` and `type`).

@@ -8,8 +8,9 @@ Experience frame (one env step): ``{'position': {'episode', 'step'}, 'state': ob
 'truncated': bool (over by a time limit, not terminated), 'context': policy context before the step, 'last_action':
 previous action code [E], 'last_reward': previous reward (0-d array), 'r': bootstrap [1]}`` plus one key per policy
 callback (e.g. ``pixel_change``). ``'r'`` is V(next state) for a frame followed by another one, 0 after a
-terminated step, V(final observation) after a truncated one (the reference treated time limits as terminal), and
-for a rollout's last non-terminal frame the value of the state the next rollout starts in.
+terminated step, V(final observation) after a truncated one (a time limit ends the episode but is not a terminal
+state, so its return is bootstrapped), and for a rollout's last non-terminal frame the value of the state the next
+rollout starts in.
 
 Two environment flavours (the ``test`` / ``atari_test`` flag): BTGym (``reset(**sample_config)``, ``get_stat()``,
 metadata in observations) and test mode (gymnasium Atari / classic-control wrappers: plain ``reset()``, no
@@ -109,9 +110,9 @@ def count_episode(sess, policy):
 def should_render(env, task, local_episode, env_render_freq):
     """Whether to render the episode that just ended.
 
-    Fixes reference §20.3 item 24: a runner renders when its env has rendering enabled (``env.render_enabled``),
-    it runs on the chief worker (``task < 1``: runner tasks are ``worker_task + 0.01 * env_index``, so every env
-    of worker 0 qualifies, not only env 0) and ``local_episode`` is a multiple of `env_render_freq`.
+    True when the env has rendering enabled (``env.render_enabled``), the runner is on the chief worker
+    (``task < 1``: runner tasks are ``worker_task + 0.01 * env_index``, so every env of worker 0 qualifies) and
+    ``local_episode`` is a multiple of `env_render_freq`.
     """
     return bool(getattr(env, 'render_enabled', False)) and task < 1 and local_episode % env_render_freq == 0
 
@@ -176,9 +177,9 @@ def act_and_step(sess, env, policy, state, context, last_action, last_reward, po
 def collect_rollout(step, bootstrap_value, remember, rollout_length, stop_requested=None):
     """Collects up to `rollout_length` frames of one episode.
 
-    Fixes reference §20.3 item 21: the terminal check runs after every step, including the first, so
-    ``rollout_length == 1`` works and a finished episode is never stepped; every frame goes through `remember`
-    (the caller keeps test-episode frames out of replay memory).
+    The terminal check runs after every step, including the first, so ``rollout_length == 1`` works and a finished
+    episode is never stepped; every frame goes through `remember` (the caller keeps test-episode frames out of
+    replay memory).
 
     Args:
         step: callable() -> experience frame without ``'r'``; acts and advances the runner by one env step.
@@ -218,12 +219,11 @@ def collect_rollout(step, bootstrap_value, remember, rollout_length, stop_reques
 
 
 class EpisodeStatistics:
-    """Episode statistics of one runner (reference §14.1).
+    """Episode statistics of one runner.
 
     Train episodes are accumulated and averaged every `summary_freq` local episodes: BTGym ``total_r, cpu_time,
     final_value, steps`` (``steps`` = bars, from ``env.get_stat()``), test mode ``total_r, steps`` (env steps).
-    A test episode gives its own ``total_r, final_value, steps``. Unlike the reference, test episodes are not
-    mixed into the train averages.
+    A test episode gives its own ``total_r, final_value, steps`` and is not counted in the train averages.
     """
 
     def __init__(self, test_mode, summary_freq):
@@ -357,15 +357,14 @@ class _EnvRunner:
 
 def BaseEnvRunnerFn(sess, env, policy, task, rollout_length, summary_writer, episode_summary_freq, env_render_freq,
                     atari_test, ep_summary, memory_config, log, stop_event=None, **kwargs):
-    """Generator of runner data: the default runtime logic of `RunnerThread` (reference §14.1).
+    """Generator of runner data: the default runtime logic of `RunnerThread`.
 
     Starts an episode (``env.reset(**policy.get_sample_config(env=env))``; test mode: ``env.reset()``) and loops:
     collects a rollout of at most `rollout_length` frames (shorter when the episode ends); at an episode end records its
     statistics, renders if due (see `should_render`), runs ``policy.inc_episode`` (when the trainer attached it)
     and starts the next episode with ``policy.get_initial_features(state=..., context=<final context>)``. Frames of
-    train episodes go to replay memory; frames of test episodes (observation ``metadata['type']`` non-zero) never do
-    (reference §20.3 item 21, where only the rollout's last frame was gated). Once the memory is full (always for
-    no memory), every rollout is yielded as
+    train episodes go to replay memory; frames of test episodes (observation ``metadata['type']`` non-zero) never
+    do. Once the memory is full (always for no memory), every rollout is yielded as
     ``{'on_policy': Rollout, 'off_policy': Rollout or None, 'off_policy_rp': Rollout or None,
     'ep_summary': dict or None, 'test_ep_summary': dict or None, 'render_summary': dict or None}``;
     summaries gathered while the memory was filling are delivered with the first yield, and each summary is sent
@@ -378,11 +377,12 @@ def BaseEnvRunnerFn(sess, env, policy, task, rollout_length, summary_writer, epi
             `inc_episode`).
         task: runner task number; renderings only when ``task < 1``.
         rollout_length: maximum frames per rollout, >= 1.
-        summary_writer: unused (kept for the reference's signature).
+        summary_writer: not read (the trainer writes the summaries); a runner function takes it because
+            `RunnerThread` calls every `runner_fn_ref` with this positional signature.
         episode_summary_freq: average train-episode statistics every this many local episodes.
         env_render_freq: render every this many local episodes.
         atari_test: test-mode environment.
-        ep_summary: unused (kept for the reference's signature).
+        ep_summary: not read, for the same reason as `summary_writer`.
         memory_config: replay memory config (see `make_memory`) or None.
         log: logbook logger; exceptions are logged there and re-raised (session failures and errors after a stop
             request are only re-raised: the task reports the cause).

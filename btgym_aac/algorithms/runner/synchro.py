@@ -1,5 +1,5 @@
 """In-process (synchronous) runners: every rollout is collected by an explicit `get_data()` call in the caller's
-thread, so the caller controls the policy, its sync op and the episode sample config (reference §14.3)."""
+thread, so the caller controls the policy, its sync op and the episode sample config."""
 import copy
 import time
 
@@ -10,7 +10,7 @@ from btgym_aac.algorithms.runner.base import (
     EpisodeStatistics, act_and_step, collect_rollout, count_episode, initial_action_code, make_memory, positive_int,
     render_env, reset_env, should_render,
 )
-from btgym_aac.algorithms.utils import is_subdict
+from btgym_aac.algorithms.batches import is_subdict
 from btgym_aac.env.rendering import BTgymRendering
 from btgym_aac.logs import WARNING, get_logger
 
@@ -27,21 +27,17 @@ def flat_info(info):
 class BaseSynchroRunner:
     """Collects rollouts on demand, one `get_data()` call at a time.
 
-    Fixes and changes against the reference:
-        * a rollout's last non-terminal frame is bootstrapped with the value of the *next* state (the reference
-          used the frame's own state) and the next rollout continues from that state (the reference repeated the
-          boundary frame in both rollouts and twice in memory); ``rollout_length == 1`` works;
-        * replay memory is sampled while it fills (uniform samples from the frames stored so far; priority samples
-          once full) instead of failing (reference §20.3 item 22);
-        * test-episode frames never enter memory, and test episodes never enter the train statistics;
-        * policy callbacks get ``state`` = new observation and ``last_state`` = the observation acted in, as in the
-          thread runner (the pixel-change callback failed here, reference §20.3 item 20);
-        * ``terminal_context`` of `get_batch` holds the final contexts of the finished episodes (the reference
-          appended None); `init_context`, when given, is passed to ``policy.get_initial_features`` as the previous
-          context (the reference ignored it);
-        * renderings follow `should_render` (reference §20.3 item 24); test-mode envs are supported (`test`);
-        * `start_episode` (reset only) replaces the reference's ``get_init_experience`` (reset plus first step);
-          the first step is an ordinary `get_experience`.
+    * A rollout's last non-terminal frame is bootstrapped with the value of the state that follows it, and the next
+      rollout continues from that state, so no frame is in two rollouts; ``rollout_length == 1`` works.
+    * Replay memory is sampled while it fills: uniform samples from the frames stored so far (None while it is
+      empty), priority samples once it is full (None before).
+    * Test-episode frames never enter memory, and test episodes never enter the train statistics.
+    * Policy callbacks get ``state`` = the new observation and ``last_state`` = the observation acted in, as in the
+      thread runner (see `act_and_step`).
+    * ``terminal_context`` of `get_batch` holds the final contexts of the episodes that ended; `init_context`, when
+      given, is passed to ``policy.get_initial_features`` as the previous context.
+    * Renderings follow `should_render`; test-mode envs are supported (`test`).
+    * `start_episode` only resets the env; the first step is an ordinary `get_experience`.
     """
 
     def __init__(self, env, task, rollout_length, episode_summary_freq, env_render_freq, ep_summary, test=False,
@@ -55,7 +51,7 @@ class BaseSynchroRunner:
             rollout_length: default maximum frames per rollout.
             episode_summary_freq: train statistics every this many local episodes.
             env_render_freq: renderings every this many local episodes.
-            ep_summary: unused (kept for the trainer's runner kwargs).
+            ep_summary: not read (the trainers pass it to every runner class; summaries are built by the trainer).
             test: test-mode (Atari / classic-control) environment.
             policy: default policy.
             data_sample_config: default episode sample config (None: ``policy.get_sample_config(env=...)``).
@@ -98,7 +94,6 @@ class BaseSynchroRunner:
         self.memory = make_memory(memory_config)
         self.stats = EpisodeStatistics(self.test_mode, self.episode_summary_freq)
         self.sess = None
-        self.summary_writer = None
         self.local_episode = 0
         self.length = 0
         self.reward_sum = 0.0
@@ -119,14 +114,14 @@ class BaseSynchroRunner:
 
         Args:
             sess: TF session for the policy (None: its default session).
-            summary_writer: kept as `summary_writer`.
+            summary_writer: not read (the trainer writes the summaries); part of the runners' `start_runner`
+                interface.
             init_context: context passed to ``policy.get_initial_features`` for the first episode.
             data_sample_config: sample config of the first episode.
         """
         if self.policy is None:
             raise ValueError('{}: no policy; pass policy=... to the constructor'.format(type(self).__name__))
         self.sess = sess
-        self.summary_writer = summary_writer
         self.start_episode(self.policy, init_context, data_sample_config)
         if self.memory_config is not None:
             while not self.memory.is_full():
@@ -351,8 +346,8 @@ class VerboseSynchroRunner(BaseSynchroRunner):
     * ``lstm_1_h``, ``lstm_2_h``: heat-maps of the first layer's h state of LSTM-1 / LSTM-2, min-max scaled to
       0..255 (needs a two-LSTM context such as `StackedLstmPolicy`'s).
 
-    Images are drawn on matplotlib Agg canvases (no pyplot; unlike the reference no ``initialize_pyplot()``) and
-    returned as uint8 [1, H, W, 3] arrays next to the env's own renderings.
+    Images are drawn on matplotlib Agg canvases (no pyplot, so nothing needs initialising first) and returned as
+    uint8 [1, H, W, 3] arrays next to the env's own renderings.
     """
 
     implemented_aux_render_modes = ('action_prob', 'value_fn', 'lstm_1_h', 'lstm_2_h')

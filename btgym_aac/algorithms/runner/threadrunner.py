@@ -17,15 +17,14 @@ class RunnerStopped(RuntimeError):
 
 
 class RunnerThread(threading.Thread):
-    """Daemon thread collecting environment data into a bounded queue (reference §14.2).
+    """Daemon thread collecting environment data into a bounded queue of `QUEUE_SIZE` items.
 
     The env is reset and stepped only inside this thread (`run`), as in-process BTGym episodes require.
-    Improvements over the reference (§20.1 item 8): `stop()` ends the thread within about a step or
-    `POLL_INTERVAL`; `get_data()` notices a dead runner at once and raises RuntimeError carrying its exception
-    instead of waiting 600 s; the exception is kept in `error` and logged (unless a stop was requested or the
-    session failed: the task reports the cause), not re-raised in the thread; a stop event given to
-    `start_runner` (a worker's stop flag) ends a wait for data even when the env hangs.
-    `make_data_getter(runner.queue)` keeps working for callers of the original style.
+    `stop()` ends the thread within about a step or `POLL_INTERVAL`. `get_data()` notices a dead runner at once
+    and raises RuntimeError carrying its exception; the exception is kept in `error` and logged (unless a stop was
+    requested or the session failed: the task reports the cause), not re-raised in the thread. A stop event given
+    to `start_runner` (a worker's stop flag) ends a wait for data even when the env hangs. The queue can also be
+    read directly, e.g. through `rollout.make_data_getter(runner.queue)`.
     """
 
     def __init__(self, env, policy, task, rollout_length, episode_summary_freq, env_render_freq, test, ep_summary,

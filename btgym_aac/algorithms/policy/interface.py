@@ -1,0 +1,100 @@
+"""The policy contract: what trainers and runners read from a policy object.
+
+A policy class is built by the trainer as `policy_class(**kwargs)` inside a variable scope, once for the global
+copy and once per local copy (see `BaseAAC`), with `ob_space`, `ac_space`, `rp_sequence_size`, `aux_estimate`,
+`static_rnn`, `task` and `cluster_spec` added to the user's `policy_config['kwargs']`. `BaseAacPolicy` and its
+subclasses implement it; a policy written from scratch must provide `AacPolicy`'s members, plus those of
+`AUXILIARY_MEMBERS` for each auxiliary task the trainer enables. `check_policy` names what is missing.
+"""
+from typing import Any, Protocol, runtime_checkable
+
+ON_POLICY_INPUTS = ('on_state_in', 'on_last_a_in', 'on_last_reward_in', 'on_batch_size', 'on_time_length',
+                    'on_lstm_state_pl_flatten')
+"""Placeholders of the on-policy pass, fed from a processed rollout (see `trainer_feeds.policy_inputs_feed`)."""
+
+OFF_POLICY_INPUTS = tuple('off' + name[2:] for name in ON_POLICY_INPUTS)
+"""The same placeholders of the off-policy pass (replayed data; weights shared with the on-policy pass)."""
+
+AUXILIARY_MEMBERS = {
+    'use_value_replay': ('vr_value',),
+    'use_pixel_control': ('pc_q', 'pc_change_state_in', 'pc_change_last_state_in', 'get_pc_target'),
+    'use_reward_prediction': ('rp_state_in', 'rp_batch_size', 'rp_logits'),
+}
+"""Members a policy needs for each auxiliary task, by the trainer flag that enables it."""
+
+
+@runtime_checkable
+class AacPolicy(Protocol):
+    """Members every policy has. Tensors are of the policy's own graph; N = batch_size * time_length frames.
+
+    Inputs: `on_state_in` / `off_state_in` (nested dict of placeholders like the observation space),
+    `on_last_a_in` [N, A] one-hot, `on_last_reward_in` [N], `on_batch_size` (sequences), `on_time_length` (their
+    lengths), `on_lstm_state_pl_flatten` (flat list of RNN context placeholders); `train_phase` (bool scalar,
+    default False).
+
+    Outputs read by the losses: `on_logits` / `off_logits` [N, A] and `on_vf` / `off_vf` [N]; `var_list`, the
+    trainable variables in creation order (global and local copies pair by position); `on_lstm_init_state`.
+
+    Acting (runners): `act`, `get_value`, `get_initial_features`, `callback` (dict of name -> fn(policy, ...)
+    called by runners with extra per-step data; may be empty).
+
+    Set by the trainer on local copies: `global_step`, `global_episode`, `inc_episode` and `get_sample_config`.
+    """
+    ob_space: Any
+    ac_space: Any
+    train_phase: Any
+    var_list: list
+    on_state_in: Any
+    on_last_a_in: Any
+    on_last_reward_in: Any
+    on_batch_size: Any
+    on_time_length: Any
+    on_lstm_state_pl_flatten: Any
+    on_lstm_init_state: Any
+    on_logits: Any
+    on_vf: Any
+    off_state_in: Any
+    off_last_a_in: Any
+    off_last_reward_in: Any
+    off_batch_size: Any
+    off_time_length: Any
+    off_lstm_state_pl_flatten: Any
+    off_logits: Any
+    off_vf: Any
+    callback: dict
+
+    def act(self, observation, lstm_state, last_action, last_reward, deterministic=False, sess=None):
+        """Returns (action dict, one-hot action [1, A], logits [1, A], value [1], next context)."""
+
+    def get_value(self, observation, lstm_state, last_action, last_reward, sess=None):
+        """Returns the value estimate [1] of one observation."""
+
+    def get_initial_features(self, sess=None, **kwargs):
+        """Returns the RNN context at an episode's start."""
+
+
+def missing_members(policy, trainer_flags=None):
+    """Names of the members `policy` lacks (absent or None) for the trainer's enabled tasks.
+
+    Args:
+        policy: a built policy object.
+        trainer_flags: dict of `AUXILIARY_MEMBERS` flags -> bool (None: only the core members).
+
+    Returns:
+        sorted list of names.
+    """
+    names = set(AacPolicy.__annotations__) | {'act', 'get_value', 'get_initial_features'}
+    for flag, members in AUXILIARY_MEMBERS.items():
+        if (trainer_flags or {}).get(flag):
+            names.update(members)
+    return sorted(name for name in names if getattr(policy, name, None) is None)
+
+
+def check_policy(policy, trainer_flags=None):
+    """Raises TypeError naming the members `policy` lacks (see `missing_members`)."""
+    missing = missing_members(policy, trainer_flags)
+    if missing:
+        enabled = sorted(flag for flag, on in (trainer_flags or {}).items() if on)
+        raise TypeError('policy {} lacks {} (needed by the trainer{}); see btgym_aac.algorithms.policy.interface'
+                        .format(type(policy).__name__, missing,
+                                ' with {}'.format(', '.join(enabled)) if enabled else ''))

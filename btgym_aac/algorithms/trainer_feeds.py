@@ -1,0 +1,126 @@
+"""From runner data to a train step's feed dict: rollouts processed into batches, batches fed to the policy's
+inputs and the trainer's targets (see `trainer_losses.TrainTargets`)."""
+import collections
+
+import numpy as np
+
+from btgym_aac.algorithms.pixel_control import pixel_control_targets
+from btgym_aac.algorithms.policy.interface import OFF_POLICY_INPUTS, ON_POLICY_INPUTS
+from btgym_aac.algorithms.batches import batch_stack
+from btgym_aac.algorithms.placeholders import feed_dict_from_nested, feed_dict_rnn_context
+
+TrainBatches = collections.namedtuple('TrainBatches', ['on_policy', 'off_policy', 'reward_prediction'])
+"""Processed, stacked batches of one train step (see `Rollout.process`); the replayed ones are None when the
+runners gave none or the trainer uses no replay memory."""
+
+
+def rollout_is_train(rollout):
+    """True unless any frame of the rollout comes from a test episode (metadata type != 0)."""
+    try:
+        return not np.any(np.asarray(rollout['state']['metadata']['type']))
+    except KeyError:
+        return True
+
+
+def process_rollouts(rollouts, gamma, gae_lambda, size, time_flat, gamma_pc=None):
+    """Stacked processed rollouts (see `Rollout.process`), with the pixel-control target parts when `gamma_pc` is
+    given."""
+    batches = [rollout.process(gamma=gamma, gae_lambda=gae_lambda, size=size, time_flat=time_flat)
+               for rollout in rollouts]
+    stacked = batch_stack(batches)
+    if gamma_pc is not None:
+        stacked.update(pixel_control_targets(batches, gamma_pc))
+    return stacked
+
+
+def train_batches(trainer, data, is_train):
+    """The TrainBatches of merged runner `data`: its train rollouts on-policy, its replayed sequences off-policy
+    and for reward prediction (as `trainer`'s settings ask).
+
+    Args:
+        trainer: reads `model_gamma`, `model_gae_lambda`, `rollout_length`, `replay_rollout_length`, `time_flat`,
+            `gamma_pc`, `rp_reward_threshold` and the `use_*` flags.
+        data: merged runner data (see `BaseAAC.get_data`).
+        is_train: list of bools, one per on-policy rollout.
+    """
+    def process(rollouts, size, gamma_pc=None):
+        return process_rollouts(rollouts, trainer.model_gamma, trainer.model_gae_lambda, size, trainer.time_flat,
+                                gamma_pc)
+
+    on_policy = process([rollout for rollout, train in zip(data['on_policy'], is_train) if train],
+                        trainer.rollout_length)
+    off_policy = reward_prediction = None
+    if trainer.use_memory:
+        replayed = [rollout for rollout in data['off_policy'] if rollout is not None and rollout.size]
+        if replayed:
+            off_policy = process(replayed, trainer.replay_rollout_length,
+                                 trainer.gamma_pc if trainer.use_pixel_control else None)
+        if trainer.use_reward_prediction:
+            rp_rollouts = [rollout for rollout in data['off_policy_rp'] if rollout is not None]
+            if rp_rollouts:
+                reward_prediction = batch_stack([rollout.process_rp(trainer.rp_reward_threshold)
+                                                 for rollout in rp_rollouts])
+    return TrainBatches(on_policy, off_policy, reward_prediction)
+
+
+def policy_inputs_feed(pi, prefix, batch):
+    """Feed of a policy's on- or off-policy inputs (`prefix` 'on' or 'off') from a processed batch."""
+    names = dict(zip(('state_in', 'last_a_in', 'last_reward_in', 'batch_size', 'time_length', 'context'),
+                     ON_POLICY_INPUTS if prefix == 'on' else OFF_POLICY_INPUTS))
+    feed = feed_dict_from_nested(getattr(pi, names['state_in']), batch['state'])
+    feed.update(feed_dict_rnn_context(getattr(pi, names['context']), batch['context']))
+    feed.update({
+        getattr(pi, names['last_a_in']): batch['last_action'],
+        getattr(pi, names['last_reward_in']): batch['last_reward'],
+        getattr(pi, names['batch_size']): batch['batch_size'],
+        getattr(pi, names['time_length']): batch['time_steps'],
+    })
+    return feed
+
+
+def policy_targets_feed(targets, batch):
+    """Feed of PolicyTargets `targets` from a processed batch."""
+    return {targets.action: batch['action'], targets.advantage: batch['advantage'], targets.r: batch['r'],
+            targets.mask: batch['mask']}
+
+
+def pixel_control_feed(targets, batch):
+    """Feed of PixelControlTargets `targets` from a processed off-policy batch with the pixel-control parts."""
+    return {targets.action: batch['action'], targets.returns: batch['pc_return'],
+            targets.bootstrap_weight: batch['pc_bootstrap_weight'],
+            targets.bootstrap_row: batch['pc_bootstrap_row'], targets.mask: batch['pc_mask']}
+
+
+def train_feed(trainer, batches, pi, pi_prime=None, is_train=True):
+    """Feed dict of one train step.
+
+    Args:
+        trainer: reads `targets` (TrainTargets) and the `use_*` flags.
+        batches: TrainBatches.
+        pi, pi_prime: local policy and target policy (or None).
+        is_train: value fed to `pi.train_phase` (False: the step changes no weight).
+
+    Returns:
+        dict placeholder -> value.
+    """
+    targets = trainer.targets
+    feed = policy_inputs_feed(pi, 'on', batches.on_policy)
+    feed.update(policy_targets_feed(targets.on_policy, batches.on_policy))
+    feed[pi.train_phase] = bool(is_train)
+    if pi_prime is not None:
+        feed.update(policy_inputs_feed(pi_prime, 'on', batches.on_policy))
+    off = batches.off_policy
+    if off is not None:
+        feed.update(policy_inputs_feed(pi, 'off', off))
+        feed.update(policy_targets_feed(targets.off_policy, off))
+        if pi_prime is not None and trainer.use_off_policy_aac:
+            feed.update(policy_inputs_feed(pi_prime, 'off', off))
+        if targets.pixel_control is not None:
+            feed.update(pixel_control_feed(targets.pixel_control, off))
+        if targets.value_replay is not None:
+            feed[targets.value_replay] = off['r']
+    rp = batches.reward_prediction
+    if rp is not None:
+        feed.update(feed_dict_from_nested(pi.rp_state_in, rp['state']))
+        feed.update({targets.reward_prediction: rp['rp_target'], pi.rp_batch_size: rp['batch_size']})
+    return feed

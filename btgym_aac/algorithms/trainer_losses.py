@@ -1,0 +1,114 @@
+"""The trainer's target placeholders and the assembly of its total loss.
+
+The trainer owns the placeholders of what the losses regress on (actions, advantages, returns, masks, auxiliary
+targets); the policy owns its inputs and outputs (see `policy.interface`). `base_loss` adds up
+
+    L = L_on + off_aac_lambda * L_off + pc_lambda * L_pc + vr_lambda * L_vr + rp_lambda * L_rp
+
+with the terms of disabled tasks left out.
+"""
+import collections
+
+from btgym_aac.compat import tf
+
+PolicyTargets = collections.namedtuple('PolicyTargets', ['action', 'advantage', 'r', 'mask'])
+"""Placeholders of an actor-critic loss: one-hot actions [N, A], advantages [N], returns [N], row mask [N] (1 for
+real frames, 0 for padding)."""
+
+PixelControlTargets = collections.namedtuple('PixelControlTargets', [
+    'action', 'returns', 'bootstrap_weight', 'bootstrap_row', 'mask'])
+"""Placeholders of the pixel-control loss (see `pixel_control.pixel_control_targets`): one-hot actions [N, A],
+discounted pixel changes [N, H, W], bootstrap weights [N] and rows [N], row mask [N]."""
+
+TrainTargets = collections.namedtuple('TrainTargets', ['on_policy', 'off_policy', 'pixel_control', 'value_replay',
+                                                       'reward_prediction'])
+"""All target placeholders of a trainer: PolicyTargets of the on- and off-policy passes, PixelControlTargets,
+the value-replay return placeholder [N] and the reward-prediction class placeholder [B, 3] (None where the task
+is disabled)."""
+
+
+def make_policy_targets(prefix, depth):
+    """PolicyTargets named `<prefix>_policy_*`, for actions of one-hot width `depth`."""
+    return PolicyTargets(
+        action=tf.placeholder(tf.float32, [None, depth], name=prefix + '_policy_action_pl'),
+        advantage=tf.placeholder(tf.float32, [None], name=prefix + '_policy_advantage_pl'),
+        r=tf.placeholder(tf.float32, [None], name=prefix + '_policy_return_pl'),
+        mask=tf.placeholder(tf.float32, [None], name=prefix + '_policy_mask_pl'))
+
+
+def make_train_targets(depth, use_pixel_control=False, use_value_replay=False, use_reward_prediction=False):
+    """Makes the TrainTargets of a trainer with the given auxiliary tasks, in the current graph and name scope."""
+    pixel_control = PixelControlTargets(
+        action=tf.placeholder(tf.float32, [None, depth], name='pc_action'),
+        returns=tf.placeholder(tf.float32, [None, None, None], name='pc_return'),
+        bootstrap_weight=tf.placeholder(tf.float32, [None], name='pc_bootstrap_weight'),
+        bootstrap_row=tf.placeholder(tf.int32, [None], name='pc_bootstrap_row'),
+        mask=tf.placeholder(tf.float32, [None], name='pc_mask')) if use_pixel_control else None
+    return TrainTargets(
+        on_policy=make_policy_targets('on', depth), off_policy=make_policy_targets('off', depth),
+        pixel_control=pixel_control,
+        value_replay=tf.placeholder(tf.float32, [None], name='vr_target') if use_value_replay else None,
+        reward_prediction=tf.placeholder(tf.float32, [None, 3], name='rp_target') if use_reward_prediction else None)
+
+
+def pixel_control_q_target(pc_q, targets):
+    """N-step Q target [N, H, W] of pixel control: the fed discounted pixel changes plus the bootstrap
+    `gamma_pc^(L-t) max_a Q(s_L, a)`, read from the Q head's own (gradient-stopped) output at the fed bootstrap
+    rows (see `pixel_control`).
+
+    Args:
+        pc_q: the policy's pixel-control Q head [N, H, W, A].
+        targets: PixelControlTargets.
+    """
+    q_max = tf.stop_gradient(tf.reduce_max(pc_q, axis=-1))
+    bootstrap = tf.gather(q_max, targets.bootstrap_row) * targets.bootstrap_weight[:, None, None]
+    return tf.add(targets.returns, bootstrap, name='pc_q_target')
+
+
+def actor_critic_loss(loss_fn, targets, logits, vf, prime_logits, entropy_beta, epsilon, name, verbose):
+    """`loss_fn` (an `nn.losses` actor-critic builder) on PolicyTargets `targets`; returns (loss, summaries)."""
+    return loss_fn(act_target=targets.action, adv_target=targets.advantage, r_target=targets.r, pi_logits=logits,
+                   pi_vf=vf, pi_prime_logits=prime_logits, entropy_beta=entropy_beta, epsilon=epsilon, name=name,
+                   verbose=verbose, mask=targets.mask)
+
+
+def base_loss(trainer, pi, pi_prime, clip_epsilon, verbose=True):
+    """The on-policy loss plus the enabled off-policy and auxiliary terms, each weighted by its lambda.
+
+    Args:
+        trainer: reads its loss builders (`on_policy_loss`, ...), weights (`off_aac_lambda`, ...), task flags
+            (`use_off_policy_aac`, ...), `model_beta`, `targets` (TrainTargets) and `pc_q_target` (see
+            `pixel_control_q_target`).
+        pi, pi_prime: local policy and target policy (or None).
+        clip_epsilon: PPO clip range tensor.
+        verbose: on-policy loss writes its verbose summaries.
+
+    Returns:
+        (loss tensor, list of summaries).
+    """
+    targets = trainer.targets
+    prime = (lambda name: getattr(pi_prime, name)) if pi_prime is not None else (lambda name: None)
+    loss, summaries = actor_critic_loss(trainer.on_policy_loss, targets.on_policy, pi.on_logits, pi.on_vf,
+                                        prime('on_logits'), trainer.model_beta, clip_epsilon, 'on_policy', verbose)
+    terms = []
+    if trainer.use_off_policy_aac:
+        terms.append((trainer.off_aac_lambda, actor_critic_loss(
+            trainer.off_policy_loss, targets.off_policy, pi.off_logits, pi.off_vf, prime('off_logits'),
+            trainer.model_beta, clip_epsilon, 'off_policy', False)))
+    if trainer.use_pixel_control:
+        pc = targets.pixel_control
+        terms.append((trainer.pc_lambda, trainer.pc_loss(
+            actions=pc.action, targets=trainer.pc_q_target, pi_pc_q=pi.pc_q, name='pixel_control', verbose=True,
+            mask=pc.mask)))
+    if trainer.use_value_replay:
+        terms.append((trainer.vr_lambda, trainer.vr_loss(
+            r_target=targets.value_replay, pi_vf=pi.vr_value, name='value_replay', verbose=True,
+            mask=targets.off_policy.mask)))
+    if trainer.use_reward_prediction:
+        terms.append((trainer.rp_lambda, trainer.rp_loss(
+            rp_targets=targets.reward_prediction, pi_rp_logits=pi.rp_logits, name='reward_prediction',
+            verbose=True)))
+    for weight, (term, term_summaries) in terms:
+        loss = loss + weight * term
+        summaries = summaries + term_summaries
+    return loss, summaries
