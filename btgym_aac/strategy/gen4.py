@@ -1,18 +1,27 @@
-"""DevStrat_4_x research strategies (the reference notebooks train on DevStrat_4_11).
+"""DevStrat_4_x research strategies (the examples and `btgym-aac train`'s default configuration use DevStrat_4_11).
 
-Chain: BTgymBaseStrategy -> DevStrat_4_6 -> DevStrat_4_7 -> DevStrat_4_10 -> DevStrat_4_11. Observations carry a
-fake width axis ([time, 1, channels]) so 2-D convolutions apply. Reward, info and done rules are the base ones.
+Chain: BTgymBaseStrategy -> DevStrat_4_6 -> DevStrat_4_7 -> DevStrat_4_10 -> DevStrat_4_11 -> DevStrat_4_11_1,
+DevStrat_4_12. Observations carry a fake width axis ([time, 1, channels]) so 2-D convolutions apply. Reward, info
+and done rules are the base ones.
 """
 import backtrader.indicators as btind
 import numpy as np
 from gymnasium import spaces
 
+from btgym_aac.spaces import DictSpace
 from btgym_aac.strategy.base import BTgymBaseStrategy, metadata_space
 from btgym_aac.strategy.utils import tanh
 
 
 def _box(low, high, shape):
     return spaces.Box(low=low, high=high, shape=shape, dtype=np.float32)
+
+
+def _state_boxes(space, key):
+    """(label, Box) pairs of a state space: the space itself, or every stream `key/stream` of a DictSpace."""
+    if isinstance(space, spaces.Dict):
+        return [('{}/{}'.format(key, stream), sub) for stream, sub in space.spaces.items()]
+    return [(key, space)] if space is not None else []
 
 
 def _check_scale(name, scale, key, shape):
@@ -60,16 +69,16 @@ class DevStrat_4_6(BTgymBaseStrategy):
     @classmethod
     def check_params(cls, params):
         """Base checks, and `state_ext_scale` / `state_int_scale` must broadcast to the external / internal state
-        (the `state_shape` space without its width axis).
+        (the `state_shape` space without its width axis; every stream of a dict-valued state).
 
         Args:
             params: dict of all the strategy's params.
         """
         super().check_params(params)
         for key, name in (('external', 'state_ext_scale'), ('internal', 'state_int_scale')):
-            space = params['state_shape'].get(key)
-            if space is not None and len(space.shape) == 3:
-                _check_scale(name, params[name], key, (space.shape[0], space.shape[2]))
+            for label, space in _state_boxes(params['state_shape'].get(key), key):
+                if len(space.shape) == 3:
+                    _check_scale(name, params[name], label, (space.shape[0], space.shape[2]))
 
     def set_datalines(self):
         data = self.data
@@ -108,19 +117,18 @@ class DevStrat_4_7(DevStrat_4_6):
 
 
 class DevStrat_4_10(DevStrat_4_7):
-    """Same behaviour as DevStrat_4_7 (the original differs only in commented-out reward experiments)."""
+    """Same observations, reward and params as DevStrat_4_7."""
 
 
 class DevStrat_4_11(DevStrat_4_10):
-    """Reference strategy: gradients across five moving averages of the close price.
+    """Gradients across five moving averages of the close price.
 
     External state [30, 1, 5]: tanh of `np.gradient` across the SMA(16, 32, 64, 128, 256) axis times a
     per-channel scale. Internal state [20, 1, 6]: tanh of `np.gradient` across the broker statistics
     [value, unrealized_pnl, realized_pnl, cash, exposure, pos_direction].
 
-    Note: both gradients run across features, not across time (reference §20.3 item 27). This is kept as in the
-    original because it defines this strategy's observations (results are compared against the original's
-    notebooks); write a subclass for time gradients.
+    Note: both gradients run across features (from one SMA period, or one statistic, to the next), not across
+    time; for gradients along time write a subclass (DevStrat_4_11_1's `avg` stream is one).
     """
     time_dim = 30
     skip_frame = 10
@@ -157,3 +165,86 @@ class DevStrat_4_11(DevStrat_4_10):
     def get_internal_state(self):
         x = np.gradient(self.broker_window(self.internal_stats), axis=-1) * self.p.state_int_scale
         return np.clip(tanh(x), -2, 2)[:, None, :]
+
+
+class DevStrat_4_11_1(DevStrat_4_11):
+    """4_11 with two external streams over the same SMA(16, 32, 64, 128, 256) window X [30, 5]:
+
+    `diff` = tanh(np.gradient(X, axis=-1) * state_ext_scale) (across SMA periods, as 4_11) and
+    `avg` = tanh(np.gradient(X, axis=0) * state_ext_scale) (along time, per SMA), each [30, 1, 5].
+    Internal state as 4_11.
+    """
+    params = dict(
+        state_shape={
+            'external': DictSpace({
+                'diff': _box(-100, 100, (DevStrat_4_11.time_dim, 1, 5)),
+                'avg': _box(-100, 100, (DevStrat_4_11.time_dim, 1, 5)),
+            }),
+            'internal': _box(-2, 2, (DevStrat_4_11.avg_period, 1, 6)),
+            'metadata': metadata_space(),
+        },
+    )
+
+    def get_external_state(self):
+        x = np.stack([self._window(sma, self.time_dim) for sma in self.smas], axis=-1)
+        scale = self.p.state_ext_scale
+        return {
+            'avg': tanh(np.gradient(x, axis=0) * scale)[:, None, :],
+            'diff': tanh(np.gradient(x, axis=-1) * scale)[:, None, :],
+        }
+
+
+class DevStrat_4_12(DevStrat_4_11):
+    """4_11 over six moving averages SMA(8, 16, 32, 64, 128, 256) of the close, plus a `datetime` state.
+
+    External state [30, 1, 6]: tanh of `np.gradient` across the SMA axis (`features_parameters` order) times
+    `state_ext_scale`. Internal state [20, 1, 5]: tanh of `np.gradient` across the broker statistics
+    [value, unrealized_pnl, realized_pnl, cash, exposure] times `state_int_scale` (no clipping). Datetime state
+    [1, 5]: the current bar's [month / 12, day / 31, weekday / 6, hour / 24, minute / 60].
+    Subclasses may change `time_dim`, `features_parameters` and the scale; a subclass that sets `time_dim` or
+    `features_parameters` but not `warmup_period` gets `warmup_period = max(features_parameters) + time_dim`.
+    """
+    time_dim = 30
+    features_parameters = (8, 16, 32, 64, 128, 256)
+    num_features = len(features_parameters)
+    skip_frame = 10
+    avg_period = 20
+    gamma = 0.99
+    reward_scale = 1
+    state_ext_scale = np.linspace(3e3, 1e3, num_features)
+    warmup_period = max(features_parameters) + time_dim
+    internal_stats = ('value', 'unrealized_pnl', 'realized_pnl', 'cash', 'exposure')
+
+    params = dict(
+        state_shape={
+            'external': _box(-100, 100, (time_dim, 1, num_features)),
+            'internal': _box(-2, 2, (avg_period, 1, 5)),
+            'datetime': _box(0, 1, (1, 5)),
+            'metadata': metadata_space(),
+        },
+        state_ext_scale=state_ext_scale,
+    )
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        own = vars(cls)
+        if 'warmup_period' not in own and ('time_dim' in own or 'features_parameters' in own):
+            cls.warmup_period = max(cls.features_parameters) + cls.time_dim
+
+    def set_datalines(self):
+        self.data.features = [btind.SimpleMovingAverage(self.datas[0], period=period)
+                              for period in self.features_parameters]
+        for feature in self.data.features:
+            feature.plotinfo.plot = False
+
+    def get_external_state(self):
+        x = np.stack([self._window(feature, self.time_dim) for feature in self.data.features], axis=-1)
+        return tanh(np.gradient(x, axis=-1) * self.p.state_ext_scale)[:, None, :]
+
+    def get_internal_state(self):
+        x = np.gradient(self.broker_window(self.internal_stats), axis=-1) * self.p.state_int_scale
+        return tanh(x)[:, None, :]
+
+    def get_datetime_state(self):
+        now = self.data.datetime.datetime()
+        return np.array([[now.month / 12, now.day / 31, now.weekday() / 6, now.hour / 24, now.minute / 60]])
