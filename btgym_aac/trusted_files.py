@@ -1,9 +1,12 @@
 """Ownership checks of files whose loading can run code (a run's pickled `run_config.pkl` and its log dir).
 
 Unpickling runs whatever the pickle names, so such a file is read only when it and its folder belong to the user
-(or to root) and no other user can write them; anything else is refused unless the caller explicitly allows it.
+(or to root) and no other user can write them (not writable by every user, nor by a group with other members);
+anything else is refused unless the caller explicitly allows it.
 """
+import grp
 import os
+import pwd
 import stat
 
 ALLOW_FLAG = '--allow-untrusted-config'
@@ -18,9 +21,27 @@ def _untrusted_reason(path):
     info = os.stat(path)
     if info.st_uid not in (os.getuid(), 0):
         return 'is owned by uid {}, not by you (uid {})'.format(info.st_uid, os.getuid())
-    if info.st_mode & stat.S_IWOTH and not (stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX):
+    sticky_folder = stat.S_ISDIR(info.st_mode) and info.st_mode & stat.S_ISVTX
+    if info.st_mode & stat.S_IWOTH and not sticky_folder:
         return 'is writable by every user (mode {:o})'.format(stat.S_IMODE(info.st_mode))
+    if info.st_mode & stat.S_IWGRP and not sticky_folder:
+        others = _other_group_members(info.st_gid, info.st_uid)
+        if others:
+            return 'is writable by its group (mode {:o}), gid {}, which has other members ({})'.format(
+                stat.S_IMODE(info.st_mode), info.st_gid, ', '.join(others[:3]))
     return None
+
+
+def _other_group_members(gid, owner_uid):
+    """Names of the users other than `owner_uid` (and root) in group `gid`, as members or by their primary
+    group; an unknown group counts as having one ('?')."""
+    try:
+        members = set(grp.getgrgid(gid).gr_mem)
+    except KeyError:
+        return ['?']
+    members.update(user.pw_name for user in pwd.getpwall() if user.pw_gid == gid)
+    excluded = {user.pw_name for user in pwd.getpwall() if user.pw_uid in (owner_uid, 0)}
+    return sorted(members - excluded)
 
 
 def check_trusted(path, folder, what, allow_untrusted=False):

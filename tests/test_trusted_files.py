@@ -1,6 +1,7 @@
 """Pickled run configs are read only from files and log dirs that this user (or root) owns and no other user can
 write: anything else is refused with a message naming the file and the override."""
 import os
+import pwd
 
 import pytest
 
@@ -48,3 +49,18 @@ def test_a_run_config_owned_by_another_user_is_refused_by_evaluate(log_dir, caps
     assert cli_main(['evaluate', str(log_dir)]) == 2
     error = capsys.readouterr().err
     assert 'btgym-aac evaluate: refusing to load' in error and '--allow-untrusted-config' in error
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason='only root can give a file to another group')
+def test_a_run_config_writable_by_a_group_with_other_members_is_refused(log_dir):
+    others = sorted(user.pw_name for user in pwd.getpwall() if user.pw_gid == 65534 and user.pw_uid != 0)
+    assert others, 'the test needs a user whose primary group is 65534 (nobody / nogroup)'
+    path = log_dir / RUN_CONFIG_FILE
+    os.chmod(path, 0o664)
+    assert read_run_config(str(log_dir))['env_config'] == {'marker': 'env_config'}  # the owner's own group
+    os.chown(path, -1, 65534)
+    with pytest.raises(UntrustedFileError, match=r'writable by its group \(mode 664\), gid 65534, which has other '
+                                                 r'members \({}'.format(others[0])):
+        read_run_config(str(log_dir))
+    os.chmod(path, 0o644)
+    assert read_run_config(str(log_dir))['env_config'] == {'marker': 'env_config'}
