@@ -14,7 +14,7 @@ EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[1] / 'examples').glo
 
 
 def test_every_notebook_port_is_covered():
-    assert [path.name for path in EXAMPLES] == ['a3c_atari_pong.py', 'a3c_sine.py', 'ppo_sine.py',
+    assert [path.name for path in EXAMPLES] == ['a3c_atari_pong.py', 'a3c_sine.py', 'guided_a3c.py', 'ppo_sine.py',
                                                 'unreal_stacked_lstm_strat_4_11.py']
 
 

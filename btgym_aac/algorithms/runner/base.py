@@ -271,7 +271,11 @@ class EpisodeStatistics:
 
 
 class _EnvRunner:
-    """State of one `BaseEnvRunnerFn` generator (see there)."""
+    """State of one `BaseEnvRunnerFn` generator (see there).
+
+    Subclass hooks: `record` sees every step's `Transition`, `render` makes the render summary of an episode that
+    is due for one, `start_episode` starts every episode.
+    """
 
     def __init__(self, sess, env, policy, task, rollout_length, episode_summary_freq, env_render_freq, test_mode,
                  memory, stop_event):
@@ -306,12 +310,20 @@ class _EnvRunner:
     def step(self):
         transition = act_and_step(self.sess, self.env, self.policy, self.state, self.context, self.last_action,
                                   self.last_reward, {'episode': self.local_episode, 'step': self.length})
+        self.record(transition)
         self.length += 1
         self.reward_sum += float(transition.reward)
         self.state, self.context = transition.state, transition.context
         self.last_action, self.last_reward = transition.action_code, transition.reward
         self.last_info = transition.info
         return transition.experience
+
+    def record(self, transition):
+        """Called with the `Transition` of every step; does nothing here."""
+
+    def render(self):
+        """Render summary of the episode that just ended (see `render_env`)."""
+        return render_env(self.env, self.test_mode, self.state)
 
     def bootstrap_value(self):
         return self.policy.get_value(self.state, self.context, self.last_action[None], self.last_reward[None],
@@ -329,7 +341,7 @@ class _EnvRunner:
         if test_ep_summary is not None:
             self.summaries['test_ep_summary'] = test_ep_summary
         if should_render(self.env, self.task, self.local_episode, self.env_render_freq):
-            self.summaries['render_summary'] = render_env(self.env, self.test_mode, self.state)
+            self.summaries['render_summary'] = self.render()
         count_episode(self.sess, self.policy)
         self.local_episode += 1
         self.start_episode(previous_context=self.context)
@@ -392,10 +404,17 @@ def BaseEnvRunnerFn(sess, env, policy, task, rollout_length, summary_writer, epi
     Yields:
         data dicts as above.
     """
+    yield from logged_runner_data(
+        lambda: _EnvRunner(sess, env, policy, task, rollout_length, episode_summary_freq, env_render_freq,
+                           atari_test, make_memory(memory_config), stop_event),
+        task, log, stop_event)
+
+
+def logged_runner_data(make_runner, task, log, stop_event=None):
+    """Yields from ``make_runner().data()``; an exception (in `make_runner` too) is logged to `log` and re-raised,
+    only re-raised for a session failure or after `stop_event` is set (the task reports the cause)."""
     try:
-        runner = _EnvRunner(sess, env, policy, task, rollout_length, episode_summary_freq, env_render_freq,
-                            atari_test, make_memory(memory_config), stop_event)
-        yield from runner.data()
+        yield from make_runner().data()
     except Exception as error:
         if not is_session_failure(error) and (stop_event is None or not stop_event.is_set()):
             log.exception('runner of task {} failed: {!r}'.format(task, error))

@@ -5,7 +5,10 @@ import time
 
 import numpy as np
 
-from btgym_aac.algorithms.math_utils import softmax
+from btgym_aac.algorithms.runner.aux_renderings import (  # noqa: F401  (lstm_h_history, min_max_255: re-exported)
+    AUX_RENDER_MODES, check_aux_render_modes, draw_aux_renderings, lstm_h_history, min_max_255,
+    new_episode_accumulator,
+)
 from btgym_aac.algorithms.runner.base import (
     EpisodeStatistics, act_and_step, collect_rollout, count_episode, initial_action_code, make_memory, positive_int,
     render_env, reset_env, should_render,
@@ -81,12 +84,8 @@ class BaseSynchroRunner:
         self.test_deterministic = test_deterministic
         self.log = get_logger('{}_Runner'.format(name), task, log_level=log_level)
 
-        implemented = tuple(_implemented_aux_render_modes or ())
-        self.aux_render_modes = tuple(aux_render_modes or ())
-        for mode in self.aux_render_modes:
-            if mode not in implemented:
-                raise NotImplementedError('{}: aux render mode {!r} is not implemented; implemented: {}'.format(
-                    type(self).__name__, mode, list(implemented)))
+        self.aux_render_modes = check_aux_render_modes(aux_render_modes, type(self).__name__,
+                                                       implemented=tuple(_implemented_aux_render_modes or ()))
 
         self.global_step_op = global_step_op
         self.slowdown_steps = int(slowdown_steps) if task < 1 and global_step_op is not None else 0
@@ -174,7 +173,7 @@ class BaseSynchroRunner:
                                                    env=self.env)
         self.last_action = initial_action_code(self.env)
         self.last_reward = np.asarray(0.0)
-        self.ep_accum = {'logits': [], 'value': [], 'context': []}
+        self.ep_accum = new_episode_accumulator()
         self.terminal_end = False
 
     def get_experience(self, policy, state, context, action, reward, policy_sync_op=None):
@@ -309,35 +308,6 @@ class BaseSynchroRunner:
         return {'data': batch, 'terminal_context': terminal_context}
 
 
-def lstm_h_history(contexts, lstm_index):
-    """h states of LSTM `lstm_index` (first layer) over an episode.
-
-    Args:
-        contexts: per-step policy contexts: a tuple of LSTM parts, each an ``LSTMStateTuple(c, h)`` or a tuple of
-            per-layer ``LSTMStateTuple`` (stacked LSTM policies: ``(lstm_1 layers, lstm_2 layers)``).
-        lstm_index: 0 for LSTM-1, 1 for LSTM-2.
-
-    Returns:
-        float64 array [steps, units].
-    """
-    rows = []
-    for context in contexts:
-        if len(context) <= lstm_index:
-            raise ValueError('aux rendering of LSTM {} needs a policy context with at least {} LSTM parts, got '
-                             '{}'.format(lstm_index + 1, lstm_index + 1, len(context)))
-        part = context[lstm_index]
-        layer = part if hasattr(part, 'h') else part[0]
-        rows.append(np.asarray(layer.h, dtype=np.float64).reshape(-1))
-    return np.stack(rows)
-
-
-def min_max_255(x):
-    """Scales `x` linearly to 0..255 (all zeros when constant)."""
-    x = np.asarray(x, dtype=np.float64)
-    span = np.ptp(x)
-    return np.zeros_like(x) if span == 0 else np.round((x - x.min()) / span * 255)
-
-
 class VerboseSynchroRunner(BaseSynchroRunner):
     """`BaseSynchroRunner` that adds policy renderings of each rendered episode, at some cost in speed:
 
@@ -350,7 +320,7 @@ class VerboseSynchroRunner(BaseSynchroRunner):
     uint8 [1, H, W, 3] arrays next to the env's own renderings.
     """
 
-    implemented_aux_render_modes = ('action_prob', 'value_fn', 'lstm_1_h', 'lstm_2_h')
+    implemented_aux_render_modes = AUX_RENDER_MODES
 
     def __init__(self, name='verbose_synchro', aux_render_modes=implemented_aux_render_modes, **kwargs):
         """
@@ -363,35 +333,10 @@ class VerboseSynchroRunner(BaseSynchroRunner):
                          _implemented_aux_render_modes=self.implemented_aux_render_modes, **kwargs)
         self.plotter = BTgymRendering(render_modes=())
 
-    def _action_labels(self):
-        space = self.env.action_space
-        if getattr(space, 'is_discrete', False) and len(space.assets) == 1:
-            return [str(action).capitalize() for action in space.base_actions]
-        return ['action {}'.format(index) for index in range(space.one_hot_depth)]
-
-    def _draw_aux(self, mode):
-        accum = self.ep_accum
-        if mode == 'action_prob':
-            image = self.plotter.draw_plot(
-                softmax(np.asarray(accum['logits'], dtype=np.float64), axis=-1), figsize=(12, 4),
-                title='Episode action probabilities', box_text='', xlabel='Backward env. steps', ylabel='P',
-                line_labels=self._action_labels())
-        elif mode == 'value_fn':
-            image = self.plotter.draw_plot(
-                np.asarray(accum['value'], dtype=np.float64).reshape(-1, 1), figsize=(12, 4),
-                title='Episode value function', box_text='', xlabel='Backward env. steps', ylabel='V',
-                line_labels=['Value'])
-        else:
-            lstm_index = int(mode[len('lstm_')]) - 1
-            image = self.plotter.draw_image(
-                min_max_255(lstm_h_history(accum['context'], lstm_index)), figsize=(12, 4),
-                title='LSTM-{} h state, min-max scaled to 0..255'.format(lstm_index + 1), box_text='',
-                xlabel='Backward env. steps', ylabel='Unit')
-        return image[None]
-
     def get_ep_render(self, is_test=False):
         """The env's renderings plus the aux renderings, or None (see `should_render`)."""
         render_stat = super().get_ep_render(is_test)
         if render_stat is not None:
-            render_stat.update({mode: self._draw_aux(mode) for mode in self.aux_render_modes})
+            render_stat.update(draw_aux_renderings(self.plotter, self.aux_render_modes, self.ep_accum,
+                                                   self.env.action_space))
         return render_stat

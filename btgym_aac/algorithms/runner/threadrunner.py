@@ -28,7 +28,8 @@ class RunnerThread(threading.Thread):
     """
 
     def __init__(self, env, policy, task, rollout_length, episode_summary_freq, env_render_freq, test, ep_summary,
-                 runner_fn_ref=BaseEnvRunnerFn, memory_config=None, log_level=WARNING, **kwargs):
+                 runner_fn_ref=BaseEnvRunnerFn, memory_config=None, log_level=WARNING, aux_render_modes=None,
+                 **kwargs):
         """
         Args:
             env: environment, used only from this thread.
@@ -39,11 +40,14 @@ class RunnerThread(threading.Thread):
             env_render_freq: renderings every this many episodes.
             test: test-mode (Atari / classic-control) environment.
             ep_summary: episode summary ops (passed on to the runner function).
-            runner_fn_ref: generator function with `BaseEnvRunnerFn`'s signature; it is also given the keyword
-                ``stop_event`` (a function that ignores it through ``**kwargs`` is stopped between queue puts).
+            runner_fn_ref: generator function with `BaseEnvRunnerFn`'s signature; it is also given the keywords
+                ``stop_event`` (a function that ignores it through ``**kwargs`` is stopped between queue puts) and
+                ``aux_render_modes``.
             memory_config: replay memory config or None.
             log_level: logbook level.
-            **kwargs: ignored (e.g. the trainer's `global_step_op`, `aux_render_modes`).
+            aux_render_modes: the trainer's extra rendering modes, passed on to the runner function as a tuple
+                (e.g. `VerboseEnvRunnerFn` draws them; `BaseEnvRunnerFn` ignores them).
+            **kwargs: ignored (e.g. the trainer's `global_step_op`).
         """
         super().__init__(name='RunnerThread_{}'.format(task), daemon=True)
         self.env = env
@@ -56,6 +60,7 @@ class RunnerThread(threading.Thread):
         self.ep_summary = ep_summary
         self.runner_fn_ref = runner_fn_ref
         self.memory_config = memory_config
+        self.aux_render_modes = tuple(aux_render_modes or ())
         self.log = get_logger('RunnerThread', task, log_level=log_level)
         self.queue = queue.Queue(QUEUE_SIZE)
         self.sess = None
@@ -102,7 +107,8 @@ class RunnerThread(threading.Thread):
                 data = self.runner_fn_ref(
                     self.sess, self.env, self.policy, self.task, self.rollout_length, self.summary_writer,
                     self.episode_summary_freq, self.env_render_freq, self.test, self.ep_summary,
-                    self.memory_config, self.log, stop_event=self._stop_event)
+                    self.memory_config, self.log, stop_event=self._stop_event,
+                    aux_render_modes=self.aux_render_modes)
                 for item in data:
                     if not self._put(item):
                         break
