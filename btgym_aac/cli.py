@@ -155,7 +155,7 @@ def _warn_of_changed_data(launcher, allow_untrusted=False):
 
 def _train(args):
     """Trains with the launcher: the reference configuration, or CONFIG.py's dicts, with flag overrides."""
-    from btgym_aac.distributed.launcher import StopRequested
+    from btgym_aac.distributed.stop_signals import StopRequested
 
     configs = _configs_from_args(args)
     purge = 2 if args.fresh else 0
@@ -190,7 +190,7 @@ def _train(args):
 def _cluster_node(args):
     """Runs one parameter server or worker of a cluster described by a JSON spec (one node of many hosts). Its port
     is open on every interface of its host (the other nodes must reach it): run the cluster on a network that it
-    alone uses, or firewall the ports to the cluster's hosts (README, "Security")."""
+    alone uses, or firewall the ports to the cluster's hosts (docs/distributed.md, "Security")."""
     from btgym_aac.distributed.cluster import address_port, check_cluster_spec, check_own_port
     from btgym_aac.distributed.network_namespace import NetworkIsolationError, open_ports_warning
     from btgym_aac.distributed.task_process import run_task

@@ -27,6 +27,8 @@ from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.distributed.cluster import PortInUseError, free_ports
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirInUseError, LogDirLock
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, pickle_run_config, write_run_config
+from btgym_aac.distributed.launcher_config import launcher_configs
+from btgym_aac.distributed.stop_signals import ctrl_c_held
 from btgym_aac.distributed import checkpoints as checkpoints_module
 from btgym_aac.distributed import launcher as launcher_module
 from btgym_aac.distributed import task_process
@@ -466,10 +468,10 @@ def wait_until_group_ends(group, seconds):
 
 
 def test_ctrl_c_while_a_task_starts_is_held_back_and_raised_after(tmp_path):
-    """The launcher starts tasks inside `_ctrl_c_held`: a Ctrl-C then neither cuts the start short nor is lost."""
+    """The launcher starts tasks inside `ctrl_c_held`: a Ctrl-C then neither cuts the start short nor is lost."""
     steps = []
     with pytest.raises(KeyboardInterrupt):
-        with launcher_module._ctrl_c_held():
+        with ctrl_c_held():
             os.kill(os.getpid(), signal.SIGINT)
             time.sleep(0.2)
             steps.append('the block ran to its end')
@@ -730,3 +732,14 @@ def test_a_worker_that_lost_its_session_waits_for_the_parameter_server_death_tha
     started = time.monotonic()
     launcher._raise_if_a_parameter_server_dies()  # a live parameter server: the worker alone is to blame
     assert launcher_module.PS_DEATH_WAIT_SECONDS <= time.monotonic() - started < 60
+
+
+def test_a_policy_class_of_the_users_keeps_its_own_defaults_and_the_default_class_gets_the_launchers():
+    configs = launcher_configs(policy_config={'class_ref': AacDensePolicy})
+    assert configs['policy_config'] == {'class_ref': AacDensePolicy, 'kwargs': {}}
+    configs = launcher_configs(policy_config={'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (8,)}},
+                               trainer_config={'kwargs': {'rollout_length': 5}})
+    assert configs['policy_config']['kwargs'] == {'dense_layers': (8,)}
+    assert configs['trainer_config'] == {'class_ref': A3C, 'kwargs': {'rollout_length': 5}}
+    assert launcher_configs(policy_config={'kwargs': {'lstm_2_init_period': 3}})['policy_config']['kwargs'] == {
+        'lstm_layers': (256,), 'lstm_2_init_period': 3}

@@ -1,9 +1,10 @@
 """Data layer: reading OHLCV bars, the Domain -> Trial -> Episode sampling hierarchy and synthetic series."""
-from btgym_aac.data.base import BTgymBaseData, DataSampleConfig, EnvResetConfig
+from btgym_aac.data.base import BTgymBaseData
 from btgym_aac.data.dataset import (BTgymDataset, BTgymDataset2, BTgymDataTrial, BTgymEpisode,
                                     BTgymRandomDataDomain, BTgymSimpleTrial)
 from btgym_aac.data.errors import DataError
 from btgym_aac.data.parsing import read_ohlcv
+from btgym_aac.data.sampling_params import DataSampleConfig, EnvResetConfig
 from btgym_aac.data.synthetic import make_bent_sine_data, make_random_walk_data, make_sine_data, write_histdata_csv
 
 __all__ = [

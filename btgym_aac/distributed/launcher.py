@@ -10,118 +10,38 @@ Its tasks run in a private network namespace (`network_namespace`), so their Ten
 graph from anyone, cannot be reached from outside the run.
 """
 import contextlib
-import copy
 import multiprocessing
 import os
 import pickle
 import queue
-import re
 import shutil
 import signal
 import sys
-import threading
 import time
 
 import numpy as np
 
 from btgym_aac.config_modules import dumps_with_sources
 from btgym_aac.data.shared import CACHE_DIR, publish
-from btgym_aac.distributed.checkpoints import (check_checkpoint_readable, export_checkpoint, is_within,
-                                               latest_checkpoint, resumable_checkpoint)
-from btgym_aac.distributed.cluster import make_cluster_spec, spec_ports
-from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
-from btgym_aac.distributed.network_namespace import (JOIN_FAILED_EXIT_CODE, NamespaceHolder, NetworkIsolationError,
-                                                     check_isolation_mode, isolation_obstacle, open_ports_warning)
-from btgym_aac.distributed.run_config import RUN_CONFIG_FILE, pickle_run_config
+from btgym_aac.distributed.checkpoints import check_checkpoint_readable, export_checkpoint, latest_checkpoint
+from btgym_aac.distributed.cluster import make_cluster_spec
+from btgym_aac.distributed.launcher_config import (check_purge_previous, launcher_configs, positive_seconds,
+                                                   read_data_files)
+from btgym_aac.distributed.log_dir import checkpoint_report, log_dir_state, prepare_log_dir
+from btgym_aac.distributed.log_dir_lock import LogDirLock
+from btgym_aac.distributed.network_namespace import JOIN_FAILED_EXIT_CODE, isolate_cluster
+from btgym_aac.distributed.run_config import pickle_run_config
+from btgym_aac.distributed.stop_signals import ctrl_c_held, signals_handled, stop_on_signal
 from btgym_aac.distributed.task_process import (NON_FINITE_EXIT_CODE, SESSION_LOST_EXIT_CODE,
                                                 SETUP_FAILED_EXIT_CODE, run_pickled_task)
 from btgym_aac.logs import get_logger
 from btgym_aac.paths import file_in_the_way
-from btgym_aac.validation import check_whole_number, is_finite_real
+from btgym_aac.validation import check_whole_number
 
 STOP_GRACE_SECONDS = 60
 STALL_STOP_SECONDS = 10
 POLL_SECONDS = 0.5
 PS_DEATH_WAIT_SECONDS = 3.0
-
-
-def _default_configs():
-    from btgym_aac.algorithms.aac import A3C
-    from btgym_aac.algorithms.policy import BaseAacPolicy
-    from btgym_aac.env import BTgymEnv
-
-    return dict(
-        env_config={'class_ref': BTgymEnv, 'kwargs': {}},
-        cluster_config={'host': '127.0.0.1', 'port': None, 'num_workers': 1, 'num_ps': 1, 'num_envs': 1,
-                        'log_dir': './tmp/btgym_aac_log', 'initial_ckpt_dir': None,
-                        'log_ckpt_subdir': 'current_train_checkpoint', 'network_isolation': 'auto'},
-        policy_config={'class_ref': BaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}},
-        trainer_config={'class_ref': A3C, 'kwargs': {}},
-    )
-
-
-class StopRequested(KeyboardInterrupt):
-    """SIGTERM reached the launcher during `run()`: the run stops as on Ctrl-C (the chief saves)."""
-
-
-def _stop_on_signal(signum, frame):
-    """Handler of Ctrl-C and SIGTERM during `run()`: ignores both from now on (a second one must not cut the
-    stop short) and raises KeyboardInterrupt, or StopRequested for SIGTERM."""
-    for ignored in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(ignored, signal.SIG_IGN)
-    raise StopRequested('SIGTERM') if signum == signal.SIGTERM else KeyboardInterrupt()
-
-
-def _positive_seconds(name, value):
-    """`value` if it is a finite number of seconds > 0, else ValueError naming the setting."""
-    if not is_finite_real(value) or value <= 0:
-        raise ValueError('{} must be a positive number of seconds, got {!r}'.format(name, value))
-    return value
-
-
-def _check_cluster_config(config, known):
-    """Raises ValueError naming an unknown `cluster_config` key or a `log_dir`, `log_ckpt_subdir` or `host` of the
-    wrong kind."""
-    unknown = sorted(set(config) - set(known))
-    if unknown:
-        raise ValueError('unknown cluster_config key(s) {}; known: {}'.format(unknown, sorted(known)))
-    if not isinstance(config['log_dir'], (str, os.PathLike)) or not str(config['log_dir']).strip():
-        raise ValueError('cluster_config log_dir is empty or not a path: name the folder for logs and checkpoints, '
-                         'got {!r}'.format(config['log_dir']))
-    subdir = config['log_ckpt_subdir']
-    if not isinstance(subdir, str) or not subdir.strip('/') or os.path.normpath(subdir.strip('/')).startswith('..'):
-        raise ValueError('cluster_config log_ckpt_subdir must be a folder name inside the log dir, got {!r}'.format(
-            subdir))
-    if not isinstance(config['host'], str) or not config['host'].strip():
-        raise ValueError('cluster_config host must be a host name or address, got {!r}'.format(config['host']))
-    check_isolation_mode(config['network_isolation'])
-
-
-def _read_data_files(env_config):
-    """Reads the data files named by `env_config` (its `filename`, or its `dataset`'s) once, so that a missing or
-    unusable file stops the run here, before any task starts (see `data.parsing.read_ohlcv` and `data.sanity`).
-
-    Returns:
-        (their bars as a DataFrame, their `data.shared.source_key`), or None when the env names no data files.
-
-    Raises:
-        FileNotFoundError: a data file is not a file here.
-        DataError (a ValueError): a file cannot be read, or fails a data check set to 'error'.
-    """
-    from btgym_aac.data.parsing import read_ohlcv, resolve_parsing_params
-    from btgym_aac.data.shared import source_key
-
-    kwargs = env_config.get('kwargs', {})
-    dataset = kwargs.get('dataset')
-    filenames = getattr(dataset, 'filename', None) if dataset is not None else kwargs.get('filename')
-    parsing_params = getattr(dataset, 'parsing_params', None) if dataset is not None else kwargs.get('parsing_params')
-    if not filenames:
-        return None
-    for filename in [filenames] if isinstance(filenames, (str, os.PathLike)) else filenames:
-        if isinstance(filename, (str, os.PathLike)) and not os.path.isfile(filename):
-            what = 'is a folder, not a file' if os.path.isdir(filename) else 'does not exist'
-            raise FileNotFoundError('data file {!r} (env_config filename) {}'.format(os.fspath(filename), what))
-    return read_ohlcv(filenames, parsing_params), source_key(filenames, resolve_parsing_params(parsing_params))
 
 
 def _peak_rss_mb(pid):
@@ -134,59 +54,6 @@ def _peak_rss_mb(pid):
     except OSError:
         return None
     return None
-
-
-@contextlib.contextmanager
-def _signals_handled(handlers):
-    """Installs `handlers` ({signal number: handler}) for the block; only in the main thread (elsewhere Python
-    cannot set handlers and the block runs as it is)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
-    try:
-        yield
-    finally:
-        for signum, handler in previous.items():
-            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
-
-
-@contextlib.contextmanager
-def _ctrl_c_held():
-    """Holds Ctrl-C back for the block and hands it to the previous handler after it: SIGINT is blocked in this
-    thread (processes started inside inherit the block), and, in the main thread, one delivered through another
-    thread is recorded instead of interrupting the block."""
-    received = []
-    in_main_thread = threading.current_thread() is threading.main_thread()
-    previous_handler = signal.signal(signal.SIGINT, lambda *_: received.append(True)) if in_main_thread else None
-    previous_mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        yield
-    finally:
-        if in_main_thread:
-            signal.signal(signal.SIGINT, previous_handler)
-        signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
-        if received and callable(previous_handler):
-            previous_handler(signal.SIGINT, None)
-
-
-def merge_config(defaults, update):
-    """Recursively merges `update` into a copy of `defaults` (nested dicts key by key, other values replaced).
-
-    Raises:
-        ValueError: `update` is not a dict (or None).
-    """
-    if update is None:
-        return copy.copy(defaults)
-    if not isinstance(update, dict):
-        raise ValueError('expected a config dict, got {!r}'.format(update))
-    merged = dict(defaults)
-    for key, value in update.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = merge_config(merged[key], value)
-        else:
-            merged[key] = value
-    return merged
 
 
 class Launcher:
@@ -228,30 +95,38 @@ class Launcher:
                  cluster_spec=None, stall_seconds=300, shared_log_dir=False):
         self.log = get_logger('Launcher', 'shell', verbose, log_level)
         self.log_level = self.log.level
-        defaults = _default_configs()
-        self.env_config = merge_config(defaults['env_config'], env_config)
-        self.cluster_config = merge_config(defaults['cluster_config'], cluster_config)
-        self.policy_config = merge_config(defaults['policy_config'], policy_config)
-        self.trainer_config = merge_config(defaults['trainer_config'], trainer_config)
-        for name, config in (('env_config', self.env_config), ('policy_config', self.policy_config),
-                             ('trainer_config', self.trainer_config)):
-            if config.get('class_ref') is None:
-                raise ValueError('{} needs a `class_ref`'.format(name))
-        _check_cluster_config(self.cluster_config, defaults['cluster_config'])
+        configs = launcher_configs(env_config=env_config, cluster_config=cluster_config, policy_config=policy_config,
+                                   trainer_config=trainer_config)
+        self.env_config, self.cluster_config = configs['env_config'], configs['cluster_config']
+        self.policy_config, self.trainer_config = configs['policy_config'], configs['trainer_config']
         self.max_env_steps = check_whole_number('max_env_steps (env steps to train)', max_env_steps, 1)
-        for key in ('num_envs', 'num_workers', 'num_ps'):
-            self.cluster_config[key] = check_whole_number('cluster_config {}'.format(key), self.cluster_config[key], 1)
-        if self.cluster_config['port']:
-            self.cluster_config['port'] = check_whole_number('cluster_config port', self.cluster_config['port'], 1)
-        self.save_secs = _positive_seconds('save_secs', save_secs)
+        self.save_secs = positive_seconds('save_secs', save_secs)
         self.test_mode = test_mode
         self.render_last_env = render_last_env
         self.max_restarts = check_whole_number('max_restarts', max_restarts, 0)
-        self.stall_seconds = None if stall_seconds is None else _positive_seconds('stall_seconds', stall_seconds)
-        if purge_previous not in (0, 1, 2) or isinstance(purge_previous, bool):
-            raise ValueError('purge_previous must be 0 (keep), 1 (ask) or 2 (delete), got {!r}'.format(
-                purge_previous))
+        self.stall_seconds = None if stall_seconds is None else positive_seconds('stall_seconds', stall_seconds)
+        check_purge_previous(purge_previous, shared_log_dir)
         self.show_progress = show_progress
+        self.shared_log_dir = shared_log_dir
+        self._set_log_paths()
+        data = read_data_files(self.env_config)
+        self._set_initial_checkpoint()
+        if cluster_spec is None:
+            cluster_spec = make_cluster_spec(self.cluster_config['host'], self.cluster_config['port'],
+                                             self.cluster_config['num_workers'], self.cluster_config['num_ps'])
+        self.cluster_spec = cluster_spec
+        self.pickled_run_config = self._pickled_run_config()
+        with contextlib.nullcontext() if shared_log_dir else LogDirLock(self.log_dir):
+            self.purged = prepare_log_dir(self.log_dir, self.current_ckpt_dir, self.initial_ckpt_dir, purge_previous,
+                                          self.log)
+            self.data_cache = [publish(*data, self.log_dir)] if data is not None else []
+        rng = np.random.default_rng(root_random_seed)
+        self.task_seeds = [int(seed) for seed in rng.integers(0, 2 ** 30, size=len(cluster_spec['worker']))]
+        self._init_run_state()
+
+    def _set_log_paths(self):
+        """Sets `log_dir` and `current_ckpt_dir`; raises NotADirectoryError where a file stands in the way of
+        them or of a worker's folder."""
         self.log_dir = os.path.abspath(os.path.expanduser(self.cluster_config['log_dir']))
         self.current_ckpt_dir = os.path.join(self.log_dir, self.cluster_config['log_ckpt_subdir'].strip('/'))
         worker_dirs = [os.path.join(self.log_dir, 'worker_{}'.format(task))
@@ -260,7 +135,10 @@ class Launcher:
             blocking = file_in_the_way(path)
             if blocking is not None:
                 raise NotADirectoryError('{} is a file, not a folder for logs and checkpoints'.format(blocking))
-        data = _read_data_files(self.env_config)
+
+    def _set_initial_checkpoint(self):
+        """Sets `initial_ckpt_dir` (None: no pre-trained model); FileNotFoundError when it holds no checkpoint, and
+        `check_checkpoint_readable`'s error when its checkpoint cannot be read."""
         initial = self.cluster_config['initial_ckpt_dir']
         self.initial_ckpt_dir = os.path.abspath(os.path.expanduser(initial)) if initial else None
         if self.initial_ckpt_dir:
@@ -268,26 +146,18 @@ class Launcher:
             if initial_checkpoint is None:
                 raise FileNotFoundError('initial_ckpt_dir {!r} holds no checkpoint'.format(self.initial_ckpt_dir))
             check_checkpoint_readable(initial_checkpoint)
-        if cluster_spec is None:
-            cluster_spec = make_cluster_spec(self.cluster_config['host'], self.cluster_config['port'],
-                                             self.cluster_config['num_workers'], self.cluster_config['num_ps'])
-        self.cluster_spec = cluster_spec
+
+    def _pickled_run_config(self):
+        """`run_config()` pickled for the chief; ValueError when a config holds what the tasks cannot import."""
         try:
-            self.pickled_run_config = pickle_run_config(self.run_config())
+            return pickle_run_config(self.run_config())
         except (pickle.PicklingError, AttributeError, TypeError) as error:
             raise ValueError('the configs cannot be passed to the run\'s processes ({}): their classes and functions '
                              'must be importable (defined at the top level of a module)'.format(error)) from error
-        if shared_log_dir and purge_previous:
-            raise ValueError('a log dir shared by hand-started cluster nodes is never emptied: purge_previous must be '
-                             '0, got {!r}'.format(purge_previous))
-        with contextlib.nullcontext() if shared_log_dir else LogDirLock(self.log_dir):
-            self._prepare_log_dir(purge_previous)
-            self.data_cache = [publish(*data, self.log_dir)] if data is not None else []
-        del data
-        self.shared_log_dir = shared_log_dir
-        num_workers = len(cluster_spec['worker'])
-        rng = np.random.default_rng(root_random_seed)
-        self.task_seeds = [int(seed) for seed in rng.integers(0, 2 ** 30, size=num_workers)]
+
+    def _init_run_state(self):
+        """The bookkeeping of `run()`: task processes, and per worker its restarts, last progress report and its
+        time, episodes of its previous lives and errors; the peak memory of the parameter servers."""
         self.processes = {}
         self.restarts = {}
         self.progress = {}
@@ -299,51 +169,9 @@ class Launcher:
         self.ps_peak_rss_mb = {}
         self.namespace_holder = None
 
-    def _prepare_log_dir(self, purge_previous):
-        """Empties the log dir when `purge_previous` says so, else checks its checkpoints can be resumed from."""
-        self.purged = False
-        os.makedirs(self.log_dir, exist_ok=True)
-        if set(os.listdir(self.log_dir)) - {LOCK_FILE}:
-            purge = purge_previous == 2
-            if purge_previous == 1:
-                if not sys.stdin or not sys.stdin.isatty():
-                    raise RuntimeError('purge_previous=1 asks before deleting {} but there is no terminal to ask; '
-                                       'use purge_previous=0 (keep, resume) or 2 (delete)'.format(self.log_dir))
-                purge = input('{} already exists. Delete its contents [y/N]? '.format(self.log_dir)).strip() == 'y'
-            if purge:
-                self._check_purgeable()
-                self.purged = True
-                for entry in set(os.listdir(self.log_dir)) - {LOCK_FILE}:
-                    path = os.path.join(self.log_dir, entry)
-                    shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
-                self.log.notice('purged {}'.format(self.log_dir))
-        if not self.purged:
-            resumable = resumable_checkpoint(self.current_ckpt_dir)  # raises for a damaged state before any task starts
-            if resumable is not None:
-                check_checkpoint_readable(resumable)
-
-    def _check_purgeable(self):
-        """Raises ValueError unless the log dir holds only what runs write, and no input of this run."""
-        ckpt_subdir = os.path.relpath(self.current_ckpt_dir, self.log_dir).split(os.sep)[0]
-        run_entries = {RUN_CONFIG_FILE, RUN_CONFIG_FILE + '.writing', ckpt_subdir, 'evaluation', LOCK_FILE, CACHE_DIR}
-        foreign = sorted(entry for entry in os.listdir(self.log_dir)
-                         if entry not in run_entries and not re.fullmatch(r'worker_\d+', entry))
-        if foreign:
-            raise ValueError('refusing to empty {}: it holds {} besides what a run writes (run_config.pkl, {}, '
-                             'worker_N, evaluation); choose another log dir or move them'.format(
-                                 self.log_dir, ', '.join(foreign[:5]) + (', ...' if len(foreign) > 5 else ''),
-                                 ckpt_subdir))
-        if self.initial_ckpt_dir and is_within(self.initial_ckpt_dir, self.log_dir):
-            raise ValueError('refusing to empty {}: it holds the initial_ckpt_dir {} of this run'.format(
-                self.log_dir, self.initial_ckpt_dir))
-
     def _log_dir_state(self):
-        if self.purged:
-            return 'the log dir was emptied at start, as purge_previous asked'
-        checkpoint = latest_checkpoint(self.current_ckpt_dir)
-        if checkpoint is None:
-            return 'the log dir holds no checkpoint'
-        return 'the checkpoint in the log dir ({}) is kept'.format(os.path.basename(checkpoint))
+        """What the run leaves to resume from (see `log_dir.log_dir_state`)."""
+        return log_dir_state(self.purged, self.current_ckpt_dir)
 
     def run_config(self):
         """The configs the chief writes to `<log_dir>/run_config.pkl` once it is set up (see `run_config.py`)."""
@@ -379,37 +207,13 @@ class Launcher:
             name = self.namespace_holder.task_name(name)
         process = context.Process(target=run_pickled_task, args=(dumps_with_sources(config), progress), name=name)
         self.processes[(job_name, task)] = process
-        with _ctrl_c_held():
+        with ctrl_c_held():
             process.start()
         return process
 
     def _isolate_network(self):
-        """Starts the holder of the run's private network namespace, as `network_isolation` asks.
-
-        Returns:
-            the NamespaceHolder, or None where the run goes on without one (warned of in 'auto' mode).
-
-        Raises:
-            NetworkIsolationError: isolation is required and cannot be had.
-        """
-        mode = self.cluster_config['network_isolation']
-        if mode == 'off':
-            return None
-        reason = isolation_obstacle(self.cluster_spec)
-        if reason is None:
-            try:
-                holder = NamespaceHolder()
-            except NetworkIsolationError as error:
-                reason = str(error)
-            else:
-                self.log.notice('the cluster runs in a private network namespace: its ports cannot be reached from '
-                                'outside it')
-                return holder
-        if mode == 'require':
-            raise NetworkIsolationError('network_isolation is \'require\' but the cluster cannot be isolated: '
-                                        '{}'.format(reason))
-        self.log.warning(open_ports_warning(spec_ports(self.cluster_spec), reason))
-        return None
+        """`network_namespace.isolate_cluster` as `network_isolation` asks: the NamespaceHolder, or None."""
+        return isolate_cluster(self.cluster_config['network_isolation'], self.cluster_spec, self.log)
 
     def run(self):
         """Starts the cluster and trains to `max_env_steps`.
@@ -423,7 +227,8 @@ class Launcher:
         Raises:
             RuntimeError: a worker kept crashing, could not set up, or a parameter server died.
             LogDirInUseError (an OSError): another run holds the log dir.
-            KeyboardInterrupt: after stopping everything on Ctrl-C (`StopRequested`, a subclass, on SIGTERM).
+            KeyboardInterrupt: after stopping everything on Ctrl-C (`stop_signals.StopRequested`, a subclass, on
+                SIGTERM).
             NetworkIsolationError (an OSError): `network_isolation` is 'require' and the run cannot be isolated.
         """
         with LogDirLock(self.log_dir):
@@ -438,12 +243,12 @@ class Launcher:
         progress = context.Queue()
         start = time.time()
         self.log.notice('cluster {}; logs and checkpoints in {}'.format(self.cluster_spec, self.log_dir))
-        stop_handlers = {signal.SIGTERM: _stop_on_signal}
+        stop_handlers = {signal.SIGTERM: stop_on_signal}
         if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-            stop_handlers[signal.SIGINT] = _stop_on_signal
-        with _signals_handled(stop_handlers):
+            stop_handlers[signal.SIGINT] = stop_on_signal
+        with signals_handled(stop_handlers):
             try:
-                with _ctrl_c_held():
+                with ctrl_c_held():
                     self.namespace_holder = self._isolate_network()
                 for task in range(len(self.cluster_spec['ps'])):
                     self._start(context, 'ps', task, None)
@@ -464,13 +269,7 @@ class Launcher:
 
     def checkpoint_report(self):
         """One line on the run's latest checkpoint: where it is and its step, or that none was written."""
-        try:
-            path = latest_checkpoint(self.current_ckpt_dir)
-        except ValueError:
-            path = None
-        if path is None:
-            return 'no checkpoint was written in {}'.format(self.current_ckpt_dir)
-        return 'the latest checkpoint, {}, is in {}'.format(os.path.basename(path), self.current_ckpt_dir)
+        return checkpoint_report(self.current_ckpt_dir)
 
     def _supervise(self, context, progress, start):
         finished = set()
@@ -572,7 +371,7 @@ class Launcher:
     def _stop_all_uninterrupted(self):
         """`_stop_all` with Ctrl-C and SIGTERM ignored (in the main thread), so a second one cannot cut the stop
         short and leave a parameter server running."""
-        with _signals_handled({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_IGN}):
+        with signals_handled({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_IGN}):
             self._stop_all()
 
     def _stop_all(self):

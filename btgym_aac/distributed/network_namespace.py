@@ -22,6 +22,8 @@ import struct
 import subprocess
 import sys
 
+from btgym_aac.distributed.cluster import spec_ports
+
 ISOLATION_MODES = ('auto', 'require', 'off')
 JOIN_FAILED_EXIT_CODE = 4
 CLONE_NEWUSER = 0x10000000
@@ -84,9 +86,41 @@ def open_ports_warning(ports, reason):
     return ('the cluster\'s TensorFlow servers listen on port(s) {} of every network interface of this machine, '
             'unauthenticated: anyone who can reach this machine can run code through them with your privileges '
             '(read and write your files). They are not isolated because {}. Run the cluster only on a network that '
-            'it alone uses, or firewall these ports to the cluster\'s own hosts (README, "Security"); '
+            'it alone uses, or firewall these ports to the cluster\'s own hosts (docs/distributed.md, "Security"); '
             "cluster_config['network_isolation'] = 'require' (--network-isolation require) refuses to run without "
             "isolation, 'off' silences this warning.".format(', '.join(str(port) for port in ports), reason))
+
+
+def isolate_cluster(mode, cluster_spec, log):
+    """Starts the holder of a private network namespace for the tasks of `cluster_spec`, as `mode` asks.
+
+    Args:
+        mode: one of `ISOLATION_MODES`.
+        cluster_spec: {'ps': ['host:port', ...], 'worker': [...]}.
+        log: logger told that the cluster is isolated, or warned that its ports are open.
+
+    Returns:
+        the NamespaceHolder, or None where the run goes on without one (warned of in 'auto' mode).
+
+    Raises:
+        NetworkIsolationError: isolation is required and cannot be had.
+    """
+    if mode == 'off':
+        return None
+    reason = isolation_obstacle(cluster_spec)
+    if reason is None:
+        try:
+            holder = NamespaceHolder()
+        except NetworkIsolationError as error:
+            reason = str(error)
+        else:
+            log.notice('the cluster runs in a private network namespace: its ports cannot be reached from outside it')
+            return holder
+    if mode == 'require':
+        raise NetworkIsolationError('network_isolation is \'require\' but the cluster cannot be isolated: '
+                                    '{}'.format(reason))
+    log.warning(open_ports_warning(spec_ports(cluster_spec), reason))
+    return None
 
 
 # ------------------------------------------------------------------------------------------- system calls

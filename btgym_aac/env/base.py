@@ -7,14 +7,14 @@ import weakref
 import backtrader as bt
 import gymnasium as gym
 import numpy as np
-from gymnasium import spaces
 
 from btgym_aac.data import BTgymDataset, EnvResetConfig, make_sine_data
 from btgym_aac.env.engine import Handoff, prepare_cerebro, run_episode
+from btgym_aac.env.observations import check_state, observation_space, space_dtypes, state_arrays
 from btgym_aac.env.rendering import BTgymNullRendering, BTgymRendering
 from btgym_aac.logs import get_logger
 from btgym_aac.nonfinite import NonFiniteObservationError, data_explanation, first_non_finite_key
-from btgym_aac.spaces import ActionDictSpace, DictSpace
+from btgym_aac.spaces import ActionDictSpace
 from btgym_aac.strategy.base import BTgymBaseStrategy
 from btgym_aac.strategy.observers import NormPnL, Position, Reward
 from btgym_aac.validation import check_number
@@ -28,7 +28,6 @@ ENGINE_DEFAULTS = dict(start_cash=100.0, broker_commission=0.001, fixed_stake=10
 LEGACY_NETWORK_KWARGS = (
     'data_master', 'data_network_address', 'data_port', 'port', 'network_address', 'connect_timeout',
 )
-PRICE_COLUMNS = ['open', 'high', 'low', 'close']
 SAMPLE_CONFIG_KEYS = frozenset(['get_new', 'sample_type', 'b_alpha', 'b_beta', 'timestamp', 'force_interval',
                                 'interval'])
 RENDER_OBSERVERS = (bt.observers.Broker, bt.observers.BuySell, bt.observers.Trades, Reward, Position, NormPnL)
@@ -72,7 +71,22 @@ class BTgymEnv(gym.Env):
         ignored = [key for key in LEGACY_NETWORK_KWARGS if kwargs.pop(key, None) is not None]
         if ignored:
             self.log.debug('ignored (no servers in-process): {}'.format(ignored))
+        self._set_rendering(kwargs)
+        self.dataset = self._make_dataset(kwargs)
+        self.engine = self._make_engine(kwargs)
+        self.strategy_class, strategy_kwargs = self.engine.strats[0][0][0], self.engine.strats[0][0][2]
+        self.params = self._strategy_params(strategy_kwargs)
+        self.strategy_class.check_params(self.params)
+        self.strategy_class.order_sizes(self.params, self.engine.sizers)
+        self._set_actions(strategy_kwargs)
+        self._set_spaces()
+        self._init_episodes()
 
+    # ------------------------------------------------------------------------------------------ construction
+
+    def _set_rendering(self, kwargs):
+        """Pops the render kwargs (`render_enabled`, `render_modes`, `render_mode`, `BTgymRendering` settings) and
+        sets up the renderer."""
         self.render_enabled = kwargs.pop('render_enabled', True)
         self.render_modes = list(kwargs.pop('render_modes', ['human', 'episode']))
         self.render_mode = kwargs.pop('render_mode', None)
@@ -80,54 +94,6 @@ class BTgymEnv(gym.Env):
         self.renderer = BTgymRendering(self.render_modes, **render_kwargs) if self.render_enabled \
             else BTgymNullRendering()
         self.metadata = dict(self.metadata, render_modes=list(self.render_modes))
-
-        self.dataset = self._make_dataset(kwargs)
-        self.engine = self._make_engine(kwargs)
-        self.strategy_class, strategy_kwargs = self.engine.strats[0][0][0], self.engine.strats[0][0][2]
-        self.params = self._strategy_params(strategy_kwargs)
-        self.strategy_class.check_params(self.params)
-        self.strategy_class.order_sizes(self.params, self.engine.sizers)
-        self.asset_names = tuple(self.params['asset_names'])
-        if len(self.asset_names) != 1:
-            raise ValueError('BTgymEnv trades exactly one asset, got asset_names={}'.format(self.asset_names))
-        data_names = getattr(self.dataset, 'data_names', None)
-        if data_names is not None and not set(self.asset_names) <= set(data_names):
-            raise ValueError('asset_names {} are not among the data line names {}: pass the same names as '
-                             'data_names'.format(list(self.asset_names), list(data_names)))
-        self.portfolio_actions = self.params['portfolio_actions']
-        self.skip_frame = self.params['skip_frame']
-        if isinstance(self.skip_frame, bool) or not isinstance(self.skip_frame, numbers.Integral) or \
-                self.skip_frame < 1:
-            raise ValueError('skip_frame must be a whole number of bars >= 1, got {!r}'.format(self.skip_frame))
-        self.initial_action = {asset: 0 for asset in self.asset_names}
-        if self.portfolio_actions:
-            self.initial_portfolio_action = {asset: self.portfolio_actions[0] for asset in self.asset_names}
-        else:
-            self.initial_portfolio_action = {asset: 0.0 for asset in self.asset_names}
-        strategy_kwargs.update(initial_action=self.initial_action,
-                               initial_portfolio_action=self.initial_portfolio_action)
-
-        self.observation_space = DictSpace(self._observation_shapes(self.params['state_shape']))
-        self.action_space = ActionDictSpace(assets=self.asset_names, base_actions=self.portfolio_actions)
-        self._observation_dtypes = self._dtypes_of(self.observation_space)
-        for mode in self.render_modes:
-            if mode not in ('human', 'episode') and mode not in self.observation_space.spaces:
-                raise ValueError('render mode {!r} is neither human, episode nor an observation key {}'.format(
-                    mode, list(self.observation_space.spaces)))
-
-        self._dataset_stat = self.dataset.describe()
-        self._trial = None
-        self._trial_stat = None
-        self._handoff = None
-        self._episode_number = -1
-        self._episode_done = True
-        self._episode_result = None
-        self._finished_strategy = None
-        self._last_step = None
-        self._finalizer = None
-        self.closed = False
-
-    # ------------------------------------------------------------------------------------------ construction
 
     def _make_dataset(self, kwargs):
         dataset = kwargs.pop('dataset', None)
@@ -179,19 +145,58 @@ class BTgymEnv(gym.Env):
         params.update(strategy_kwargs)
         return params
 
-    def _observation_shapes(self, state_shape):
-        shapes = dict(state_shape)
-        if 'raw' in shapes:
-            prices = self.dataset.data[PRICE_COLUMNS]
-            raw = shapes['raw']
-            shapes['raw'] = spaces.Box(low=float(prices.min().min()), high=float(prices.max().max()),
-                                       shape=raw.shape, dtype=raw.dtype)
-        return shapes
+    def _set_actions(self, strategy_kwargs):
+        """Sets the traded asset, the action names, `skip_frame` and the 'hold' actions, which the strategy gets
+        through `strategy_kwargs`.
 
-    @staticmethod
-    def _dtypes_of(space):
-        return {key: (BTgymEnv._dtypes_of(sub) if isinstance(sub, spaces.Dict) else sub.dtype)
-                for key, sub in space.spaces.items()}
+        Raises:
+            ValueError: not exactly one asset, an asset that is no data line, or a skip_frame that is no whole
+                number >= 1.
+        """
+        self.asset_names = tuple(self.params['asset_names'])
+        if len(self.asset_names) != 1:
+            raise ValueError('BTgymEnv trades exactly one asset, got asset_names={}'.format(self.asset_names))
+        data_names = getattr(self.dataset, 'data_names', None)
+        if data_names is not None and not set(self.asset_names) <= set(data_names):
+            raise ValueError('asset_names {} are not among the data line names {}: pass the same names as '
+                             'data_names'.format(list(self.asset_names), list(data_names)))
+        self.portfolio_actions = self.params['portfolio_actions']
+        self.skip_frame = self.params['skip_frame']
+        if isinstance(self.skip_frame, bool) or not isinstance(self.skip_frame, numbers.Integral) or \
+                self.skip_frame < 1:
+            raise ValueError('skip_frame must be a whole number of bars >= 1, got {!r}'.format(self.skip_frame))
+        self.initial_action = {asset: 0 for asset in self.asset_names}
+        if self.portfolio_actions:
+            self.initial_portfolio_action = {asset: self.portfolio_actions[0] for asset in self.asset_names}
+        else:
+            self.initial_portfolio_action = {asset: 0.0 for asset in self.asset_names}
+        strategy_kwargs.update(initial_action=self.initial_action,
+                               initial_portfolio_action=self.initial_portfolio_action)
+
+    def _set_spaces(self):
+        """Sets the observation and action spaces; raises ValueError for a render mode that is neither 'human',
+        'episode' nor an observation key."""
+        self.observation_space = observation_space(self.params['state_shape'], self.dataset.data)
+        self.action_space = ActionDictSpace(assets=self.asset_names, base_actions=self.portfolio_actions)
+        self._observation_dtypes = space_dtypes(self.observation_space)
+        for mode in self.render_modes:
+            if mode not in ('human', 'episode') and mode not in self.observation_space.spaces:
+                raise ValueError('render mode {!r} is neither human, episode nor an observation key {}'.format(
+                    mode, list(self.observation_space.spaces)))
+
+    def _init_episodes(self):
+        """The dataset's statistics, and no trial, episode or episode result yet."""
+        self._dataset_stat = self.dataset.describe()
+        self._trial = None
+        self._trial_stat = None
+        self._handoff = None
+        self._episode_number = -1
+        self._episode_done = True
+        self._episode_result = None
+        self._finished_strategy = None
+        self._last_step = None
+        self._finalizer = None
+        self.closed = False
 
     # ----------------------------------------------------------------------------------------------- episodes
 
@@ -304,7 +309,7 @@ class BTgymEnv(gym.Env):
             raise RuntimeError('the episode ended without an observation (the data window is too short for '
                                'the strategy warm-up of {} bars?)'.format(self.strategy_class.warmup_period))
         if self._env_step == 0:
-            self._check_state(response.state)
+            check_state(response.state, self.observation_space)
         self._env_step += 1
         self._episode_done = response.done
         self._last_step = dict(state=response.state, reward=response.reward, done=response.done,
@@ -313,29 +318,13 @@ class BTgymEnv(gym.Env):
         info['bars'] = response.infos
         return self._observation(response.state), float(response.reward), bool(response.done), False, info
 
-    def _check_state(self, state, space=None, path='observation'):
-        """Raises ValueError naming the first key whose state is missing or not of its space's shape."""
-        space = space or self.observation_space
-        for key, subspace in space.spaces.items():
-            where = '{}[{!r}]'.format(path, key)
-            if key not in state:
-                raise ValueError('the strategy gives no {} (its state keys: {}); state_shape must name what '
-                                 'the strategy returns'.format(where, sorted(state)))
-            if isinstance(subspace, spaces.Dict):
-                self._check_state(state[key], subspace, where)
-            elif np.shape(state[key]) != subspace.shape:
-                raise ValueError('{} has shape {} but the state_shape space says {}'.format(
-                    where, np.shape(state[key]), subspace.shape))
-
     def _observation(self, state):
         """Copies the strategy state into fresh arrays of the observation space dtypes.
 
         Raises:
             NonFiniteObservationError: a value is NaN or inf (named, with what the data checks find in the data).
         """
-        observation = {key: ({k: np.array(v, dtype=dtype[k]) for k, v in state[key].items()}
-                             if isinstance(dtype, dict) else np.array(state[key], dtype=dtype))
-                       for key, dtype in self._observation_dtypes.items()}
+        observation = state_arrays(state, self._observation_dtypes)
         bad = first_non_finite_key(observation)
         if bad is not None:
             raise NonFiniteObservationError('{} holds NaN or inf at step {} of episode {} (the strategy {} computed it '

@@ -4,8 +4,6 @@ The environment engine drives it: on every bar the strategy updates its broker s
 pending action; every `skip_frame` bars the engine asks it for `get_state()`, `get_reward()`, `get_info()` and
 `_get_done()` and hands the agent's next action back through `self.action`.
 """
-import numbers
-from collections import deque
 from datetime import timezone
 
 import backtrader as bt
@@ -13,34 +11,15 @@ import backtrader.indicators as btind
 import numpy as np
 from gymnasium import spaces
 
-from btgym_aac.spaces import DictSpace
-from btgym_aac.strategy.utils import decayed_result, norm_value
+from btgym_aac.strategy.broker_statistics import BrokerStatistics
+from btgym_aac.strategy.metadata import episode_metadata, metadata_space
+from btgym_aac.strategy.order_size import check_order_size, order_sizes
 from btgym_aac.validation import check_number
 
 SKIP_ACTION_KEY = '_skip_this'
-_COUNTER_HIGH = 10 ** 10
 
 
-def metadata_space():
-    """Episode metadata observation space.
-
-    Integer fields are int64 boxes (the counters' bound 1e10 does not fit uint32, and the data layer produces
-    int64 values); `timestamp` is the bar's POSIX time, float64.
-
-    Returns:
-        DictSpace with keys first_row, sample_num, timestamp, trial_num, trial_type, type.
-    """
-    return DictSpace({
-        'type': spaces.Box(low=0, high=1, shape=(), dtype=np.int64),
-        'trial_num': spaces.Box(low=0, high=_COUNTER_HIGH, shape=(), dtype=np.int64),
-        'trial_type': spaces.Box(low=0, high=1, shape=(), dtype=np.int64),
-        'sample_num': spaces.Box(low=0, high=_COUNTER_HIGH, shape=(), dtype=np.int64),
-        'first_row': spaces.Box(low=0, high=_COUNTER_HIGH, shape=(), dtype=np.int64),
-        'timestamp': spaces.Box(low=0, high=np.finfo(np.float64).max, shape=(), dtype=np.float64),
-    })
-
-
-class BTgymBaseStrategy(bt.Strategy):
+class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
     """Base trading strategy: broker statistics, normalisations, potential-based reward and episode end rules.
 
     Each key `k` of the `state_shape` param needs a method `get_<k>_state()`; `get_state()` returns the dict of
@@ -101,17 +80,28 @@ class BTgymBaseStrategy(bt.Strategy):
         initial_portfolio_action=None,
     )
 
-    broker_datalines = [
-        'cash', 'value', 'exposure', 'drawdown', 'pos_direction', 'pos_duration', 'realized_pnl',
-        'unrealized_pnl', 'min_unrealized_pnl', 'max_unrealized_pnl',
-    ]
-
     def __init__(self, **kwargs):
         params = self.p._getkwargs()
         self.check_params(params)
         if 'raw' in self.p.state_shape:
             self.time_dim = self.p.state_shape['raw'].shape[0]
         self.skip_frame = self.p.skip_frame
+        self._init_episode_progress()
+        self.log = getattr(self.env, '_log', None)
+        self._set_broker(params)
+        self._add_warmup_line()
+        self.metadata = episode_metadata(self.p.metadata)
+        self.state = {'raw': None, 'metadata': self.metadata}
+        self.can_broadcast = bool(self.metadata['type'] and self.metadata['trial_type'])
+        self._init_broker_statistics()
+        self.set_datalines()
+        self._state_getters = [
+            (key, self._required_method('get_{}_state'.format(key))) for key in self.p.state_shape
+        ]
+        self._set_action_mode()
+
+    def _init_episode_progress(self):
+        """Step counters, end-of-episode flags, the pending action and the broker messages of a new episode."""
         self.iteration = 0
         self.env_iteration = 0
         self.inner_embedding = 1
@@ -128,43 +118,37 @@ class BTgymBaseStrategy(bt.Strategy):
         self.final_message = '_'
         self.raw_state = None
         self.time_stamp = 0
-        self.log = getattr(self.env, '_log', None)
 
+    def _set_broker(self, params):
+        """Applies the `start_cash` and `commission` params to the broker; sets `start_cash`, the `target_value`
+        of the target call and the `order_size` per asset."""
         if self.p.start_cash is not None:
             self.broker.setcash(self.p.start_cash)
         if self.p.commission is not None:
             self.broker.setcommission(commission=self.p.commission, leverage=self.p.leverage)
         self.start_cash = self.broker.startingcash
-        self.broker_value_normalizer = 100.0 / (self.start_cash * (self.p.drawdown_call + self.p.target_call))
         self.target_value = self.start_cash * (1.0 + self.p.target_call / 100.0)
         self.order_size = self.order_sizes(params, self.env.sizers)
 
-        self.trade_just_closed = False
-        self.trade_result = 0.0
-        self.realized_broker_value = self.start_cash
-        self.current_pos_duration = 0
-        self.current_pos_min_value = self.start_cash
-        self.current_pos_max_value = self.start_cash
+    def _add_warmup_line(self):
+        """Adds the `dim_sma` line whose period is the warm-up (`warmup_period`, by default the larger of
+        `time_dim` and `avg_period`): backtrader calls `next()` once it is full.
 
+        Raises:
+            ValueError: the episode is too short for one decision after the warm-up.
+        """
         warmup = self.warmup_period or max(self.time_dim, self.avg_period)
         self._check_episode_length(warmup)
         self.data.dim_sma = btind.SimpleMovingAverage(self.datas[0], period=warmup)
         self.data.dim_sma.plotinfo.plot = False
 
-        self.metadata = self._episode_metadata(self.p.metadata)
-        self.state = {'raw': None, 'metadata': self.metadata}
-        self.can_broadcast = bool(self.metadata['type'] and self.metadata['trial_type'])
+    def _set_action_mode(self):
+        """Discrete actions (`portfolio_actions`) are executed once, as orders the broker checks at submission;
+        continuous target-percent actions (None) are sent again on up to two of the bars skipped after a decision.
 
-        self._broker_getters = [
-            (name, self._required_method('get_broker_{}'.format(name))) for name in self.broker_datalines
-        ]
-        stat_window = max(self.avg_period, 2 * self.p.skip_frame)
-        self.broker_stat = {name: deque(maxlen=stat_window) for name in self.broker_datalines}
-
-        self.set_datalines()
-        self._state_getters = [
-            (key, self._required_method('get_{}_state'.format(key))) for key in self.p.state_shape
-        ]
+        Raises:
+            ValueError: continuous actions with skip_frame <= 1.
+        """
         if self.p.portfolio_actions:
             self.broker.set_checksubmit(True)
             self.next_process_fn = self._next_discrete
@@ -191,69 +175,17 @@ class BTgymBaseStrategy(bt.Strategy):
         check_number('reward_scale', params['reward_scale'], low_open=True)
         check_number('drawdown_call', params['drawdown_call'], low_open=True)
         check_number('target_call', params['target_call'], low_open=True)
-        cls._check_order_size(params['order_size'], params['asset_names'])
+        check_order_size(params['order_size'], params['asset_names'])
 
-    @staticmethod
-    def _check_order_size(size, asset_names):
-        if size is None:
-            return
-        if isinstance(size, dict):
-            missing = set(asset_names) - set(size)
-            if missing:
-                raise ValueError('order_size has no entry for assets {}'.format(sorted(missing)))
-            for asset, stake in size.items():
-                check_number('order_size[{!r}]'.format(asset), stake, low_open=True)
-        elif isinstance(size, numbers.Real) and not isinstance(size, bool):
-            check_number('order_size', size, low_open=True)
-        else:
-            raise ValueError('order_size must be None, a number or a dict asset -> size, got {!r}'.format(size))
+    order_sizes = staticmethod(order_sizes)
+    """Order size per asset (see `order_size.order_sizes`; the env calls it at construction to check the engine's
+    sizer)."""
 
     def _required_method(self, name):
         method = getattr(self, name, None)
         if method is None:
             raise NotImplementedError('{} needs a method `{}()`'.format(type(self).__name__, name))
         return method
-
-    @staticmethod
-    def order_sizes(params, sizers):
-        """Order size per asset (the env calls this at construction to check the engine's sizer).
-
-        Args:
-            params: dict of the strategy's params, checked by `check_params`.
-            sizers: the engine's `sizers` dict (index -> (class, args, kwargs)).
-
-        Returns:
-            dict asset -> size: `order_size`, or the stake of the engine's one sizer with a `stake` when it is None.
-
-        Raises:
-            ValueError: `order_size` is None and the engine has no such sizer, several, or a stake <= 0.
-        """
-        size = params['order_size']
-        assets = list(params['asset_names'])
-        if size is None:
-            stakes = [kwargs['stake'] for _, _, kwargs in sizers.values() if 'stake' in kwargs]
-            if len(stakes) != 1:
-                raise ValueError(
-                    'order_size is not set and the engine has {} sizers with a `stake`; '
-                    'pass order_size= or add exactly one SizerFix'.format(len(stakes))
-                )
-            check_number("the engine's sizer stake (fixed_stake), which order_size=None takes,", stakes[0],
-                         low_open=True)
-            return {asset: stakes[0] for asset in assets}
-        if isinstance(size, dict):
-            return dict(size)
-        return {asset: size for asset in assets}
-
-    @staticmethod
-    def _episode_metadata(meta):
-        return {
-            'type': np.array(int(meta.get('type') or 0), dtype=np.int64),
-            'trial_num': np.array(int(meta.get('parent_sample_num') or 0), dtype=np.int64),
-            'trial_type': np.array(int(meta.get('parent_sample_type') or 0), dtype=np.int64),
-            'sample_num': np.array(int(meta.get('sample_num') or 0), dtype=np.int64),
-            'first_row': np.array(int(meta.get('first_row') or 0), dtype=np.int64),
-            'timestamp': np.array(0.0, dtype=np.float64),
-        }
 
     def set_datalines(self):
         """Hook for custom indicators and data lines; called once at the end of `__init__`."""
@@ -306,61 +238,6 @@ class BTgymBaseStrategy(bt.Strategy):
             self.broker_message = 'ORDER FAILED with status: {}'.format(order.getstatusname())
             self.order_failed += 1
         self.order = None
-
-    def update_broker_stat(self):
-        """Appends the current value of every broker statistic to its sliding deque."""
-        current_value = self.broker.get_value()
-        stat = self.broker_stat
-        for name, getter in self._broker_getters:
-            stat[name].append(getter(current_value=current_value))
-        self.trade_just_closed = False
-
-    # ------------------------------------------------------------------------------------- broker statistics
-
-    def get_broker_value(self, current_value, **kwargs):
-        return norm_value(current_value, self.start_cash, self.p.drawdown_call, self.p.target_call)
-
-    def get_broker_cash(self, **kwargs):
-        return norm_value(self.broker.get_cash(), self.start_cash, 99.0, self.p.target_call)
-
-    def get_broker_exposure(self, **kwargs):
-        return self.position.size / (self.start_cash * self.p.leverage + 1e-2)
-
-    def get_broker_pos_direction(self, **kwargs):
-        size = self.position.size
-        return 1.0 if size > 0 else (-1.0 if size < 0 else 0.0)
-
-    def get_broker_drawdown(self, **kwargs):
-        try:
-            return self.stats.drawdown.drawdown[-1]
-        except IndexError:
-            return 0.0
-
-    def get_broker_pos_duration(self, current_value, **kwargs):
-        if self.position.size == 0:
-            self.current_pos_duration = 0
-            self.current_pos_min_value = self.current_pos_max_value = current_value
-        else:
-            self.current_pos_duration += 1
-            self.current_pos_max_value = max(self.current_pos_max_value, current_value)
-            self.current_pos_min_value = min(self.current_pos_min_value, current_value)
-        return self.current_pos_duration
-
-    def get_broker_realized_pnl(self, current_value, **kwargs):
-        if not self.trade_just_closed:
-            return 0.0
-        return decayed_result(
-            self.trade_result, current_value, self.start_cash, self.p.drawdown_call, self.p.target_call, gamma=1
-        )
-
-    def get_broker_unrealized_pnl(self, current_value, **kwargs):
-        return (current_value - self.realized_broker_value) * self.broker_value_normalizer
-
-    def get_broker_min_unrealized_pnl(self, **kwargs):
-        return (self.current_pos_min_value - self.realized_broker_value) * self.broker_value_normalizer
-
-    def get_broker_max_unrealized_pnl(self, **kwargs):
-        return (self.current_pos_max_value - self.realized_broker_value) * self.broker_value_normalizer
 
     # ---------------------------------------------------------------------------------------------- state
 

@@ -26,10 +26,12 @@ from btgym_aac.algorithms.nn.networks import (
     conv_2d_network, dense_aac_network, dense_rp_network, duelling_pc_network, lstm_network,
     pixel_change_2d_estimator,
 )
-from btgym_aac.algorithms.session_callables import CallableCache
 from btgym_aac.algorithms.placeholders import feed_dict_from_nested, feed_dict_rnn_context, nested_placeholders
+from btgym_aac.algorithms.policy.acting import resolve_session, sample_category
+from btgym_aac.algorithms.policy.checks import check_spaces, checked_layers
+from btgym_aac.algorithms.policy.frames import flatten_frames, static_width, to_sequences
+from btgym_aac.algorithms.session_callables import CallableCache
 from btgym_aac.compat import tf
-from btgym_aac.spaces import ActionDictSpace, DictSpace
 
 AacGraph = collections.namedtuple(
     'AacGraph', ['features', 'logits', 'vf', 'sample', 'lstm_out', 'init_state', 'state_out', 'state_pl_flat']
@@ -40,86 +42,6 @@ context placeholders."""
 
 _AUX_ALIASED_INPUTS = ('state_in', 'last_a_in', 'last_reward_in', 'batch_size', 'time_length',
                        'lstm_state_pl_flatten')
-
-
-def resolve_session(sess=None):
-    """Returns `sess`, or the default session when `sess` is None.
-
-    Raises:
-        RuntimeError: no session given and no default session set.
-    """
-    session = sess if sess is not None else tf.get_default_session()
-    if session is None:
-        raise RuntimeError('policy: no TensorFlow session; pass sess=... or call inside `with sess.as_default():`')
-    return session
-
-
-def sample_category(logits, deterministic=False):
-    """Draws a category from `softmax(logits)` or takes the argmax.
-
-    Probabilities are computed in float64 and sampled by inverse CDF (one uniform draw against their cumulative
-    sum), so very peaked logits never raise. Uses the global numpy random state (seeded by the trainer).
-
-    Args:
-        logits: 1-D array-like of finite logits [A].
-        deterministic: return the argmax instead of a random draw.
-
-    Returns:
-        int category index.
-    """
-    logits = np.asarray(logits, dtype=np.float64).reshape(-1)
-    if logits.size == 0 or not np.all(np.isfinite(logits)):
-        raise ValueError('sample_category: logits must be a non-empty finite vector, got {}'.format(logits))
-    if deterministic:
-        return int(np.argmax(logits))
-    cdf = np.cumsum(softmax(logits))
-    index = np.searchsorted(cdf, np.random.random() * cdf[-1], side='right')
-    return int(min(index, logits.size - 1))
-
-
-def static_width(x):
-    """Product of the static non-batch dims of `x` (1 for a [N] tensor).
-
-    Raises:
-        ValueError: a non-batch dim is unknown.
-    """
-    dims = x.get_shape().as_list()[1:]
-    if None in dims:
-        raise ValueError('policy: tensor {} needs static non-batch dims, got shape {}'.format(x.name, x.get_shape()))
-    return int(np.prod(dims))
-
-
-def flatten_frames(x):
-    """Reshapes [N, ...] to [N, D]."""
-    return tf.reshape(x, [-1, static_width(x)])
-
-
-def to_sequences(x, batch_size, max_seq_len):
-    """Reshapes sequence-major frames [N, ...] to [batch_size, max_seq_len, D]."""
-    return tf.reshape(x, [batch_size, max_seq_len, static_width(x)])
-
-
-def check_spaces(ob_space, ac_space):
-    """Validates the observation and action spaces of a policy.
-
-    Raises:
-        TypeError: `ob_space` is not a DictSpace or `ac_space` not an ActionDictSpace.
-        ValueError: `ob_space` has no `external` key.
-    """
-    if not isinstance(ob_space, DictSpace):
-        raise TypeError('policy: ob_space must be a btgym_aac.spaces.DictSpace, got {!r}'.format(ob_space))
-    if 'external' not in ob_space.spaces:
-        raise ValueError('policy: ob_space needs an `external` key, got keys {}'.format(list(ob_space.spaces)))
-    if not isinstance(ac_space, ActionDictSpace):
-        raise TypeError('policy: ac_space must be a btgym_aac.spaces.ActionDictSpace, got {!r}'.format(ac_space))
-
-
-def checked_layers(sizes, arg_name='lstm_layers'):
-    """Returns layer `sizes` as a tuple of positive ints; raises ValueError naming `arg_name` if empty or invalid."""
-    layers = tuple(sizes)
-    if not layers or any(isinstance(size, bool) or int(size) != size or size <= 0 for size in layers):
-        raise ValueError('policy: {} must be a non-empty sequence of positive ints, got {!r}'.format(arg_name, sizes))
-    return tuple(int(size) for size in layers)
 
 
 class BaseAacPolicy:

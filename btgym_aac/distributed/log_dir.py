@@ -1,0 +1,90 @@
+"""A run's log dir before and after the run: emptying it when asked (only of what runs write), checking that its
+checkpoint can be resumed from, and telling what it holds."""
+import os
+import re
+import shutil
+import sys
+
+from btgym_aac.data.shared import CACHE_DIR
+from btgym_aac.distributed.checkpoints import (check_checkpoint_readable, is_within, latest_checkpoint,
+                                               resumable_checkpoint)
+from btgym_aac.distributed.log_dir_lock import LOCK_FILE
+from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
+
+
+def prepare_log_dir(log_dir, current_ckpt_dir, initial_ckpt_dir, purge_previous, log):
+    """Creates the log dir; empties it when `purge_previous` says so, else checks its checkpoints can be resumed
+    from.
+
+    Args:
+        log_dir: the run's log dir.
+        current_ckpt_dir: the run's checkpoint folder inside it.
+        initial_ckpt_dir: the run's pre-trained model folder, or None.
+        purge_previous: 0 keep, 1 ask (on a terminal), 2 delete.
+        log: logger told of the purge.
+
+    Returns:
+        True when the log dir was emptied.
+
+    Raises:
+        RuntimeError: `purge_previous` is 1 and there is no terminal to ask.
+        ValueError: the log dir cannot be emptied (see `check_purgeable`), or its checkpoint state is damaged.
+    """
+    os.makedirs(log_dir, exist_ok=True)
+    purged = False
+    if set(os.listdir(log_dir)) - {LOCK_FILE}:
+        purge = purge_previous == 2
+        if purge_previous == 1:
+            if not sys.stdin or not sys.stdin.isatty():
+                raise RuntimeError('purge_previous=1 asks before deleting {} but there is no terminal to ask; '
+                                   'use purge_previous=0 (keep, resume) or 2 (delete)'.format(log_dir))
+            purge = input('{} already exists. Delete its contents [y/N]? '.format(log_dir)).strip() == 'y'
+        if purge:
+            check_purgeable(log_dir, current_ckpt_dir, initial_ckpt_dir)
+            purged = True
+            for entry in set(os.listdir(log_dir)) - {LOCK_FILE}:
+                path = os.path.join(log_dir, entry)
+                shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
+            log.notice('purged {}'.format(log_dir))
+    if not purged:
+        resumable = resumable_checkpoint(current_ckpt_dir)  # raises for a damaged state before any task starts
+        if resumable is not None:
+            check_checkpoint_readable(resumable)
+    return purged
+
+
+def check_purgeable(log_dir, current_ckpt_dir, initial_ckpt_dir):
+    """Raises ValueError unless the log dir holds only what runs write, and no input of this run."""
+    ckpt_subdir = os.path.relpath(current_ckpt_dir, log_dir).split(os.sep)[0]
+    run_entries = {RUN_CONFIG_FILE, RUN_CONFIG_FILE + '.writing', ckpt_subdir, 'evaluation', LOCK_FILE, CACHE_DIR}
+    foreign = sorted(entry for entry in os.listdir(log_dir)
+                     if entry not in run_entries and not re.fullmatch(r'worker_\d+', entry))
+    if foreign:
+        raise ValueError('refusing to empty {}: it holds {} besides what a run writes (run_config.pkl, {}, '
+                         'worker_N, evaluation); choose another log dir or move them'.format(
+                             log_dir, ', '.join(foreign[:5]) + (', ...' if len(foreign) > 5 else ''), ckpt_subdir))
+    if initial_ckpt_dir and is_within(initial_ckpt_dir, log_dir):
+        raise ValueError('refusing to empty {}: it holds the initial_ckpt_dir {} of this run'.format(
+            log_dir, initial_ckpt_dir))
+
+
+def log_dir_state(purged, current_ckpt_dir):
+    """What a failed run leaves to resume from: an emptied log dir, no checkpoint, or the kept one."""
+    if purged:
+        return 'the log dir was emptied at start, as purge_previous asked'
+    checkpoint = latest_checkpoint(current_ckpt_dir)
+    if checkpoint is None:
+        return 'the log dir holds no checkpoint'
+    return 'the checkpoint in the log dir ({}) is kept'.format(os.path.basename(checkpoint))
+
+
+def checkpoint_report(current_ckpt_dir):
+    """One line on the latest checkpoint in `current_ckpt_dir`: where it is and its step, or that none was
+    written."""
+    try:
+        path = latest_checkpoint(current_ckpt_dir)
+    except ValueError:
+        path = None
+    if path is None:
+        return 'no checkpoint was written in {}'.format(current_ckpt_dir)
+    return 'the latest checkpoint, {}, is in {}'.format(os.path.basename(path), current_ckpt_dir)
