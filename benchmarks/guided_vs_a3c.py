@@ -3,10 +3,12 @@
 Both train in one process (`train_in_process`) on the guided_a3c notebook's env (GuidedStrategy_0_0 with its
 settings, sine data of period 256) with GuidedPolicy_0_0 (smaller LSTMs than the notebook's, for speed) and the
 notebook's trainer settings; plain A3C sees the same observations (its policy ignores the `expert` key). For every
-seed and trainer: the total reward of every train episode in order, and the mean of the first and last
-`--window` episodes. Writes `guided_vs_a3c.json` to --out.
+seed and trainer: the total reward of every train episode in order; per trainer, the mean reward of each block of
+`--window` episodes and the episodes until the running mean reaches `--threshold`. Writes `guided_vs_a3c.json` to
+--out.
 
-Usage: python benchmarks/guided_vs_a3c.py [--seeds 0 1 2] [--max-steps 30000] [--window 10] [--out benchmarks/results]
+Usage: python benchmarks/guided_vs_a3c.py [--seeds 0 1 2] [--max-steps 20000] [--window 10] [--threshold 60]
+                                          [--out benchmarks/results] [--summarise JSON]
 """
 import argparse
 import json
@@ -58,25 +60,48 @@ def run(trainer_name, seed, max_steps):
             'episode_rewards': result['episode_rewards'], 'seconds': time.perf_counter() - start}
 
 
-def summarise(runs, window):
+def summarise(runs, window, threshold):
+    """Per trainer, means over seeds: the mean reward of each block of `window` train episodes (as long as every
+    seed has it), and the episodes until the running mean of `window` episodes first reaches `threshold`."""
     summary = {}
     for name in sorted({run['trainer'] for run in runs}):
-        mine = [run for run in runs if run['trainer'] == name]
+        curves = [run['episode_rewards'] for run in runs if run['trainer'] == name]
+        blocks = min(len(curve) for curve in curves) // window
         summary[name] = {
-            'first_episodes_mean_reward': statistics.fmean(np.mean(run['episode_rewards'][:window]) for run in mine),
-            'last_episodes_mean_reward': statistics.fmean(np.mean(run['episode_rewards'][-window:]) for run in mine),
-            'episodes': [len(run['episode_rewards']) for run in mine],
+            'block_mean_rewards': [statistics.fmean(np.mean(curve[k * window:(k + 1) * window]) for curve in curves)
+                                   for k in range(blocks)],
+            'episodes_to_threshold': [_episodes_to(curve, window, threshold) for curve in curves],
+            'episodes': [len(curve) for curve in curves],
         }
     return summary
+
+
+def _episodes_to(curve, window, threshold):
+    """Episodes until the mean of the last `window` first reaches `threshold` (None: never)."""
+    running = np.convolve(curve, np.ones(window) / window, mode='valid')
+    reached = np.flatnonzero(running >= threshold)
+    return int(reached[0]) + window if reached.size else None
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
-    parser.add_argument('--max-steps', type=int, default=30000)
+    parser.add_argument('--max-steps', type=int, default=20000)
     parser.add_argument('--window', type=int, default=10)
+    parser.add_argument('--threshold', type=float, default=60.0,
+                        help='running-mean episode reward that counts as learned')
+    parser.add_argument('--summarise', metavar='JSON', help='only recompute the summary of an earlier run')
     parser.add_argument('--out', default=os.path.join(os.path.dirname(__file__), 'results'))
     args = parser.parse_args()
+    if args.summarise:
+        with open(args.summarise) as stream:
+            report = json.load(stream)
+        report.update(window=args.window, threshold=args.threshold,
+                      summary=summarise(report['runs'], args.window, args.threshold))
+        with open(args.summarise, 'w') as stream:
+            json.dump(report, stream, indent=1)
+        print(json.dumps(report['summary'], indent=1))
+        return
     runs = []
     for seed in args.seeds:
         for name in (('GuidedAAC', 'A3C') if seed % 2 == 0 else ('A3C', 'GuidedAAC')):
@@ -85,7 +110,8 @@ def main():
                 name, seed, len(runs[-1]['episode_rewards']), args.window,
                 np.mean(runs[-1]['episode_rewards'][-args.window:]), runs[-1]['seconds']), flush=True)
     report = {'machine': platform.node(), 'cpus': os.cpu_count(), 'max_env_steps': args.max_steps,
-              'window': args.window, 'summary': summarise(runs, args.window), 'runs': runs}
+              'window': args.window, 'threshold': args.threshold,
+              'summary': summarise(runs, args.window, args.threshold), 'runs': runs}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'guided_vs_a3c.json'), 'w') as stream:
         json.dump(report, stream, indent=1)
