@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 
 from btgym_aac import BTgymDataset, BTgymEnv
-from btgym_aac.algorithms import A3C
 from btgym_aac.algorithms.policy import AacStackedRL2Policy
 from btgym_aac.algorithms.runner import BaseSynchroRunner, VerboseSynchroRunner
 from btgym_aac.data import make_sine_data
@@ -46,6 +45,7 @@ def test_imitation_term_equals_numpy_with_its_decayed_weight_and_vanishes_withou
         assert sess.run(trainer.guided_loss, feed) > 0
 
 
+@pytest.mark.slow
 def test_aac_lambda_scales_the_base_loss_only():
     losses = {}
     for aac_lambda in (1.0, 0.25):
@@ -89,9 +89,3 @@ def test_a_policy_without_expert_actions_is_refused_by_name():
                 pass
     finally:
         env.close()
-
-
-def test_plain_a3c_trains_on_the_guided_env_ignoring_the_expert_key():
-    with started_trainer(A3C, guided_env(), GuidedPolicy_0_0, POLICY, rollout_length=8,
-                         time_flat=True) as (trainer, sess, _):
-        assert trainer.process(sess) == 8

@@ -119,6 +119,7 @@ class BaseAAC:
                  num_epochs=1, pi_prime_update_period=1, episodes_per_trial=None, global_step_op=None,
                  global_episode_op=None, inc_episode_op=None, _use_global_network=True, _use_target_policy=False,
                  _use_local_memory=False, aux_render_modes=None, acting_replica=None, **kwargs):
+        # every argument but the construction ones is a setting, validated and kept under its own name
         settings = {key: value for key, value in locals().items() if key not in _CONSTRUCTION_ARGUMENTS}
         self.task, self.log_level = task, log_level
         self.log = get_logger(name, task, log_level=log_level)
