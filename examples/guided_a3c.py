@@ -48,7 +48,8 @@ policy_config = dict(class_ref=GuidedPolicy_0_0, kwargs={
     'conv_2d_layer_config': ((32, (3, 1), (2, 1)), (32, (3, 1), (2, 1)), (64, (3, 1), (2, 1)), (64, (3, 1), (2, 1)))})
 trainer_config = dict(class_ref=GuidedAAC, kwargs=dict(
     opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=20 * 10 ** 6, model_gamma=0.99,
-    model_gae_lambda=1.0, model_beta=0.01, aac_lambda=1.0, guided_lambda=1.0, rollout_length=20, time_flat=True,
+    model_gae_lambda=1.0, model_beta=0.01, aac_lambda=1.0, guided_lambda=1.0, guided_decay_steps=10 * 10 ** 6,
+    rollout_length=20, time_flat=True,
     use_value_replay=False, episode_train_test_cycle=[1, 0], model_summary_freq=100, episode_summary_freq=5,
     env_render_freq=5))
 launcher_config = dict(max_env_steps=50000, save_secs=300, root_random_seed=0)

@@ -133,3 +133,13 @@ def test_original_arguments_that_are_not_used_are_warned_about_by_name():
     messages = [record.message for record in handler.records if record.level == logbook.WARNING]
     for name in ('opt_decay', 'opt_momentum', 'replay_batch_size'):
         assert any('`{}` of the original btgym is not used here'.format(name) in text for text in messages), name
+
+
+@pytest.mark.parametrize('hook', ['_get_main_feeder', '_process_rollouts'])
+def test_a_subclass_overriding_a_hook_that_is_no_longer_called_is_refused_by_name(hook):
+    subclass = type('OldStyleTrainer', (A3C,), {hook: lambda self, *args, **kwargs: None})
+    with pytest.raises(TypeError, match='OldStyleTrainer overrides {}, a hook of the original trainer'.format(hook)):
+        subclass(env=None, task=0, policy_config={'class_ref': AacDensePolicy})
+    grandchild = type('Grandchild', (subclass,), {})
+    with pytest.raises(TypeError, match='Grandchild overrides {}'.format(hook)):
+        grandchild(env=None, task=0, policy_config={'class_ref': AacDensePolicy})

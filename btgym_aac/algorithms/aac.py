@@ -35,6 +35,12 @@ from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger
 from btgym_aac.nonfinite import NonFiniteTrainingError, data_explanation
 
+REMOVED_HOOKS = {
+    '_get_main_feeder': 'override process_data, or extra_feed for placeholders of your own',
+    '_process_rollouts': 'override process_data (see trainer_feeds.train_batches)',
+}
+"""Hooks of the original's BaseAAC with no counterpart here, and what to override instead."""
+
 _CONSTRUCTION_ARGUMENTS = ('self', 'env', 'task', 'policy_config', 'kwargs', 'log_level', 'runner_config',
                            'runner_fn_ref', 'global_step_op', 'global_episode_op', 'inc_episode_op', 'acting_replica',
                            'episodes_per_trial')
@@ -99,8 +105,10 @@ class BaseAAC:
     Raises:
         ValueError: a setting is out of its range (counts and periods whole numbers >= 1, discounts and lambdas in
             [0, 1], learn rates and loss weights >= 0; see `trainer_settings`); the message names it and its value.
-        TypeError: the env's spaces are not DictSpace / ActionDictSpace, or the policy lacks a member the enabled
-            tasks need (see `policy.interface.check_policy`).
+        TypeError: the env's spaces are not DictSpace / ActionDictSpace, the policy lacks a member the enabled
+            tasks need (see `policy.interface.check_policy`), or a subclass overrides a hook of the original that
+            this trainer no longer calls (`REMOVED_HOOKS`).
+        ValueError: the observation space has no `external` key.
 
     Class attribute `acting_replica_class`: the `ActingReplica` class used (subclasses may replace it).
     """
@@ -123,6 +131,7 @@ class BaseAAC:
         settings = {key: value for key, value in locals().items() if key not in _CONSTRUCTION_ARGUMENTS}
         self.task, self.log_level = task, log_level
         self.log = get_logger(name, task, log_level=log_level)
+        _check_removed_hooks(type(self))
         self._warn_ignored(kwargs)
         self.env_list = list(env) if isinstance(env, (list, tuple)) else [env]
         check_env_spaces(self.env_list[0])
@@ -308,7 +317,7 @@ class BaseAAC:
             **kwargs: passed on to every runner's `start_runner` (e.g. `stop_event`: a threading.Event whose setting
                 makes `process` raise RunnerStopped rather than wait for data from a hung environment).
         """
-        if self.use_global_network:
+        if self.train_step is not None:
             self.train_step.start(sess)
         for runner in self.runners:
             runner.start_runner(sess, summary_writer, **kwargs)
@@ -370,8 +379,9 @@ class BaseAAC:
             number of env frames trained on (0 for a test-only batch).
         """
         if self.train_step is None:
-            raise RuntimeError('{} was built without a global network (_use_global_network=False) and has no train '
-                               'step; a subclass that trains otherwise overrides _process'.format(type(self).__name__))
+            raise RuntimeError('{} has no train step: it was built without a global network (_use_global_network='
+                               'False), or its _make_train_op did not call BaseAAC._make_train_op; a subclass that '
+                               'trains otherwise overrides _process'.format(type(self).__name__))
         data = self.get_data()
         self.train_step.update_target(sess, self.local_steps)
         is_train = [self.rollout_is_train(rollout) for rollout in data['on_policy']]
@@ -413,6 +423,14 @@ class BaseAAC:
             step = self.last_global_step if self.last_global_step is not None else self.global_step
         write_runner_summaries(sess, self.summary_writer, self.ep_summary, data, model_data, self.test_mode,
                                self.task == 0, step, self.global_episode if episode is None else episode)
+
+
+def _check_removed_hooks(cls):
+    """Raises TypeError when `cls` defines a hook of the original's trainer that is never called here."""
+    for name, instead in REMOVED_HOOKS.items():
+        if any(name in vars(klass) for klass in cls.__mro__ if klass is not BaseAAC):
+            raise TypeError('{} overrides {}, a hook of the original trainer that BaseAAC no longer calls; {} '
+                            '(see docs/custom-algorithms.md)'.format(cls.__name__, name, instead))
 
 
 def _fixed_kwargs(cls_name, kwargs, fixed):

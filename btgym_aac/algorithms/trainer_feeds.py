@@ -91,14 +91,13 @@ def pixel_control_feed(targets, batch):
             targets.bootstrap_row: batch['pc_bootstrap_row'], targets.mask: batch['pc_mask']}
 
 
-def train_feed(trainer, batches, pi, pi_prime=None, is_train=True):
-    """Feed dict of one train step.
+def train_feed(trainer, batches, pi, pi_prime=None):
+    """Feed dict of one train step (`pi.train_phase` fed True).
 
     Args:
         trainer: reads `targets` (TrainTargets) and the `use_*` flags.
         batches: TrainBatches.
         pi, pi_prime: local policy and target policy (or None).
-        is_train: value fed to `pi.train_phase` (False: the step changes no weight).
 
     Returns:
         dict placeholder -> value.
@@ -106,7 +105,7 @@ def train_feed(trainer, batches, pi, pi_prime=None, is_train=True):
     targets = trainer.targets
     feed = policy_inputs_feed(pi, 'on', batches.on_policy)
     feed.update(policy_targets_feed(targets.on_policy, batches.on_policy))
-    feed[pi.train_phase] = bool(is_train)
+    feed[pi.train_phase] = True
     if pi_prime is not None:
         feed.update(policy_inputs_feed(pi_prime, 'on', batches.on_policy))
     off = batches.off_policy

@@ -82,14 +82,13 @@ def trainer_attributes(args):
     """Validates a trainer's settings and derives the flags that follow from them.
 
     Args:
-        args: dict of `BaseAAC` constructor arguments by name (all but `env`, `task`, `policy_config`).
+        args: dict of `BaseAAC` constructor arguments by name (all but those in `aac._CONSTRUCTION_ARGUMENTS`).
 
     Returns:
         dict of attribute name -> value: every setting under its argument's name (but the `_use_*` flags), the
-        log-uniform settings drawn
-        (numpy's global random state), `opt_decay_steps` / `opt_end_learn_rate` / `replay_rollout_length`
-        resolved, and the derived flags `use_value_replay` (off with `use_off_policy_aac`), `use_any_aux_tasks`,
-        `use_memory`, `use_target_policy` and `use_global_network`.
+        log-uniform settings drawn (numpy's global random state), `opt_decay_steps` / `opt_end_learn_rate` /
+        `replay_rollout_length` resolved, and the derived flags `use_value_replay` (off with
+        `use_off_policy_aac`), `use_any_aux_tasks`, `use_memory`, `use_target_policy` and `use_global_network`.
 
     Raises:
         ValueError: a setting is out of its range; the message names it and its value.

@@ -179,7 +179,7 @@ class Launcher:
                     cluster_config=self.cluster_config, test_mode=self.test_mode)
 
     def task_config(self, job_name, task):
-        """Config of one cluster task, as passed to `worker.run_task`."""
+        """Config of one cluster task, as passed to `task_process.run_task`."""
         config = dict(job_name=job_name, task=task, cluster_spec=self.cluster_spec, log_level=self.log_level)
         if job_name == 'worker':
             config.update(

@@ -103,9 +103,9 @@ def _serve_as_parameter_server(config, cluster, log):
 
 
 def _exit_for(error, task, progress_queue):
-    """Ends a worker that `error` stopped: NaN or inf (exit NON_FINITE_EXIT_CODE) and a failed cluster session
-    (exit SESSION_LOST_EXIT_CODE) with one line saying so; anything else is reported to the launcher and
-    re-raised."""
+    """Ends a worker that `error` stopped. NaN or inf: one line, exit NON_FINITE_EXIT_CODE. Otherwise the error is
+    reported to the launcher; then a failed cluster session gets one line and exit SESSION_LOST_EXIT_CODE, and
+    anything else is re-raised."""
     from btgym_aac.algorithms.runner.base import is_session_failure
     from btgym_aac.logs import error_summary
     from btgym_aac.nonfinite import NonFiniteError

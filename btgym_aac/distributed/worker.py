@@ -92,7 +92,7 @@ class Worker:
     """Training loop of one worker task (see the module docstring).
 
     Args:
-        config: see `run_task`.
+        config: see `task_process.run_task`.
         server: this task's tf.train.Server.
         log: logbook logger.
         progress_queue: multiprocessing queue or None.

@@ -15,7 +15,7 @@ from btgym_aac.algorithms.math_utils import cat_entropy, kl_divergence
 from btgym_aac.compat import tf
 
 
-def _loss_scope(name, kind):
+def loss_scope(name, kind):
     """Opens the name scope `<name>/<kind>`, valid also at the graph root (see the module docstring)."""
     if not tf.get_default_graph().get_name_scope():
         name = name.lstrip('_')
@@ -28,7 +28,7 @@ def _scalar_summaries(always, verbose_only, verbose):
     return [tf.summary.scalar(tag, tensor) for tag, tensor in pairs]
 
 
-def _batch_mean(x, mask):
+def batch_mean(x, mask):
     """Mean of `x` [B] over all rows (`mask` None) or over the rows weighted by `mask` [B]."""
     if mask is None:
         return tf.reduce_mean(x)
@@ -36,7 +36,7 @@ def _batch_mean(x, mask):
     return tf.reduce_sum(x * mask) / tf.maximum(tf.reduce_sum(mask), 1.0)
 
 
-def _check_compatible(first, second, what):
+def check_compatible(first, second, what):
     """Raises ValueError when the static shapes of `first` and `second` cannot match."""
     if not first.get_shape().is_compatible_with(second.get_shape()):
         raise ValueError('{}: shapes {} and {} do not match'.format(what, first.get_shape(), second.get_shape()))
@@ -46,7 +46,7 @@ def _squared_error(r_target, pi_vf, what):
     """Returns `(R - V)^2` [B] after checking that the two shapes agree (no silent broadcasting)."""
     r_target = tf.convert_to_tensor(r_target)
     pi_vf = tf.convert_to_tensor(pi_vf)
-    _check_compatible(r_target, pi_vf, what + ' value target vs value function')
+    check_compatible(r_target, pi_vf, what + ' value target vs value function')
     return tf.square(r_target - pi_vf)
 
 
@@ -70,16 +70,16 @@ def aac_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_lo
     Returns:
         loss scalar; summaries `policy_loss`, `value_loss` (+ `entropy`, `value_fn`).
     """
-    with _loss_scope(name, 'aac'):
+    with loss_scope(name, 'aac'):
         neg_log_prob = tf.nn.softmax_cross_entropy_with_logits_v2(labels=act_target, logits=pi_logits)
-        pi_loss = _batch_mean(neg_log_prob * adv_target, mask)
-        vf_loss = 0.5 * _batch_mean(_squared_error(r_target, pi_vf, 'aac_loss_def'), mask)
-        entropy = _batch_mean(cat_entropy(pi_logits), mask)
+        pi_loss = batch_mean(neg_log_prob * adv_target, mask)
+        vf_loss = 0.5 * batch_mean(_squared_error(r_target, pi_vf, 'aac_loss_def'), mask)
+        entropy = batch_mean(cat_entropy(pi_logits), mask)
         loss = pi_loss + vf_loss - entropy * entropy_beta
 
         summaries = _scalar_summaries(
             [('policy_loss', pi_loss), ('value_loss', vf_loss)],
-            [('entropy', entropy), ('value_fn', _batch_mean(pi_vf, mask))],
+            [('entropy', entropy), ('value_fn', batch_mean(pi_vf, mask))],
             verbose,
         )
     return loss, summaries
@@ -109,7 +109,7 @@ def ppo_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_lo
     Returns:
         loss scalar; summaries `l_clip_loss`, `value_loss` (+ verbose ones).
     """
-    with _loss_scope(name, 'ppo'):
+    with loss_scope(name, 'ppo'):
         log_prob = -tf.nn.softmax_cross_entropy_with_logits_v2(labels=act_target, logits=pi_logits)
         old_log_prob = tf.stop_gradient(
             -tf.nn.softmax_cross_entropy_with_logits_v2(labels=act_target, logits=pi_prime_logits)
@@ -117,18 +117,18 @@ def ppo_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_lo
         ratio = tf.exp(log_prob - old_log_prob)
         surrogate = ratio * adv_target
         clipped_surrogate = tf.clip_by_value(ratio, 1.0 - epsilon, 1.0 + epsilon) * adv_target
-        clip_loss = -_batch_mean(tf.minimum(surrogate, clipped_surrogate), mask)
-        vf_loss = _batch_mean(_squared_error(r_target, pi_vf, 'ppo_loss_def'), mask)
-        entropy = _batch_mean(cat_entropy(pi_logits), mask)
+        clip_loss = -batch_mean(tf.minimum(surrogate, clipped_surrogate), mask)
+        vf_loss = batch_mean(_squared_error(r_target, pi_vf, 'ppo_loss_def'), mask)
+        entropy = batch_mean(cat_entropy(pi_logits), mask)
         loss = clip_loss + vf_loss - entropy * entropy_beta
 
         summaries = _scalar_summaries(
             [('l_clip_loss', clip_loss), ('value_loss', vf_loss)],
             [
                 ('entropy', entropy),
-                ('Dkl_old_new', _batch_mean(kl_divergence(pi_prime_logits, pi_logits), mask)),
-                ('pi_ratio', _batch_mean(ratio, mask)),
-                ('value_fn', _batch_mean(pi_vf, mask)),
+                ('Dkl_old_new', batch_mean(kl_divergence(pi_prime_logits, pi_logits), mask)),
+                ('pi_ratio', batch_mean(ratio, mask)),
+                ('value_fn', batch_mean(pi_vf, mask)),
             ],
             verbose,
         )
@@ -148,8 +148,8 @@ def value_fn_loss_def(r_target, pi_vf, name='_vr_', verbose=False, mask=None):
     Returns:
         loss scalar; summaries (`v_loss` if verbose, else empty).
     """
-    with _loss_scope(name, 'value_replay'):
-        loss = _batch_mean(_squared_error(r_target, pi_vf, 'value_fn_loss_def'), mask)
+    with loss_scope(name, 'value_replay'):
+        loss = batch_mean(_squared_error(r_target, pi_vf, 'value_fn_loss_def'), mask)
         summaries = _scalar_summaries([], [('v_loss', loss)], verbose)
     return loss, summaries
 
@@ -180,9 +180,9 @@ def pc_loss_def(actions, targets, pi_pc_q, name='_pc_', verbose=False, mask=None
     if action_width is not None and q_depth is not None and action_width != q_depth:
         raise ValueError('pc_loss_def: actions width {} differs from the Q depth {}; feed one-hot actions of the '
                          'full action depth'.format(action_width, q_depth))
-    with _loss_scope(name, 'pixel_control'):
+    with loss_scope(name, 'pixel_control'):
         q_action = tf.reduce_sum(pi_pc_q * tf.reshape(actions, [-1, 1, 1, tf.shape(actions)[-1]]), axis=-1)
-        loss = _batch_mean(tf.reduce_sum(tf.square(targets - q_action), axis=[1, 2]), mask)
+        loss = batch_mean(tf.reduce_sum(tf.square(targets - q_action), axis=[1, 2]), mask)
         summaries = _scalar_summaries([], [('q_loss', loss)], verbose)
     return loss, summaries
 
@@ -199,7 +199,7 @@ def rp_loss_def(rp_targets, pi_rp_logits, name='_rp_', verbose=False):
     Returns:
         loss scalar; summaries (`class_loss` if verbose, else empty).
     """
-    with _loss_scope(name, 'reward_prediction'):
+    with loss_scope(name, 'reward_prediction'):
         loss = tf.reduce_mean(tf.nn.softmax_cross_entropy_with_logits_v2(labels=rp_targets, logits=pi_rp_logits))
         summaries = _scalar_summaries([], [('class_loss', loss)], verbose)
     return loss, summaries

@@ -2,7 +2,8 @@
 
 A policy class is built by the trainer as `policy_class(**kwargs)` inside a variable scope, once for the global
 copy and once per local copy (see `BaseAAC`), with `ob_space`, `ac_space`, `rp_sequence_size`, `aux_estimate`,
-`static_rnn`, `task` and `cluster_spec` added to the user's `policy_config['kwargs']`. `BaseAacPolicy` and its
+`static_rnn`, `task` and `cluster_spec` added to the user's `policy_config['kwargs']` (and `pixel_control=True`
+unless given, when the trainer uses pixel control). `BaseAacPolicy` and its
 subclasses implement it; a policy written from scratch must provide `AacPolicy`'s members, plus those of
 `AUXILIARY_MEMBERS` for each auxiliary task the trainer enables. `check_policy` names what is missing.
 """
@@ -28,12 +29,13 @@ class AacPolicy(Protocol):
     """Members every policy has. Tensors are of the policy's own graph; N = batch_size * time_length frames.
 
     Inputs: `on_state_in` / `off_state_in` (nested dict of placeholders like the observation space),
-    `on_last_a_in` [N, A] one-hot, `on_last_reward_in` [N], `on_batch_size` (sequences), `on_time_length` (their
-    lengths), `on_lstm_state_pl_flatten` (flat list of RNN context placeholders); `train_phase` (bool scalar,
-    default False).
+    `on_last_a_in` [N, E] (the previous action's binary code, `ac_space.encode`), `on_last_reward_in` [N],
+    `on_batch_size` (sequences), `on_time_length` (their lengths), `on_lstm_state_pl_flatten` (flat list of RNN
+    context placeholders); `train_phase` (bool scalar, default False).
 
     Outputs read by the losses: `on_logits` / `off_logits` [N, A] and `on_vf` / `off_vf` [N]; `var_list`, the
-    trainable variables in creation order (global and local copies pair by position); `on_lstm_init_state`.
+    variables the trainer trains and syncs, in creation order (global and local copies pair by position): the
+    trainable ones plus any that must travel with them, such as normalisation statistics; `on_lstm_init_state`.
 
     Acting (runners): `act`, `get_value`, `get_initial_features`, `callback` (dict of name -> fn(policy, ...)
     called by runners with extra per-step data; may be empty).
@@ -64,10 +66,11 @@ class AacPolicy(Protocol):
     callback: dict
 
     def act(self, observation, lstm_state, last_action, last_reward, deterministic=False, sess=None):
-        """Returns (action dict, one-hot action [1, A], logits [1, A], value [1], next context)."""
+        """Returns (action pack {'environment': action dict, 'encoded': [E], 'one_hot': [A]}, logits [A], value [1],
+        next context)."""
 
     def get_value(self, observation, lstm_state, last_action, last_reward, sess=None):
-        """Returns the value estimate [1] of one observation."""
+        """Returns the value estimate of one observation, a float."""
 
     def get_initial_features(self, sess=None, **kwargs):
         """Returns the RNN context at an episode's start."""

@@ -6,7 +6,7 @@ tensor, e.g. a decayed schedule) and returns `(loss, summaries)`; the one summar
 weights: the batch mean then runs over the rows with mask 1, as in `btgym_aac.algorithms.nn.losses`.
 Arguments: `pi_actions` policy logits [B, A]; `expert_actions` expert action distributions [B, A].
 """
-from btgym_aac.algorithms.nn.losses import _batch_mean, _check_compatible, _loss_scope
+from btgym_aac.algorithms.nn.losses import batch_mean, check_compatible, loss_scope
 from btgym_aac.compat import tf
 
 BUY_SELL = slice(1, 3)
@@ -15,11 +15,11 @@ BUY_SELL = slice(1, 3)
 
 def _guided_loss(pi_actions, expert_actions, name, verbose, guided_lambda, mask, tag, per_row):
     """Opens the scope, checks shapes, averages `per_row(logits, expert)` [B] over the batch and scales it."""
-    with _loss_scope(name, 'guided_loss'):
+    with loss_scope(name, 'guided_loss'):
         pi_actions = tf.convert_to_tensor(pi_actions)
         expert_actions = tf.cast(expert_actions, pi_actions.dtype)
-        _check_compatible(pi_actions, expert_actions, '{} policy logits vs expert actions'.format(tag))
-        loss = _batch_mean(per_row(pi_actions, expert_actions), mask) * guided_lambda
+        check_compatible(pi_actions, expert_actions, '{} policy logits vs expert actions'.format(tag))
+        loss = batch_mean(per_row(pi_actions, expert_actions), mask) * guided_lambda
         summaries = [tf.summary.scalar(tag, loss)] if verbose else []
     return loss, summaries
 
