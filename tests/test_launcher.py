@@ -700,6 +700,7 @@ def test_a_killed_parameter_server_is_the_one_cause_the_workers_report(tmp_path,
     output = capfd.readouterr()
     log = output.out + output.err
     assert 'needs a running episode' not in log and 'runner of task' not in log and 'Traceback' not in log
+    assert 'no final checkpoint' not in log  # the chief does not try to save without its parameter server
     assert 'did not stop in time' not in log  # no worker waits on the lost parameter server
     for task in (0, 1):
         assert log.count('worker {}: its cluster session failed (UnavailableError: '.format(task)) == 1

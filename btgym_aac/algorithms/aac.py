@@ -30,16 +30,11 @@ from btgym_aac.algorithms.trainer_graph import (decayed_learn_rate, global_devic
                                                 make_train_ops, on_device, worker_device)
 from btgym_aac.algorithms.trainer_losses import base_loss, make_train_targets, pixel_control_q_target
 from btgym_aac.algorithms.trainer_runners import make_runners
-from btgym_aac.algorithms.trainer_settings import IGNORED_ORIGINAL_ARGUMENTS, check_env_spaces, trainer_attributes
+from btgym_aac.algorithms.trainer_settings import (IGNORED_ORIGINAL_ARGUMENTS, check_env_spaces, check_removed_hooks,
+                                                   fixed_kwargs, trainer_attributes)
 from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger
 from btgym_aac.nonfinite import NonFiniteTrainingError, data_explanation
-
-REMOVED_HOOKS = {
-    '_get_main_feeder': 'override process_data, or extra_feed for placeholders of your own',
-    '_process_rollouts': 'override process_data (see trainer_feeds.train_batches)',
-}
-"""Hooks of the original's BaseAAC with no counterpart here, and what to override instead."""
 
 _CONSTRUCTION_ARGUMENTS = ('self', 'env', 'task', 'policy_config', 'kwargs', 'log_level', 'runner_config',
                            'runner_fn_ref', 'global_step_op', 'global_episode_op', 'inc_episode_op', 'acting_replica',
@@ -107,7 +102,7 @@ class BaseAAC:
             [0, 1], learn rates and loss weights >= 0; see `trainer_settings`); the message names it and its value.
         TypeError: the env's spaces are not DictSpace / ActionDictSpace, the policy lacks a member the enabled
             tasks need (see `policy.interface.check_policy`), or a subclass overrides a hook of the original that
-            this trainer no longer calls (`REMOVED_HOOKS`).
+            this trainer no longer calls (`trainer_settings.REMOVED_HOOKS`).
         ValueError: the observation space has no `external` key.
 
     Class attribute `acting_replica_class`: the `ActingReplica` class used (subclasses may replace it).
@@ -131,7 +126,7 @@ class BaseAAC:
         settings = {key: value for key, value in locals().items() if key not in _CONSTRUCTION_ARGUMENTS}
         self.task, self.log_level = task, log_level
         self.log = get_logger(name, task, log_level=log_level)
-        _check_removed_hooks(type(self))
+        check_removed_hooks(type(self), BaseAAC)
         self._warn_ignored(kwargs)
         self.env_list = list(env) if isinstance(env, (list, tuple)) else [env]
         check_env_spaces(self.env_list[0])
@@ -425,33 +420,18 @@ class BaseAAC:
                                self.task == 0, step, self.global_episode if episode is None else episode)
 
 
-def _check_removed_hooks(cls):
-    """Raises TypeError when `cls` defines a hook of the original's trainer that is never called here."""
-    for name, instead in REMOVED_HOOKS.items():
-        if any(name in vars(klass) for klass in cls.__mro__ if klass is not BaseAAC):
-            raise TypeError('{} overrides {}, a hook of the original trainer that BaseAAC no longer calls; {} '
-                            '(see docs/custom-algorithms.md)'.format(cls.__name__, name, instead))
-
-
-def _fixed_kwargs(cls_name, kwargs, fixed):
-    clash = sorted(set(kwargs) & set(fixed))
-    if clash:
-        raise TypeError('{} fixes {}; do not pass them (use BaseAAC or Unreal to set them)'.format(cls_name, clash))
-    return dict(kwargs, **fixed)
-
-
 class Unreal(BaseAAC):
     """UNREAL: A3C with the auxiliary tasks of https://arxiv.org/abs/1611.05397 (all flags available)."""
 
     def __init__(self, **kwargs):
-        super().__init__(**_fixed_kwargs('Unreal', kwargs, {'name': 'UNREAL'}))
+        super().__init__(**fixed_kwargs('Unreal', kwargs, {'name': 'UNREAL'}))
 
 
 class A3C(BaseAAC):
     """A3C (https://arxiv.org/abs/1602.01783): on-policy actor-critic loss only, no auxiliary tasks."""
 
     def __init__(self, **kwargs):
-        super().__init__(**_fixed_kwargs('A3C', kwargs, dict(
+        super().__init__(**fixed_kwargs('A3C', kwargs, dict(
             on_policy_loss=aac_loss_def, use_off_policy_aac=False, use_reward_prediction=False,
             use_pixel_control=False, use_value_replay=False, _use_target_policy=False, name='A3C')))
 
@@ -461,5 +441,5 @@ class PPO(BaseAAC):
     previous update."""
 
     def __init__(self, **kwargs):
-        super().__init__(**_fixed_kwargs('PPO', kwargs, dict(
+        super().__init__(**fixed_kwargs('PPO', kwargs, dict(
             on_policy_loss=ppo_loss_def, off_policy_loss=ppo_loss_def, _use_target_policy=True, name='PPO')))

@@ -17,6 +17,12 @@ IGNORED_ORIGINAL_ARGUMENTS = {
 }
 """Arguments of the original's trainers that these trainers accept and ignore, with why (logged as a warning)."""
 
+REMOVED_HOOKS = {
+    '_get_main_feeder': 'override process_data, or extra_feed for placeholders of your own',
+    '_process_rollouts': 'override process_data (see trainer_feeds.train_batches)',
+}
+"""Hooks of the original's BaseAAC with no counterpart here, and what to override instead."""
+
 LOG_UNIFORM_SETTINGS = ('model_beta', 'opt_learn_rate', 'rp_lambda', 'pc_lambda', 'vr_lambda', 'off_aac_lambda')
 """Settings given as a number or a [low, high] range to draw from log-uniformly, in the order they are drawn."""
 
@@ -140,3 +146,19 @@ def check_env_spaces(env):
     if 'external' not in env.observation_space.spaces:
         raise ValueError('trainer: the observation space needs an `external` key, has {}'.format(
             list(env.observation_space.spaces)))
+
+
+def check_removed_hooks(cls, base):
+    """Raises TypeError when `cls` or a class between it and `base` defines one of `REMOVED_HOOKS`."""
+    for name, instead in REMOVED_HOOKS.items():
+        if any(name in vars(klass) for klass in cls.__mro__ if klass is not base):
+            raise TypeError('{} overrides {}, a hook of the original trainer that BaseAAC no longer calls; {} '
+                            '(see docs/custom-algorithms.md)'.format(cls.__name__, name, instead))
+
+
+def fixed_kwargs(cls_name, kwargs, fixed):
+    """`kwargs` with the settings subclass `cls_name` fixes; raises TypeError when `kwargs` sets one of them."""
+    clash = sorted(set(kwargs) & set(fixed))
+    if clash:
+        raise TypeError('{} fixes {}; do not pass them (use BaseAAC or Unreal to set them)'.format(cls_name, clash))
+    return dict(kwargs, **fixed)

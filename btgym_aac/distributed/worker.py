@@ -278,17 +278,19 @@ class Worker:
 
     def _end_training(self, sess, writer, ckpt_path, step, start_time, failure):
         """Stops the runners (first: after a `failure`, the first cause being raised, they would add errors of their
-        own), saves (chief) and reports the end, and always closes the writer and the session. A final save that
-        fails after `failure` is logged, not raised over it.
+        own), saves (chief) and reports the end, and always closes the writer and the session. After a failed
+        cluster session the chief does not try to save (the parameter server it would read is gone); a final save
+        that fails after another `failure` is logged, not raised over it.
         """
         from btgym_aac.algorithms.runner.base import is_session_failure
         from btgym_aac.logs import error_summary
 
+        session_lost = failure is not None and cause_where(failure, is_session_failure) is not None
         self.trainer.stop()
         try:
             if self.stop.is_set():
                 self.log.notice('stop requested at step {}'.format(step))
-            if self.is_chief:
+            if self.is_chief and not session_lost:
                 self._save(sess, ckpt_path, start_time)
             self._report(step, time.time() - start_time, finished=True)
         except Exception as error:
@@ -298,7 +300,7 @@ class Worker:
                 error_summary(error), error_summary(failure)))
         finally:
             writer.close()
-            if failure is None or cause_where(failure, is_session_failure) is None:
+            if not session_lost:
                 sess.close()  # (closing a failed cluster session waits on its lost tasks: the process ends instead)
 
     def _save(self, sess, ckpt_path, start_time):
