@@ -18,19 +18,14 @@ import tempfile
 import threading
 import time
 
+from btgym_aac.proc_memory import proc_memory_mb
+
 SAMPLE_SECONDS = 0.5
 
 
 def pss_mb(pid):
     """PSS of a process in MB (from /proc/PID/smaps_rollup), 0 once it is gone."""
-    try:
-        with open('/proc/{}/smaps_rollup'.format(pid)) as f:
-            for line in f:
-                if line.startswith('Pss:'):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        pass
-    return 0.0
+    return proc_memory_mb(pid, 'smaps_rollup', 'Pss') or 0.0
 
 
 def drive(csv, workers, log_dir):

@@ -39,8 +39,9 @@ def _other_group_members(gid, owner_uid):
         members = set(grp.getgrgid(gid).gr_mem)
     except KeyError:
         return ['?']
-    members.update(user.pw_name for user in pwd.getpwall() if user.pw_gid == gid)
-    excluded = {user.pw_name for user in pwd.getpwall() if user.pw_uid in (owner_uid, 0)}
+    users = pwd.getpwall()
+    members.update(user.pw_name for user in users if user.pw_gid == gid)
+    excluded = {user.pw_name for user in users if user.pw_uid in (owner_uid, 0)}
     return sorted(members - excluded)
 
 

@@ -23,7 +23,7 @@ from btgym_aac.distributed.cluster import address_port, free_ports, spec_ports
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE
 from proc_helpers import PARENT, live_processes
 from btgym_aac.distributed.network_namespace import (JOIN_FAILED_EXIT_CODE, NamespaceHolder, NetworkIsolationError,
-                                                     check_isolation_mode, isolation_obstacle)
+                                                     check_isolation_mode, isolate_cluster, isolation_obstacle)
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'isolation_run.py')
 UNPRIVILEGED_UID = 65534
@@ -247,7 +247,7 @@ def test_require_refuses_a_cluster_spec_that_spans_hosts_before_any_task_starts(
         launcher.run()
     assert launcher.processes == {}
     off = Launcher(cluster_config={'log_dir': str(tmp_path / 'off'), 'network_isolation': 'off'}, show_progress=False)
-    assert off._isolate_network() is None
+    assert isolate_cluster(off.cluster_config['network_isolation'], off.cluster_spec, off.log) is None
 
 
 # ------------------------------------------------------------------------------------------- whole runs

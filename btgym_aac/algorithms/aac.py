@@ -18,6 +18,7 @@ import numpy as np
 
 from btgym_aac.algorithms.finite_guard import first_non_finite
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
+from btgym_aac.algorithms.policy.checks import check_spaces
 from btgym_aac.algorithms.policy.interface import check_policy
 from btgym_aac.algorithms.policy.options import unread_policy_kwargs
 from btgym_aac.algorithms.policy.replica import ActingReplica
@@ -30,8 +31,8 @@ from btgym_aac.algorithms.trainer_graph import (decayed_learn_rate, global_devic
                                                 make_train_ops, on_device, worker_device)
 from btgym_aac.algorithms.trainer_losses import base_loss, make_train_targets, pixel_control_q_target
 from btgym_aac.algorithms.trainer_runners import make_runners
-from btgym_aac.algorithms.trainer_settings import (IGNORED_ORIGINAL_ARGUMENTS, check_env_spaces, check_removed_hooks,
-                                                   fixed_kwargs, trainer_attributes)
+from btgym_aac.algorithms.trainer_settings import (IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks, fixed_kwargs,
+                                                   trainer_attributes)
 from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger
 from btgym_aac.nonfinite import NonFiniteTrainingError, data_explanation
@@ -129,7 +130,7 @@ class BaseAAC:
         check_removed_hooks(type(self), BaseAAC)
         self._warn_ignored(kwargs)
         self.env_list = list(env) if isinstance(env, (list, tuple)) else [env]
-        check_env_spaces(self.env_list[0])
+        check_spaces(self.env_list[0].observation_space, self.env_list[0].action_space, owner='trainer')
         if random_seed is not None:
             np.random.seed(random_seed)
             tf.set_random_seed(random_seed)

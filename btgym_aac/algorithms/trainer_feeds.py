@@ -5,7 +5,6 @@ import collections
 import numpy as np
 
 from btgym_aac.algorithms.pixel_control import pixel_control_targets
-from btgym_aac.algorithms.policy.interface import OFF_POLICY_INPUTS, ON_POLICY_INPUTS
 from btgym_aac.algorithms.batches import batch_stack
 from btgym_aac.algorithms.placeholders import feed_dict_from_nested, feed_dict_rnn_context
 
@@ -65,15 +64,16 @@ def train_batches(trainer, data, is_train):
 
 def policy_inputs_feed(pi, prefix, batch):
     """Feed of a policy's on- or off-policy inputs (`prefix` 'on' or 'off') from a processed batch."""
-    names = dict(zip(('state_in', 'last_a_in', 'last_reward_in', 'batch_size', 'time_length', 'context'),
-                     ON_POLICY_INPUTS if prefix == 'on' else OFF_POLICY_INPUTS))
-    feed = feed_dict_from_nested(getattr(pi, names['state_in']), batch['state'])
-    feed.update(feed_dict_rnn_context(getattr(pi, names['context']), batch['context']))
+    def inputs(name):
+        return getattr(pi, '{}_{}'.format(prefix, name))
+
+    feed = feed_dict_from_nested(inputs('state_in'), batch['state'])
+    feed.update(feed_dict_rnn_context(inputs('lstm_state_pl_flatten'), batch['context']))
     feed.update({
-        getattr(pi, names['last_a_in']): batch['last_action'],
-        getattr(pi, names['last_reward_in']): batch['last_reward'],
-        getattr(pi, names['batch_size']): batch['batch_size'],
-        getattr(pi, names['time_length']): batch['time_steps'],
+        inputs('last_a_in'): batch['last_action'],
+        inputs('last_reward_in'): batch['last_reward'],
+        inputs('batch_size'): batch['batch_size'],
+        inputs('time_length'): batch['time_steps'],
     })
     return feed
 

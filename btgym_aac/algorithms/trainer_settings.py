@@ -7,7 +7,6 @@ names: `self.model_gamma`, `self.use_memory`, ...), drawing the log-uniform ones
 import numpy as np
 
 from btgym_aac.algorithms.math_utils import log_uniform
-from btgym_aac.spaces import ActionDictSpace, DictSpace
 from btgym_aac.validation import check_number, check_whole_number
 
 IGNORED_ORIGINAL_ARGUMENTS = {
@@ -132,20 +131,6 @@ def _derived_flags(args):
         'use_target_policy': args['_use_target_policy'],
         'use_global_network': args['_use_global_network'],
     }
-
-
-def check_env_spaces(env):
-    """Raises TypeError / ValueError unless `env` has a DictSpace observation space with an `external` key and an
-    ActionDictSpace action space."""
-    if not isinstance(env.observation_space, DictSpace):
-        raise TypeError('trainer: env.observation_space must be a btgym_aac DictSpace, got {!r}'.format(
-            type(env.observation_space).__name__))
-    if not isinstance(env.action_space, ActionDictSpace):
-        raise TypeError('trainer: env.action_space must be a btgym_aac ActionDictSpace, got {!r}'.format(
-            type(env.action_space).__name__))
-    if 'external' not in env.observation_space.spaces:
-        raise ValueError('trainer: the observation space needs an `external` key, has {}'.format(
-            list(env.observation_space.spaces)))
 
 
 def check_removed_hooks(cls, base):

@@ -14,13 +14,13 @@ first offending row (its position among the source's data rows, 1-based, and its
 """
 import numpy as np
 
+from btgym_aac.data.columns import PRICE_COLUMNS
 from btgym_aac.data.errors import DataError
 from btgym_aac.logs import get_logger
 
 DEFAULT_CHECKS = {'nonpositive_prices': 'error', 'price_scale': 'error', 'constant_prices': 'error',
                   'unsorted_timestamps': 'warn', 'duplicated_timestamps': 'warn'}
 ACTIONS = ('error', 'warn', 'off')
-PRICE_COLUMNS = ('open', 'high', 'low', 'close')
 PRICE_RANGE = (1e-8, 1e12)
 
 _log = get_logger('DataChecks')

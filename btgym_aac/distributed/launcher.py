@@ -35,6 +35,7 @@ from btgym_aac.distributed.stop_signals import ctrl_c_held, signals_handled, sto
 from btgym_aac.distributed.task_process import (NON_FINITE_EXIT_CODE, SESSION_LOST_EXIT_CODE,
                                                 SETUP_FAILED_EXIT_CODE, run_pickled_task)
 from btgym_aac.logs import get_logger
+from btgym_aac.proc_memory import proc_memory_mb
 from btgym_aac.paths import file_in_the_way
 from btgym_aac.validation import check_whole_number
 
@@ -42,18 +43,6 @@ STOP_GRACE_SECONDS = 60
 STALL_STOP_SECONDS = 10
 POLL_SECONDS = 0.5
 PS_DEATH_WAIT_SECONDS = 3.0
-
-
-def _peak_rss_mb(pid):
-    """Peak resident memory of a process in MB from /proc (None where unavailable)."""
-    try:
-        with open('/proc/{}/status'.format(pid)) as f:
-            for line in f:
-                if line.startswith('VmHWM:'):
-                    return int(line.split()[1]) / 1024.0
-    except OSError:
-        return None
-    return None
 
 
 class Launcher:
@@ -211,10 +200,6 @@ class Launcher:
             process.start()
         return process
 
-    def _isolate_network(self):
-        """`network_namespace.isolate_cluster` as `network_isolation` asks: the NamespaceHolder, or None."""
-        return isolate_cluster(self.cluster_config['network_isolation'], self.cluster_spec, self.log)
-
     def run(self):
         """Starts the cluster and trains to `max_env_steps`.
 
@@ -249,7 +234,8 @@ class Launcher:
         with signals_handled(stop_handlers):
             try:
                 with ctrl_c_held():
-                    self.namespace_holder = self._isolate_network()
+                    self.namespace_holder = isolate_cluster(self.cluster_config['network_isolation'],
+                                                            self.cluster_spec, self.log)
                 for task in range(len(self.cluster_spec['ps'])):
                     self._start(context, 'ps', task, None)
                 for task in range(len(self.cluster_spec['worker'])):
@@ -379,7 +365,7 @@ class Launcher:
         (they ignore SIGTERM)."""
         for (job, task), process in self.processes.items():
             if job == 'ps' and process.is_alive():
-                self.ps_peak_rss_mb[task] = _peak_rss_mb(process.pid)
+                self.ps_peak_rss_mb[task] = proc_memory_mb(process.pid, 'status', 'VmHWM')  # peak RSS
         workers = [p for (job, _), p in self.processes.items() if job == 'worker' and p.is_alive()]
         for process in workers:
             process.terminate()

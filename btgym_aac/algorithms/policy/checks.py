@@ -2,19 +2,23 @@
 from btgym_aac.spaces import ActionDictSpace, DictSpace
 
 
-def check_spaces(ob_space, ac_space):
-    """Validates the observation and action spaces of a policy.
+def check_spaces(ob_space, ac_space, owner='policy'):
+    """Validates the observation and action spaces of a policy (or of the env a trainer is given).
+
+    Args:
+        ob_space, ac_space: the spaces.
+        owner: who checks, starting the messages ('policy', 'trainer').
 
     Raises:
         TypeError: `ob_space` is not a DictSpace or `ac_space` not an ActionDictSpace.
         ValueError: `ob_space` has no `external` key.
     """
     if not isinstance(ob_space, DictSpace):
-        raise TypeError('policy: ob_space must be a btgym_aac.spaces.DictSpace, got {!r}'.format(ob_space))
+        raise TypeError('{}: ob_space must be a btgym_aac.spaces.DictSpace, got {!r}'.format(owner, ob_space))
     if 'external' not in ob_space.spaces:
-        raise ValueError('policy: ob_space needs an `external` key, got keys {}'.format(list(ob_space.spaces)))
+        raise ValueError('{}: ob_space needs an `external` key, got keys {}'.format(owner, list(ob_space.spaces)))
     if not isinstance(ac_space, ActionDictSpace):
-        raise TypeError('policy: ac_space must be a btgym_aac.spaces.ActionDictSpace, got {!r}'.format(ac_space))
+        raise TypeError('{}: ac_space must be a btgym_aac.spaces.ActionDictSpace, got {!r}'.format(owner, ac_space))
 
 
 def checked_layers(sizes, arg_name='lstm_layers'):

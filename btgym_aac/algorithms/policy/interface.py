@@ -9,13 +9,6 @@ subclasses implement it; a policy written from scratch must provide `AacPolicy`'
 """
 from typing import Any, Protocol, runtime_checkable
 
-ON_POLICY_INPUTS = ('on_state_in', 'on_last_a_in', 'on_last_reward_in', 'on_batch_size', 'on_time_length',
-                    'on_lstm_state_pl_flatten')
-"""Placeholders of the on-policy pass, fed from a processed rollout (see `trainer_feeds.policy_inputs_feed`)."""
-
-OFF_POLICY_INPUTS = tuple('off' + name[2:] for name in ON_POLICY_INPUTS)
-"""The same placeholders of the off-policy pass (replayed data; weights shared with the on-policy pass)."""
-
 AUXILIARY_MEMBERS = {
     'use_value_replay': ('vr_value',),
     'use_pixel_control': ('pc_q', 'pc_change_state_in', 'pc_change_last_state_in', 'get_pc_target'),
