@@ -35,8 +35,7 @@ def run_config(name, seed, max_steps):
             SINE_ENV_KWARGS, strategy=DevStrat_4_11, state_ext_scale=np.linspace(3e3, 1e3, 5))}
         policy_config = {'class_ref': AacStackedRL2Policy, 'kwargs': {'lstm_layers': (256, 256),
                                                                       'lstm_2_init_period': 60}}
-        trainer_kwargs = dict(opt_learn_rate=1e-4, model_beta=0.05, rollout_length=20, time_flat=True,
-                              episodes_per_trial=1)
+        trainer_kwargs = dict(opt_learn_rate=1e-4, model_beta=0.05, rollout_length=20, time_flat=True)
         if algo == 'unreal':
             trainer_kwargs.update(use_value_replay=True, use_reward_prediction=True, replay_memory_size=500)
     else:

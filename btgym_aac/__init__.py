@@ -1,7 +1,10 @@
 """btgym_aac: BTGym's distributed actor-critic trading library, rebuilt for Python 3.11+ and TensorFlow 2.x.
 
-Public names are imported lazily, so `import btgym_aac` stays cheap and never imports TensorFlow by itself.
+Public names are imported lazily, so `import btgym_aac` stays cheap and never imports TensorFlow by itself. The
+original's module paths (`btgym_aac.research.strategy_gen_4`, `btgym_aac.datafeed`, ...) resolve to this package's
+classes (`btgym_aac.original_paths`).
 """
+from btgym_aac import original_paths
 from btgym_aac.lazy import lazy_names
 
 __version__ = '0.1.0'
@@ -16,8 +19,11 @@ _PUBLIC = {
     'DictSpace': 'btgym_aac.spaces',
     'ActionDictSpace': 'btgym_aac.spaces',
     'BTgymBaseStrategy': 'btgym_aac.strategy',
+    'BTgymRendering': 'btgym_aac.env.rendering',
 }
 
 __all__ = sorted(_PUBLIC)
 
 __getattr__, __dir__ = lazy_names(__name__, _PUBLIC, globals())
+
+original_paths.install()

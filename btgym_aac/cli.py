@@ -21,9 +21,6 @@ CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config
 def default_configs(algo='a3c'):
     """The reference configuration: DevStrat_4_11 on the built-in sine data, RL2 stacked-LSTM policy.
 
-    A new data trial every episode (`episodes_per_trial=1`): a `BTgymDataset` trial is one episode's window, so
-    longer trials would replay one window for `lstm_2_init_period` episodes.
-
     Args:
         algo: 'a3c', 'unreal' or 'ppo'.
 
@@ -50,7 +47,7 @@ def default_configs(algo='a3c'):
         trainer_config={'class_ref': trainers[algo], 'kwargs': dict(
             opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99,
             model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=10,
-            episode_summary_freq=1, env_render_freq=10, episodes_per_trial=1)},
+            episode_summary_freq=1, env_render_freq=10)},
         launcher_config={'max_env_steps': DEFAULT_MAX_STEPS, 'save_secs': 60},
     )
 
@@ -109,6 +106,8 @@ def _configs_from_args(args):
                       ('network_isolation', 'network_isolation')):
         if getattr(args, flag, None) is not None:
             cluster[key] = getattr(args, flag)
+    if getattr(args, 'initial_ckpt_dir', None) is not None:
+        _check_initial_checkpoint(args.initial_ckpt_dir)
     if getattr(args, 'max_steps', None) is not None:
         launcher['max_env_steps'] = args.max_steps
     if getattr(args, 'seed', None) is not None:
@@ -119,6 +118,15 @@ def _configs_from_args(args):
         env_kwargs.pop('dataset', None)
     configs['env_config'] = dict(configs['env_config'], kwargs=env_kwargs)
     return configs
+
+
+def _check_initial_checkpoint(folder):
+    """FileNotFoundError unless `folder` (the `--initial-ckpt-dir` flag) holds a checkpoint; a Launcher given such a
+    folder in its config starts without it, as the original, but a flag asks for it explicitly."""
+    from btgym_aac.distributed.checkpoints import latest_checkpoint
+
+    if latest_checkpoint(os.path.expanduser(folder)) is None:
+        raise FileNotFoundError('initial_ckpt_dir {!r} holds no checkpoint'.format(folder))
 
 
 def _make_launcher(configs, **overrides):

@@ -40,8 +40,7 @@ trainer_config = dict(
     class_ref=Unreal,
     kwargs=dict(opt_learn_rate=[1e-4, 1e-4], opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99,
                 model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, use_value_replay=False,
-                model_summary_freq=10, episode_summary_freq=1, env_render_freq=2,
-                episodes_per_trial=1),  # a new window every episode, as the notebook's runs had
+                model_summary_freq=10, episode_summary_freq=1, env_render_freq=2),
 )
 launcher_config = dict(max_env_steps=50000, save_secs=300, root_random_seed=0)
 

@@ -376,7 +376,6 @@ def test_a_config_files_cluster_and_launcher_dicts_fill_in_the_command_defaults(
     assert configs['cluster_config'] == {'num_workers': 4, 'num_ps': 1, 'num_envs': 3,
                                          'log_dir': cli_module.DEFAULT_LOG_DIR}
     assert configs['launcher_config'] == {'max_env_steps': cli_module.DEFAULT_MAX_STEPS, 'save_secs': 5}
-    assert configs['trainer_config']['kwargs']['episodes_per_trial'] == 1
 
 
 def test_initial_checkpoint_folder_flag_reaches_the_launcher(tmp_path, capsys):

@@ -51,7 +51,7 @@ def test_default_env_random_episode_on_synthetic_data():
     assert len(steps) > 100
     for observation, reward, _, info in steps:
         assert observation in env.observation_space
-        assert np.isfinite(reward) and abs(reward) <= env.params['reward_scale']
+        assert np.isfinite(reward) and abs(reward) <= env.strategy_params['reward_scale']
         assert set(info) >= {'step', 'time', 'action', 'broker_message', 'broker_cash', 'broker_value',
                              'drawdown', 'max_drawdown', 'bars'}
     assert steps[-1][2] is True
@@ -390,19 +390,6 @@ def test_nan_bars(tmp_path):
 def test_data_too_short_for_one_episode():
     with pytest.raises(ValueError, match='too short|not enough|fewer'):
         BTgymEnv(dataframe=make_sine_data(num_bars=600))
-
-
-def test_dataset_and_dataset_kwargs_together_are_refused():
-    dataset = BTgymDataset(dataframe=make_sine_data(num_bars=3000))
-    with pytest.raises(TypeError, match='filename'):
-        BTgymEnv(dataset=dataset, filename='x.csv')
-
-
-def test_engine_with_strategy_kwargs_is_refused():
-    engine = bt.Cerebro()
-    engine.addstrategy(DevStrat_4_11)
-    with pytest.raises(TypeError, match='drawdown_call'):
-        BTgymEnv(engine=engine, drawdown_call=3)
 
 
 class _FillLog(bt.Analyzer):

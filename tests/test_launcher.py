@@ -15,6 +15,7 @@ import textwrap
 import threading
 import time
 
+import logbook
 import numpy as np
 import pytest
 
@@ -164,9 +165,14 @@ def test_first_trained_step_is_timed_from_a_report_past_the_step_the_worker_star
     assert 2.0 <= launcher.first_step_seconds < 10.0
 
 
-def test_missing_initial_checkpoint_is_reported(tmp_path):
-    with pytest.raises(FileNotFoundError, match='holds no checkpoint'):
-        cartpole_launcher(tmp_path / 'run', 100, cluster={'initial_ckpt_dir': str(tmp_path / 'nothing')})
+def test_initial_checkpoint_folder_without_a_checkpoint_is_dropped_with_a_notice(tmp_path):
+    (tmp_path / 'empty').mkdir()
+    with logbook.TestHandler() as handler:
+        launcher = cartpole_launcher(tmp_path / 'run', 100, cluster={'initial_ckpt_dir': str(tmp_path / 'empty')})
+    assert launcher.initial_ckpt_dir is None
+    notices = [record.message for record in handler.records if record.level == logbook.NOTICE]
+    assert any('{} holds no checkpoint: starting from this run\'s own checkpoint'.format(tmp_path / 'empty') in text
+               for text in notices), notices
 
 
 def test_taken_port_is_reported_and_left_alone(tmp_path):

@@ -101,7 +101,7 @@ def test_a3c_process_trains_on_real_frames(tmp_path, time_flat):
 def test_a3c_rl2_policy_two_envs(tmp_path):
     session = Session(A3C, [trading_env(), trading_env()], AacStackedRL2Policy,
                       dict(lstm_layers=(16, 16), lstm_2_init_period=3, **SMALL_CONV), tmp_path,
-                      rollout_length=6, time_flat=True)
+                      rollout_length=6, time_flat=True, episodes_per_trial=3)
     try:
         assert session.trainer.episodes_per_trial == 3
         for _ in range(3):

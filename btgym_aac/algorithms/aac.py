@@ -86,8 +86,8 @@ class BaseAAC:
         clip_epsilon: PPO clip range (annealed with the learn rate).
         num_epochs: SGD passes per batch; the local policy is synced between them.
         pi_prime_update_period: train steps between local pi -> pi' copies.
-        episodes_per_trial: episodes per data trial (None: the policy's `lstm_2_init_period` if it has one,
-            else 1, i.e. a new trial every episode).
+        episodes_per_trial: episodes per data trial (default 1: a new trial every episode, as the original
+            asked for; an RL2 policy keeps its LSTM-2 context across the episodes of one trial).
         global_step_op, global_episode_op, inc_episode_op: external counters (for `_use_global_network=False`).
         _use_global_network: build the global copy.
         _use_target_policy: build the local pi' copy.
@@ -120,7 +120,7 @@ class BaseAAC:
                  replay_rollout_length=None, use_off_policy_aac=False, use_reward_prediction=False,
                  use_pixel_control=False, use_value_replay=False, rp_lambda=1.0, pc_lambda=1.0, vr_lambda=1.0,
                  off_aac_lambda=1.0, gamma_pc=0.9, rp_reward_threshold=0.1, rp_sequence_size=3, clip_epsilon=0.1,
-                 num_epochs=1, pi_prime_update_period=1, episodes_per_trial=None, global_step_op=None,
+                 num_epochs=1, pi_prime_update_period=1, episodes_per_trial=1, global_step_op=None,
                  global_episode_op=None, inc_episode_op=None, _use_global_network=True, _use_target_policy=False,
                  _use_local_memory=False, aux_render_modes=None, acting_replica=None, **kwargs):
         # every argument but the construction ones is a setting, validated and kept under its own name
@@ -147,7 +147,7 @@ class BaseAAC:
         self.worker_device = worker_device(task)
         self.train_step = None
         self._build_graph()
-        self.episodes_per_trial = episodes_per_trial or getattr(self.local_network, 'lstm_2_init_period', 1)
+        self.episodes_per_trial = episodes_per_trial
         self._sample_cycles = SampleCycles(self.episode_train_test_cycle, self.episodes_per_trial)
         self.acting_replica = None
         if acting_replica or (acting_replica is None and cluster_spec is not None):

@@ -9,7 +9,7 @@ import numpy as np
 
 from btgym_aac.algorithms.training_loop import train_until
 from btgym_aac.compat import tf
-from btgym_aac.env.construction import build_from_config, env_seed_kwargs
+from btgym_aac.env.construction import build_from_config, env_seed_kwargs, training_env_config
 from btgym_aac.env.episode_recorder import EpisodeRecorder
 from btgym_aac.logs import WARNING
 
@@ -39,6 +39,7 @@ def train_in_process(env_config, policy_config, trainer_config, max_env_steps, l
         (global step at which `target_mean_reward` was reached, or None).
     """
     envs = []
+    env_config = training_env_config(env_config)
     try:
         for index in range(num_envs):
             seed = None if random_seed is None else random_seed + index

@@ -126,15 +126,22 @@ class Launcher:
                 raise NotADirectoryError('{} is a file, not a folder for logs and checkpoints'.format(blocking))
 
     def _set_initial_checkpoint(self):
-        """Sets `initial_ckpt_dir` (None: no pre-trained model); FileNotFoundError when it holds no checkpoint, and
-        `check_checkpoint_readable`'s error when its checkpoint cannot be read."""
+        """Sets `initial_ckpt_dir` (None: no pre-trained model) and checks its checkpoint can be read
+        (`check_checkpoint_readable`'s error otherwise).
+
+        A folder without a checkpoint is dropped with a NOTICE, as the original did: the run starts from its own
+        checkpoint if it has one, otherwise from scratch.
+        """
         initial = self.cluster_config['initial_ckpt_dir']
         self.initial_ckpt_dir = os.path.abspath(os.path.expanduser(initial)) if initial else None
         if self.initial_ckpt_dir:
             initial_checkpoint = latest_checkpoint(self.initial_ckpt_dir)
             if initial_checkpoint is None:
-                raise FileNotFoundError('initial_ckpt_dir {!r} holds no checkpoint'.format(self.initial_ckpt_dir))
-            check_checkpoint_readable(initial_checkpoint)
+                self.log.notice('initial_ckpt_dir {} holds no checkpoint: starting from this run\'s own checkpoint '
+                                'if it has one, otherwise from scratch'.format(self.initial_ckpt_dir))
+                self.initial_ckpt_dir = None
+            else:
+                check_checkpoint_readable(initial_checkpoint)
 
     def _pickled_run_config(self):
         """`run_config()` pickled for the chief; ValueError when a config holds what the tasks cannot import."""

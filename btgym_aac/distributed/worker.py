@@ -75,9 +75,9 @@ def worker_session_config(task):
 
 def _env_kwargs(config, index):
     """Per-env kwargs: task number, rendering (chief's last env only when `render_last_env`), seed."""
-    from btgym_aac.env.construction import env_seed_kwargs
+    from btgym_aac.env.construction import env_seed_kwargs, training_env_config
 
-    env_config = config['env_config']
+    env_config = training_env_config(config['env_config'])
     kwargs = dict(env_config.get('kwargs', {}))
     num_envs, task = config['num_envs'], config['task']
     render = task == 0 and (index == num_envs - 1 if config['render_last_env'] else True)

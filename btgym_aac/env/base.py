@@ -11,6 +11,7 @@ import numpy as np
 from btgym_aac.data import BTgymDataset, EnvResetConfig, make_sine_data
 from btgym_aac.env.engine import Handoff, prepare_cerebro, run_episode
 from btgym_aac.env.observations import check_state, observation_space, space_dtypes, state_arrays
+from btgym_aac.env.original_api import DataMasterSettings, StepInfo, original_params
 from btgym_aac.env.rendering import BTgymNullRendering, BTgymRendering
 from btgym_aac.logs import get_logger
 from btgym_aac.nonfinite import NonFiniteObservationError, data_explanation, first_non_finite_key
@@ -25,9 +26,6 @@ DATASET_KWARGS = (
     'time_gap_days', 'time_gap_hours',
 )
 ENGINE_DEFAULTS = dict(start_cash=100.0, broker_commission=0.001, fixed_stake=10)
-LEGACY_NETWORK_KWARGS = (
-    'data_master', 'data_network_address', 'data_port', 'port', 'network_address', 'connect_timeout',
-)
 SAMPLE_CONFIG_KEYS = frozenset(['get_new', 'sample_type', 'b_alpha', 'b_beta', 'timestamp', 'force_interval',
                                 'interval'])
 RENDER_OBSERVERS = (bt.observers.Broker, bt.observers.BuySell, bt.observers.Trades, Reward, Position, NormPnL)
@@ -42,10 +40,11 @@ class BTgymEnv(gym.Env):
 
     Args (keyword only; all optional):
         filename, dataframe, episode_duration, time_gap, start_00, start_weekdays, parsing_params, target_period,
-            data_names: build a `BTgymDataset` (used when `dataset` is not given). With neither `filename` nor
-            `dataframe`, the built-in synthetic sine series is used.
+            data_names: build a `BTgymDataset` (used when `dataset` is not given; ignored with a warning when it
+            is). With neither `filename` nor `dataframe`, the built-in synthetic sine series is used.
         dataset: a `BTgymDataset` (or any data domain with the same interface).
-        engine: a configured `bt.Cerebro` with one strategy; used as is (strategy/engine kwargs are then refused).
+        engine: a configured `bt.Cerebro` with one strategy; used as is (strategy, broker and strategy-param
+            kwargs are then ignored, each with a warning).
         strategy: strategy class (default `BTgymBaseStrategy`).
         start_cash, broker_commission, fixed_stake: broker settings of the default engine (start_cash > 0,
             broker_commission >= 0; fixed_stake > 0 when order_size is None).
@@ -57,10 +56,19 @@ class BTgymEnv(gym.Env):
         random_seed: seed of episode sampling.
         any other kwarg: a param of the strategy (state_shape, skip_frame, drawdown_call, target_call, ...);
             checked here by the strategy's `check_params` and `order_sizes`.
-        port, data_port, data_master, network_address, data_network_address, connect_timeout: accepted for
-            compatibility with the original's call sites and ignored (no servers are started).
+        data_master, data_port: `data_master=False` takes the dataset of the data master env (an env given
+            `data_master=True` or a `data_port`) serving the same `data_port` in a process of this host; see
+            `original_api.DataMasterSettings`.
+        port, network_address, data_network_address, connect_timeout: accepted for compatibility with the
+            original's call sites and ignored (no servers are started).
+
+    Attributes of the original kept for its notebooks: `strategy` (the strategy class), `params` (dict of
+    'dataset', 'engine', 'strategy' and 'render' settings; `strategy_params` is its 'strategy' part),
+    `metadata['render.modes']`, `network_address` (None: no server listens) and `_force_control_mode()`.
     """
-    metadata = {'render_modes': ['human', 'episode'], 'render_fps': 4}
+    metadata = {'render_modes': ['human', 'episode'], 'render.modes': ['human', 'episode'], 'render_fps': 4}
+    network_address = None
+    data_network_address = None
 
     def __init__(self, **kwargs):
         self.task = kwargs.pop('task', 0)
@@ -68,19 +76,20 @@ class BTgymEnv(gym.Env):
         self.log_level = kwargs.pop('log_level', None)
         self.log = get_logger('BTgymEnv', self.task, self.verbose, self.log_level)
         self.random_seed = kwargs.pop('random_seed', None)
-        ignored = [key for key in LEGACY_NETWORK_KWARGS if kwargs.pop(key, None) is not None]
-        if ignored:
-            self.log.debug('ignored (no servers in-process): {}'.format(ignored))
+        self._data_master = DataMasterSettings(kwargs, self.log)
         self._set_rendering(kwargs)
         self.dataset = self._make_dataset(kwargs)
         self.engine = self._make_engine(kwargs)
         self.strategy_class, strategy_kwargs = self.engine.strats[0][0][0], self.engine.strats[0][0][2]
-        self.params = self._strategy_params(strategy_kwargs)
-        self.strategy_class.check_params(self.params)
-        self.strategy_class.order_sizes(self.params, self.engine.sizers)
+        self.strategy = self.strategy_class
+        self.strategy_params = dict(self.strategy_class.params._getitems(), **strategy_kwargs)
+        self.strategy_class.check_params(self.strategy_params)
+        self.strategy_class.order_sizes(self.strategy_params, self.engine.sizers)
         self._set_actions(strategy_kwargs)
         self._set_spaces()
+        self.params = original_params(self)
         self._init_episodes()
+        self._data_master.publish(self.dataset)
 
     # ------------------------------------------------------------------------------------------ construction
 
@@ -94,17 +103,23 @@ class BTgymEnv(gym.Env):
         self.renderer = BTgymRendering(self.render_modes, **render_kwargs) if self.render_enabled \
             else BTgymNullRendering()
         self.metadata = dict(self.metadata, render_modes=list(self.render_modes))
+        self.metadata['render.modes'] = self.metadata['render_modes']
 
     def _make_dataset(self, kwargs):
         dataset = kwargs.pop('dataset', None)
         dataset_kwargs = {key: kwargs.pop(key) for key in DATASET_KWARGS if key in kwargs}
+        if self._data_master.is_client:
+            given = sorted(dataset_kwargs) + (['dataset'] if dataset is not None else [])
+            return self._data_master.client_dataset(given, self.random_seed)
         if dataset is None:
             if dataset_kwargs.get('filename') is None and dataset_kwargs.get('dataframe') is None:
                 dataset_kwargs.pop('filename', None)
                 dataset_kwargs['dataframe'] = make_sine_data()
             dataset = BTgymDataset(task=self.task, log_level=self.log.level, **dataset_kwargs)
-        elif dataset_kwargs:
-            raise TypeError('pass either `dataset` or dataset kwargs, not both: {}'.format(sorted(dataset_kwargs)))
+        else:
+            for key in sorted(dataset_kwargs):
+                self.log.warning('`{}` is ignored: `dataset=` is given, which samples with its own settings'.format(
+                    key))
         if self.random_seed is not None:
             dataset.seed(self.random_seed)
         if not dataset.is_ready:
@@ -116,10 +131,11 @@ class BTgymEnv(gym.Env):
         strategy = kwargs.pop('strategy', None)
         engine_kwargs = {key: kwargs.pop(key) for key in ENGINE_DEFAULTS if key in kwargs}
         if engine is not None:
-            if strategy is not None or engine_kwargs or kwargs:
-                raise TypeError(
-                    'a custom `engine` is configured by itself; these arguments would be ignored: {}'.format(
-                        sorted(set(engine_kwargs) | set(kwargs) | ({'strategy'} if strategy else set()))))
+            ignored = sorted(set(engine_kwargs) | set(kwargs) | ({'strategy'} if strategy is not None else set()))
+            for key in ignored:
+                self.log.warning('`{}` is ignored: `engine=` is given, configured by itself (strategy, params, '
+                                 'broker and sizer)'.format(key))
+            kwargs.clear()
             if len(engine.strats) != 1:
                 raise ValueError('the engine must have exactly one strategy, has {}'.format(len(engine.strats)))
             return engine
@@ -140,11 +156,6 @@ class BTgymEnv(gym.Env):
         engine.addsizer(bt.sizers.SizerFix, stake=settings['fixed_stake'])
         return engine
 
-    def _strategy_params(self, strategy_kwargs):
-        params = dict(self.strategy_class.params._getitems())
-        params.update(strategy_kwargs)
-        return params
-
     def _set_actions(self, strategy_kwargs):
         """Sets the traded asset, the action names, `skip_frame` and the 'hold' actions, which the strategy gets
         through `strategy_kwargs`.
@@ -153,15 +164,15 @@ class BTgymEnv(gym.Env):
             ValueError: not exactly one asset, an asset that is no data line, or a skip_frame that is no whole
                 number >= 1.
         """
-        self.asset_names = tuple(self.params['asset_names'])
+        self.asset_names = tuple(self.strategy_params['asset_names'])
         if len(self.asset_names) != 1:
             raise ValueError('BTgymEnv trades exactly one asset, got asset_names={}'.format(self.asset_names))
         data_names = getattr(self.dataset, 'data_names', None)
         if data_names is not None and not set(self.asset_names) <= set(data_names):
             raise ValueError('asset_names {} are not among the data line names {}: pass the same names as '
                              'data_names'.format(list(self.asset_names), list(data_names)))
-        self.portfolio_actions = self.params['portfolio_actions']
-        self.skip_frame = self.params['skip_frame']
+        self.portfolio_actions = self.strategy_params['portfolio_actions']
+        self.skip_frame = self.strategy_params['skip_frame']
         if isinstance(self.skip_frame, bool) or not isinstance(self.skip_frame, numbers.Integral) or \
                 self.skip_frame < 1:
             raise ValueError('skip_frame must be a whole number of bars >= 1, got {!r}'.format(self.skip_frame))
@@ -176,7 +187,7 @@ class BTgymEnv(gym.Env):
     def _set_spaces(self):
         """Sets the observation and action spaces; raises ValueError for a render mode that is neither 'human',
         'episode' nor an observation key."""
-        self.observation_space = observation_space(self.params['state_shape'], self.dataset.data)
+        self.observation_space = observation_space(self.strategy_params['state_shape'], self.dataset.data)
         self.action_space = ActionDictSpace(assets=self.asset_names, base_actions=self.portfolio_actions)
         self._observation_dtypes = space_dtypes(self.observation_space)
         for mode in self.render_modes:
@@ -314,7 +325,7 @@ class BTgymEnv(gym.Env):
         self._episode_done = response.done
         self._last_step = dict(state=response.state, reward=response.reward, done=response.done,
                                infos=response.infos, raw_state=response.raw_state, number=self._env_step)
-        info = dict(response.infos[-1])
+        info = StepInfo(response.infos[-1])
         info['bars'] = response.infos
         return self._observation(response.state), float(response.reward), bool(response.done), False, info
 
@@ -419,7 +430,19 @@ class BTgymEnv(gym.Env):
             return self.renderer.render_human(self._last_step)
         return self.renderer.render_state(mode, self._last_step)
 
-    def close(self):
-        """Stops the running episode; the env can be reset again afterwards."""
+    def _force_control_mode(self):
+        """The original's way to end an episode (its server's control mode): stops the running episode, so that
+        `get_stat()` and the 'episode' rendering show it.
+
+        Returns:
+            False before the first reset() (the original had no server to put in control mode yet), else True.
+        """
         self._finish_episode()
+        return self._episode_number >= 0
+
+    def close(self):
+        """Stops the running episode and, for a data master env, serving its dataset; the env can be reset again
+        afterwards."""
+        self._finish_episode()
+        self._data_master.close()
         self.closed = True

@@ -1,8 +1,8 @@
 """DevStrat_4_x research strategies (the examples and `btgym-aac train`'s default configuration use DevStrat_4_11).
 
-Chain: BTgymBaseStrategy -> DevStrat_4_6 -> DevStrat_4_7 -> DevStrat_4_10 -> DevStrat_4_11 -> DevStrat_4_11_1,
-DevStrat_4_12. Observations carry a fake width axis ([time, 1, channels]) so 2-D convolutions apply. Reward, info
-and done rules are the base ones.
+Chain: BTgymBaseStrategy -> DevStrat_4_6 -> DevStrat_4_7 -> {DevStrat_4_8, DevStrat_4_9, DevStrat_4_10};
+DevStrat_4_10 -> DevStrat_4_11 -> {DevStrat_4_11_1, DevStrat_4_12}. Observations carry a fake width axis
+([time, 1, channels]) so 2-D convolutions apply. Reward, info and done rules are the base ones.
 """
 import backtrader.indicators as btind
 import numpy as np
@@ -11,7 +11,7 @@ from gymnasium import spaces
 from btgym_aac.spaces import DictSpace
 from btgym_aac.strategy.base import BTgymBaseStrategy
 from btgym_aac.strategy.metadata import metadata_space
-from btgym_aac.strategy.utils import tanh
+from btgym_aac.strategy.utils import log_transform, tanh
 
 
 def _box(low, high, shape):
@@ -115,6 +115,58 @@ class DevStrat_4_7(DevStrat_4_6):
     def get_internal_state(self):
         x = self.broker_window(self.internal_stats)[-1:] * self.p.state_int_scale
         return np.clip(x, -2, 2)[:, None, :]
+
+
+class DevStrat_4_8(DevStrat_4_7):
+    """4_7 with the whole `avg_period` window of the five broker statistics as internal state, [20, 1, 5]
+    (for a convolutional encoder of the internal state).
+
+    Internal state: value, unrealized_pnl, realized_pnl, cash and exposure over the last 20 bars, times
+    `state_int_scale` and clipped to [-2, 2] like 4_6 and 4_7 here (the original returns them unclipped; the
+    clip only keeps the values inside the declared Box). External state, reward and params as 4_7.
+    """
+    params = dict(
+        state_shape={
+            'external': _box(-1, 1, (DevStrat_4_7.time_dim, 1, 3)),
+            'internal': _box(-2, 2, (DevStrat_4_7.avg_period, 1, 5)),
+            'metadata': metadata_space(),
+        },
+    )
+
+    def get_internal_state(self):
+        x = self.broker_window(self.internal_stats) * self.p.state_int_scale
+        return np.clip(x, -2, 2)[:, None, :]
+
+
+class DevStrat_4_9(DevStrat_4_7):
+    """4_7 with simple moving average features as external state.
+
+    External state [30, 1, 8]: signed log scaling (`log_transform`) of `np.gradient` across the feature axis,
+    times `state_ext_scale` (1e4), of the last 30 values of [open, SMA(4), SMA(8), SMA(16), SMA(32), SMA(64),
+    SMA(128), SMA(256)], the SMAs taken over the first data line (its close). The gradient runs across features,
+    from the open to the shortest SMA and from one SMA period to the next, not along time. Warm-up: 256 + 30 bars.
+    Internal state as 4_7 ([1, 1, 5], latest broker statistics clipped to [-2, 2]).
+    """
+    sma_periods = (4, 8, 16, 32, 64, 128, 256)
+    warmup_period = sma_periods[-1] + DevStrat_4_7.time_dim
+
+    params = dict(
+        state_shape={
+            'external': _box(-100, 100, (DevStrat_4_7.time_dim, 1, 1 + len(sma_periods))),
+            'internal': _box(-2, 2, (1, 1, 5)),
+            'metadata': metadata_space(),
+        },
+        state_ext_scale=1e4,
+    )
+
+    def set_datalines(self):
+        self.smas = [btind.SimpleMovingAverage(self.datas[0], period=period) for period in self.sma_periods]
+        for sma in self.smas:
+            sma.plotinfo.plot = False
+
+    def get_external_state(self):
+        x = np.stack([self._window(line, self.time_dim) for line in [self.data.open] + self.smas], axis=-1)
+        return log_transform(np.gradient(x, axis=-1) * self.p.state_ext_scale)[:, None, :]
 
 
 class DevStrat_4_10(DevStrat_4_7):

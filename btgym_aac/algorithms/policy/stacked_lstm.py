@@ -169,7 +169,8 @@ class AacStackedRL2Policy(StackedLstmPolicy):
 
     Only `get_initial_features` differs: LSTM 1 always starts from zeros; LSTM 2 keeps the previous episode's final
     state unless a reset rule fires (see `get_initial_features`). A new data trial resets it too: the trainer asks
-    for one every `episodes_per_trial` episodes (by default this policy's `lstm_2_init_period`).
+    for one every `episodes_per_trial` episodes (by default every episode, as the original; set it to
+    `lstm_2_init_period`, with a data domain whose trials hold several episodes, for the context to carry over).
     """
 
     def __init__(self, lstm_2_init_period=50, **kwargs):
