@@ -1,7 +1,6 @@
-"""The `btgym-aac` command: train, evaluate, cluster-node, export, demo."""
+"""The `btgym-aac` command: train, evaluate, walk-forward, cluster-node, export, demo."""
 import argparse
 import difflib
-import inspect
 import json
 import os
 import sys
@@ -10,47 +9,9 @@ import traceback
 
 from btgym_aac.config_modules import load_config_module
 from btgym_aac.logs import error_summary
+from btgym_aac.run_configs import CONFIG_NAMES, DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS, default_configs, make_launcher
 
 STARTED = time.time()
-
-DEFAULT_LOG_DIR = 'runs/btgym_aac'
-DEFAULT_MAX_STEPS = 20000
-CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config', 'launcher_config')
-
-
-def default_configs(algo='a3c'):
-    """The reference configuration: DevStrat_4_11 on the built-in sine data, RL2 stacked-LSTM policy.
-
-    Args:
-        algo: 'a3c', 'unreal' or 'ppo'.
-
-    Returns:
-        dict of env_config, cluster_config, policy_config, trainer_config, launcher_config.
-    """
-    import numpy as np
-
-    from btgym_aac.algorithms.aac import A3C, PPO, Unreal
-    from btgym_aac.algorithms.policy import AacStackedRL2Policy
-    from btgym_aac.env import BTgymEnv
-    from btgym_aac.strategy import DevStrat_4_11
-
-    trainers = {'a3c': A3C, 'unreal': Unreal, 'ppo': PPO}
-    return dict(
-        env_config={'class_ref': BTgymEnv, 'kwargs': dict(
-            strategy=DevStrat_4_11, start_cash=2000, commission=0.0001, leverage=10.0, order_size=2000,
-            drawdown_call=10, target_call=10, skip_frame=10, gamma=0.99, reward_scale=7,
-            state_ext_scale=np.linspace(3e3, 1e3, 5), episode_duration={'days': 1, 'hours': 23, 'minutes': 40},
-            time_gap={'hours': 10}, render_modes=['episode', 'human', 'internal', 'external'])},
-        cluster_config={'num_workers': 2, 'num_ps': 1, 'num_envs': 1, 'log_dir': DEFAULT_LOG_DIR},
-        policy_config={'class_ref': AacStackedRL2Policy, 'kwargs': {'lstm_layers': (256, 256),
-                                                                    'lstm_2_init_period': 60}},
-        trainer_config={'class_ref': trainers[algo], 'kwargs': dict(
-            opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99,
-            model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=10,
-            episode_summary_freq=1, env_render_freq=10)},
-        launcher_config={'max_env_steps': DEFAULT_MAX_STEPS, 'save_secs': 60},
-    )
-
 
 def load_config_file(path):
     """Runs a Python config file as a module of its own (see `config_modules`: the classes it defines reach the
@@ -129,19 +90,6 @@ def _check_initial_checkpoint(folder):
         raise FileNotFoundError('initial_ckpt_dir {!r} holds no checkpoint'.format(folder))
 
 
-def _make_launcher(configs, **overrides):
-    from btgym_aac.distributed.launcher import Launcher
-
-    kwargs = dict(configs.get('launcher_config', {}), **overrides)
-    known = inspect.signature(Launcher).parameters
-    unknown = sorted(set(kwargs) - set(known))
-    if unknown:
-        raise ValueError('launcher_config has unknown key(s) {}; Launcher takes {}'.format(
-            ', '.join(unknown), ', '.join(name for name in known if not name.endswith('_config'))))
-    return Launcher(env_config=configs['env_config'], cluster_config=configs['cluster_config'],
-                    policy_config=configs['policy_config'], trainer_config=configs['trainer_config'], **kwargs)
-
-
 def _warn_of_changed_data(launcher, allow_untrusted=False):
     """Warns when a resumed run's data files differ from those it was trained on (its saved run config, read only
     when this user owns it: see `read_run_config`)."""
@@ -167,7 +115,7 @@ def _train(args):
 
     configs = _configs_from_args(args)
     purge = 2 if args.fresh else 0
-    launcher = _make_launcher(configs, purge_previous=purge)
+    launcher = make_launcher(configs, purge_previous=purge)
     _warn_of_changed_data(launcher, args.allow_untrusted_config)
     print('logs and checkpoints: {} (tensorboard --logdir {} --host 127.0.0.1)'.format(launcher.log_dir,
                                                                                        launcher.log_dir))
@@ -213,7 +161,7 @@ def _cluster_node(args):
             args.task, len(cluster_spec[args.job]), args.job))
     check_own_port(cluster_spec[args.job][args.task])
     configs = _configs_from_args(args)
-    launcher = _make_launcher(configs, cluster_spec=cluster_spec, show_progress=False, purge_previous=0,
+    launcher = make_launcher(configs, cluster_spec=cluster_spec, show_progress=False, purge_previous=0,
                               shared_log_dir=True)
     isolation = launcher.cluster_config['network_isolation']
     reason = 'a cluster-node\'s task must be reachable from the cluster\'s other nodes'
@@ -260,6 +208,36 @@ def _evaluate(args):
         report['checkpoint'], report['global_step'], report['episodes'], report['episode_type'], report['seed']))
     print(format_table(report))
     print('report and plots: {}'.format(report['out']))
+    return 0
+
+
+def _walk_forward(args):
+    """Walk-forward test: cuts the data's time span into FOLDS+1 blocks; fold k trains on blocks 0..k only (from
+    scratch, or continuing fold k-1 with --continue) and evaluates the policy, buy-and-hold and a random policy on
+    block k+1. Writes OUT/walk_forward.json and plots; run it again to continue a stopped walk-forward."""
+    from btgym_aac.distributed.stop_signals import StopRequested
+    from btgym_aac.walk_forward import walk_forward
+
+    configs = _configs_from_args(args)
+    try:
+        report = walk_forward(configs, args.data, args.folds, train_steps=args.train_steps,
+                              test_episodes=args.test_episodes, out=args.out,
+                              continue_training=args.continue_training, seed=args.seed or 0)
+    except KeyboardInterrupt as interrupt:
+        print('\nwalk-forward {}: run the same command again to continue it'.format(
+            'stopped by SIGTERM' if isinstance(interrupt, StopRequested) else 'interrupted'), file=sys.stderr)
+        return 143 if isinstance(interrupt, StopRequested) else 130
+    except RuntimeError as exc:
+        print('walk-forward failed: {}'.format(exc), file=sys.stderr)
+        return 1
+    for fold in report['folds']:
+        print('fold {fold}: train {train[first_bar]} .. {train[last_bar]}, test {test[first_bar]} .. {test[last_bar]}, '
+              '{steps} steps, policy {policy:+.3f} %, buy-and-hold {hold:+.3f} % per episode'.format(
+                  fold=fold['fold'], train=fold['train_window'], test=fold['test_window'], steps=fold['global_step'],
+                  policy=fold['agents']['policy']['mean']['return_pct'],
+                  hold=fold['agents']['buy_and_hold']['mean']['return_pct']))
+    print('\n'.join(report['summary']['lines']))
+    print('report and plots: {}'.format(os.path.abspath(args.out)))
     return 0
 
 
@@ -381,6 +359,24 @@ def build_parser():
     export.add_argument('dest', metavar='DEST')
     export.add_argument('--ckpt-subdir', default='current_train_checkpoint')
     export.set_defaults(run=_export)
+
+    walk = commands.add_parser('walk-forward', help='train and test fold by fold along time',
+                               description=_walk_forward.__doc__)
+    walk.add_argument('config', nargs='?', help='Python file defining the config dicts (default: the reference '
+                      'configuration)')
+    walk.add_argument('--algo', choices=('a3c', 'unreal', 'ppo'), help='trainer (default a3c)')
+    walk.add_argument('--data', nargs='+', metavar='CSV', required=True, help='OHLC CSV files to walk through')
+    walk.add_argument('--folds', type=int, required=True, help='K: K+1 blocks, K train/test folds')
+    walk.add_argument('--train-steps', type=int, help='env steps per fold (default: the config\'s max_env_steps)')
+    walk.add_argument('--test-episodes', type=int, default=5, help='test episodes per block (default: 5)')
+    walk.add_argument('--continue', dest='continue_training', action='store_true',
+                      help='fold k starts from fold k-1\'s checkpoint instead of from scratch')
+    walk.add_argument('--out', default='runs/walk_forward', help='output folder (default: runs/walk_forward)')
+    walk.add_argument('--workers', type=int, help='number of workers (default 2)')
+    walk.add_argument('--seed', type=_seed, help='root random seed (default 0)')
+    walk.add_argument('--network-isolation', choices=('auto', 'require', 'off'),
+                      help='as for train (default auto)')
+    walk.set_defaults(run=_walk_forward)
 
     demo = commands.add_parser('demo', help='run one episode on the built-in data and save its renderings',
                                description=_demo.__doc__)

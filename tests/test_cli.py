@@ -467,11 +467,11 @@ def test_resuming_with_other_data_is_warned_about(tmp_path, capsys):
     write_run_config(str(run), pickle_run_config(dict(configs, test_mode=False)))
     new_data = write_histdata_csv(make_random_walk_data(num_bars=4000, seed=2), str(tmp_path / 'new.csv'))
     args = cli_module.build_parser().parse_args(['train', '--data', new_data, '--log-dir', str(run)])
-    cli_module._warn_of_changed_data(cli_module._make_launcher(cli_module._configs_from_args(args)))
+    cli_module._warn_of_changed_data(cli_module.make_launcher(cli_module._configs_from_args(args)))
     expected = 'btgym-aac: warning: resuming {}, trained on data {}, with data {}'.format(run, trained_on, new_data)
     assert capsys.readouterr().err.strip() == expected
     args = cli_module.build_parser().parse_args(['train', '--data', trained_on, '--log-dir', str(run)])
-    launcher = cli_module._make_launcher(cli_module._configs_from_args(args))
+    launcher = cli_module.make_launcher(cli_module._configs_from_args(args))
     cli_module._warn_of_changed_data(launcher)
     assert capsys.readouterr().err == ''
     os.chmod(run / 'run_config.pkl', 0o666)  # now any user could have written it: it is not unpickled

@@ -7,7 +7,8 @@ import sys
 import numpy as np
 import pytest
 
-from btgym_aac.cli import _make_launcher, load_config_file
+from btgym_aac.cli import load_config_file
+from btgym_aac.run_configs import make_launcher
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[1] / 'examples').glob('*.py'))
@@ -32,7 +33,7 @@ def test_example_config_builds_a_stepping_env_and_a_launcher(path, tmp_path):
     finally:
         env.close()
     configs['cluster_config'] = dict(configs['cluster_config'], log_dir=str(tmp_path / 'run'))
-    launcher = _make_launcher(configs)
+    launcher = make_launcher(configs)
     assert launcher.max_env_steps == configs['launcher_config']['max_env_steps']
     assert launcher.cluster_config['num_workers'] == configs['cluster_config']['num_workers']
     assert launcher.log_dir == str(tmp_path / 'run')

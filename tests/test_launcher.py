@@ -585,7 +585,7 @@ def test_a_run_started_with_ctrl_c_ignored_trains_to_the_end_through_a_ctrl_c(tm
 
 def test_workers_stopped_from_outside_make_train_exit_non_zero(tmp_path, monkeypatch, capsys):
     launchers = []
-    make_launcher = cli_module._make_launcher
+    make_launcher = cli_module.make_launcher
 
     def keep_launcher(*args, **kwargs):
         launchers.append(make_launcher(*args, **kwargs))
@@ -597,7 +597,7 @@ def test_workers_stopped_from_outside_make_train_exit_non_zero(tmp_path, monkeyp
             time.sleep(0.2)
         launchers[0].processes[('worker', 0)].terminate()  # a signal from outside the launcher
 
-    monkeypatch.setattr(cli_module, '_make_launcher', keep_launcher)
+    monkeypatch.setattr(cli_module, 'make_launcher', keep_launcher)
     stopper = threading.Thread(target=stop_the_worker_once_it_trains)
     stopper.start()
     code = cli_main(['train', str(cartpole_config_file(tmp_path, 10 ** 9)), '--log-dir', str(tmp_path / 'run'),

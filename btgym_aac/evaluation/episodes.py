@@ -56,10 +56,12 @@ def episode_sample_type(env):
     return TEST if stop > start else TRAIN
 
 
-def reset_options(sample_type):
-    """`env.reset` options asking for a new episode (and trial) of `sample_type`."""
+def reset_options(sample_type, interval=None):
+    """`env.reset` options asking for a new episode (and trial) of `sample_type`, on the data rows `interval`
+    ([first, stop), a `BTgymDataset` trial being one episode) when it is given."""
     config = {'get_new': True, 'sample_type': sample_type}
-    return {'episode_config': dict(config), 'trial_config': dict(config)}
+    trial_config = dict(config, force_interval=True, interval=list(interval)) if interval is not None else config
+    return {'episode_config': dict(config), 'trial_config': dict(trial_config)}
 
 
 @dataclasses.dataclass

@@ -28,7 +28,7 @@ def _write_plots(out, records, action_names):
     return [os.path.basename(path) for path in paths]
 
 
-def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False):
+def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False, windows=None):
     """Evaluates a run's latest checkpoint against buy-and-hold and a random policy.
 
     The policy acts deterministically (most probable action; NoisyNet layers with their mean weights). Episode
@@ -46,6 +46,8 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         seed: first episode seed; the random baseline uses it too.
         allow_untrusted: unpickle the run's run_config.pkl even when another user owns it or its log dir, or
             could write them (unpickling runs code).
+        windows: [first_row, stop_row) pairs of the data's rows (see `windows.tile_windows`) played in order as
+            test episodes, one each, instead of `episodes` seeded windows (whose count is then ignored).
 
     Returns:
         the report dict (also written to `<out>/report.json`).
@@ -56,20 +58,23 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         UntrustedFileError (a PermissionError): run_config.pkl or the log dir is another user's or writable by
             others.
     """
-    if isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1:
+    if windows is None and (isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1):
         raise ValueError('episodes must be a positive integer, got {!r}'.format(episodes))
+    if windows is not None and not windows:
+        raise ValueError('windows is empty: give at least one [first_row, stop_row) pair')
     log_dir = os.path.abspath(log_dir)
     out = os.path.abspath(out or os.path.join(log_dir, 'evaluation'))
     check_output_folder(out)
     run_config = read_run_config(log_dir, allow_untrusted)
     env = make_evaluation_env(run_config, data)
     try:
-        sample_type = episode_sample_type(env)
-        options = reset_options(sample_type)
+        sample_type = episode_sample_type(env) if windows is None else TEST
+        plan = [reset_options(sample_type) for _ in range(int(episodes))] if windows is None else \
+            [reset_options(TEST, window) for window in windows]
         with load_policy(log_dir, env=env, allow_untrusted=allow_untrusted) as policy:
             agents = {POLICY: policy, BUY_AND_HOLD: BuyAndHoldAgent(env.portfolio_actions),
                       RANDOM: RandomAgent(env.action_space.one_hot_depth, seed)}
-            records = {name: [play_episode(env, agent, seed + index, options) for index in range(int(episodes))]
+            records = {name: [play_episode(env, agent, seed + index, options) for index, options in enumerate(plan)]
                        for name, agent in agents.items()}
             checkpoint, action_names = policy.checkpoint, policy.action_names
     finally:

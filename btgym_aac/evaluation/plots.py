@@ -8,13 +8,15 @@ FIGURE_SIZE = (11, 4.5)
 DPI = 100
 
 
-def _new_axes():
+def new_axes():
+    """A figure of the evaluation plots' size, with one axes."""
     figure = Figure(figsize=FIGURE_SIZE, dpi=DPI)
     FigureCanvasAgg(figure)
     return figure, figure.add_subplot(1, 1, 1)
 
 
-def _save(figure, path):
+def save_figure(figure, path):
+    """Lays out `figure` (dates on the x axis) and writes it to `path`; returns `path`."""
     figure.autofmt_xdate()
     figure.tight_layout()
     figure.savefig(path)
@@ -37,7 +39,7 @@ def plot_equity(path, records, title):
     Returns:
         `path`.
     """
-    figure, axes = _new_axes()
+    figure, axes = new_axes()
     for index, (name, record) in enumerate(records.items()):
         axes.plot(record.bar_times, record.bar_values, label=name, linewidth=1.6 if index == 0 else 0.9,
                   zorder=3 if index == 0 else 2)
@@ -52,7 +54,7 @@ def plot_equity(path, records, title):
     axes.set_ylabel('broker value')
     axes.grid(alpha=0.3)
     axes.legend(loc='best', fontsize='small')
-    return _save(figure, path)
+    return save_figure(figure, path)
 
 
 def plot_action_probabilities(path, record, action_names, title):
@@ -74,7 +76,7 @@ def plot_action_probabilities(path, record, action_names, title):
         raise ValueError('plot_action_probabilities: the episode record holds no action probabilities')
     probabilities = np.asarray(record.probabilities, dtype=np.float64)
     times = record.step_times[:len(probabilities)]
-    figure, axes = _new_axes()
+    figure, axes = new_axes()
     axes.stackplot(times, probabilities.T, labels=list(action_names), alpha=0.85)
     chosen = np.asarray(record.actions[:len(probabilities)])
     axes.scatter(times, (chosen + 0.5) / probabilities.shape[1], marker='|', color='black', s=80,
@@ -83,4 +85,4 @@ def plot_action_probabilities(path, record, action_names, title):
     axes.set_title(title)
     axes.set_ylabel('probability')
     axes.legend(loc='upper left', fontsize='small', ncol=len(action_names) + 1)
-    return _save(figure, path)
+    return save_figure(figure, path)

@@ -1,0 +1,58 @@
+"""The reference configuration of `btgym-aac` and the Launcher made from a set of config dicts."""
+import inspect
+
+DEFAULT_LOG_DIR = 'runs/btgym_aac'
+DEFAULT_MAX_STEPS = 20000
+CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config', 'launcher_config')
+
+
+def default_configs(algo='a3c'):
+    """The reference configuration: DevStrat_4_11 on the built-in sine data, RL2 stacked-LSTM policy.
+
+    Args:
+        algo: 'a3c', 'unreal' or 'ppo'.
+
+    Returns:
+        dict of env_config, cluster_config, policy_config, trainer_config, launcher_config.
+    """
+    import numpy as np
+
+    from btgym_aac.algorithms.aac import A3C, PPO, Unreal
+    from btgym_aac.algorithms.policy import AacStackedRL2Policy
+    from btgym_aac.env import BTgymEnv
+    from btgym_aac.strategy import DevStrat_4_11
+
+    trainers = {'a3c': A3C, 'unreal': Unreal, 'ppo': PPO}
+    return dict(
+        env_config={'class_ref': BTgymEnv, 'kwargs': dict(
+            strategy=DevStrat_4_11, start_cash=2000, commission=0.0001, leverage=10.0, order_size=2000,
+            drawdown_call=10, target_call=10, skip_frame=10, gamma=0.99, reward_scale=7,
+            state_ext_scale=np.linspace(3e3, 1e3, 5), episode_duration={'days': 1, 'hours': 23, 'minutes': 40},
+            time_gap={'hours': 10}, render_modes=['episode', 'human', 'internal', 'external'])},
+        cluster_config={'num_workers': 2, 'num_ps': 1, 'num_envs': 1, 'log_dir': DEFAULT_LOG_DIR},
+        policy_config={'class_ref': AacStackedRL2Policy, 'kwargs': {'lstm_layers': (256, 256),
+                                                                    'lstm_2_init_period': 60}},
+        trainer_config={'class_ref': trainers[algo], 'kwargs': dict(
+            opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99,
+            model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=10,
+            episode_summary_freq=1, env_render_freq=10)},
+        launcher_config={'max_env_steps': DEFAULT_MAX_STEPS, 'save_secs': 60},
+    )
+
+
+def make_launcher(configs, **overrides):
+    """A Launcher from `configs` (the dicts of `default_configs`'s layout) and Launcher keyword overrides.
+
+    Raises:
+        ValueError: `launcher_config` has a key the Launcher does not take.
+    """
+    from btgym_aac.distributed.launcher import Launcher
+
+    kwargs = dict(configs.get('launcher_config', {}), **overrides)
+    known = inspect.signature(Launcher).parameters
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        raise ValueError('launcher_config has unknown key(s) {}; Launcher takes {}'.format(
+            ', '.join(unknown), ', '.join(name for name in known if not name.endswith('_config'))))
+    return Launcher(env_config=configs['env_config'], cluster_config=configs['cluster_config'],
+                    policy_config=configs['policy_config'], trainer_config=configs['trainer_config'], **kwargs)

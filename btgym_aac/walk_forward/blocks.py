@@ -1,0 +1,106 @@
+"""The data of a walk-forward: its time span cut into K+1 consecutive blocks of equal duration, the folds' files
+and the checks that every block can hold an episode."""
+import dataclasses
+import os
+
+import pandas as pd
+
+from btgym_aac.data import BTgymDataset, write_histdata_csv
+from btgym_aac.data.datetimes import infer_timeframe
+from btgym_aac.data.errors import DataError
+from btgym_aac.env.base import DATASET_KWARGS
+from btgym_aac.evaluation.windows import tile_windows
+from btgym_aac.validation import check_whole_number
+
+DATA_SOURCE_KWARGS = ('dataset', 'dataframe', 'filename')
+KEPT_PARSING_PARAMS = ('timeframe', 'checks')
+
+
+@dataclasses.dataclass
+class Block:
+    """Bars from `start` (inclusive) to `stop` (exclusive)."""
+    number: int
+    start: pd.Timestamp
+    stop: pd.Timestamp
+    frame: pd.DataFrame
+
+    def describe(self):
+        """JSON-ready {'first_bar', 'last_bar', 'bars'} (None bar times for an empty block)."""
+        index = self.frame.index
+        return {'first_bar': index[0].isoformat() if len(index) else None,
+                'last_bar': index[-1].isoformat() if len(index) else None, 'bars': int(len(index))}
+
+
+def split_blocks(frame, folds):
+    """Cuts the bars' time span into `folds` + 1 blocks of equal duration.
+
+    Args:
+        frame: OHLCV DataFrame sorted by time (from `read_ohlcv`).
+        folds: K >= 1.
+
+    Returns:
+        list of K + 1 `Block`s.
+
+    Raises:
+        ValueError: `folds` is not a whole number >= 1, or a gap between bars is longer than a block.
+    """
+    folds = check_whole_number('folds', folds, 1)
+    index = frame.index
+    bar = pd.Timedelta(minutes=infer_timeframe(index))
+    start, end = index[0], index[-1] + bar
+    span = (end - start) / (folds + 1)
+    edges = [start + span * number for number in range(folds + 1)] + [end]
+    gaps = index[1:] - index[:-1]
+    if len(gaps) and gaps.max() >= span:
+        at = int(gaps.argmax())
+        raise ValueError('the data have no bars from {} to {} ({}), longer than a block of {} with --folds {}: '
+                         'use fewer folds or data without such a gap'.format(index[at], index[at + 1], gaps[at],
+                                                                             span, folds))
+    return [Block(number, edges[number], edges[number + 1],
+                  frame[(index >= edges[number]) & (index < edges[number + 1])]) for number in range(folds + 1)]
+
+
+def fold_env_kwargs(env_kwargs, filename):
+    """The run's env kwargs reading `filename` (a fold's HistData file) instead of the run's data source; only
+    the bar size and the data checks of its parsing params are kept."""
+    kwargs = {key: value for key, value in env_kwargs.items() if key not in DATA_SOURCE_KWARGS}
+    parsing = {key: value for key, value in (env_kwargs.get('parsing_params') or {}).items()
+               if key in KEPT_PARSING_PARAMS}
+    kwargs['parsing_params'] = parsing or None
+    kwargs['filename'] = filename
+    return kwargs
+
+
+def block_windows(block, env_kwargs, max_windows=None):
+    """Evaluation windows of a block (`evaluation.windows.tile_windows`) under the env's dataset settings.
+
+    Raises:
+        ValueError: the block holds no window.
+    """
+    settings = {key: value for key, value in env_kwargs.items()
+                if key in DATASET_KWARGS and key not in DATA_SOURCE_KWARGS + ('target_period', 'parsing_params')}
+    where = 'block {} ({} to {}, {} bars)'.format(block.number, block.start, block.stop, len(block.frame))
+    windows = []
+    if len(block.frame):
+        dataset = BTgymDataset(dataframe=block.frame, parsing_params=env_kwargs.get('parsing_params'), **settings)
+        try:
+            dataset.reset()
+        except DataError as error:
+            raise ValueError('{} is too short for an episode ({}): use fewer --folds or shorter episodes'.format(
+                where, error)) from error
+        windows = tile_windows(dataset, max_windows)
+    if not windows:
+        raise ValueError('{} holds no episode window of episode_duration {} missing at most time_gap {}: use fewer '
+                         '--folds or shorter episodes'.format(where, settings.get('episode_duration', 'default'),
+                                                               settings.get('time_gap', 'default')))
+    return windows
+
+
+def write_block_file(frames, path):
+    """Writes the bars of `frames` (in order) as a HistData CSV at `path`, atomically; kept when it exists."""
+    if os.path.exists(path):
+        return path
+    staging = '{}.{}.writing'.format(path, os.getpid())
+    write_histdata_csv(pd.concat(frames), staging)
+    os.replace(staging, path)
+    return path

@@ -1,0 +1,174 @@
+"""`walk_forward`: train on the past, test on the next stretch of data, fold by fold along time.
+
+The data's time span is cut into K+1 blocks of equal duration. Fold k (0 ... K-1) trains with the Launcher on
+blocks 0 ... k only (from scratch, or from fold k-1's checkpoint with `continue_training`) and evaluates the
+trained policy, buy-and-hold and a random policy deterministically on windows laid end to end over block k+1.
+Everything goes under `out`: per fold `fold_<k>/` with `train.csv`, `test.csv`, the run's log dir `run/`, the
+evaluation and `fold.json`; at the end `walk_forward.json` and the plots. A fold is done once its `fold.json` is
+written, so a walk-forward stopped in fold k continues there (its training resumes from the fold's checkpoint).
+"""
+import copy
+import json
+import os
+
+from btgym_aac.data.parsing import read_ohlcv
+from btgym_aac.evaluation.evaluator import evaluate
+from btgym_aac.walk_forward.blocks import block_windows, fold_env_kwargs, split_blocks, write_block_file
+from btgym_aac.walk_forward.plots import EQUITY_PLOT, FOLD_PLOT, plot_fold_metrics, plot_stitched_equity
+from btgym_aac.walk_forward.summary import summarize
+
+REPORT_FILE = 'walk_forward.json'
+SETTINGS_FILE = 'walk_forward_settings.json'
+FOLD_FILE = 'fold.json'
+
+
+def _write_json(value, path):
+    """Writes `value` as JSON at `path` atomically (a reader never sees half a file)."""
+    staging = '{}.{}.writing'.format(path, os.getpid())
+    with open(staging, 'w') as f:
+        json.dump(value, f, indent=2)
+    os.replace(staging, path)
+    return path
+
+
+def _check_settings(out, settings):
+    """Records the walk-forward's settings in `out`, or checks them against those of the one it continues.
+
+    Raises:
+        ValueError: `out` holds a walk-forward with other settings.
+    """
+    path = os.path.join(out, SETTINGS_FILE)
+    if os.path.exists(path):
+        with open(path) as f:
+            previous = json.load(f)
+        changed = sorted(key for key in settings if previous.get(key) != settings[key])
+        if changed:
+            raise ValueError('{} holds a walk-forward with other settings ({}): continue it with the same ones, or '
+                             'give another --out'.format(out, ', '.join('{} {!r}, not {!r}'.format(
+                                 key, previous.get(key), settings[key]) for key in changed)))
+    else:
+        _write_json(settings, path)
+
+
+def _data_identity(paths):
+    return [[os.path.abspath(path), os.path.getsize(path), os.path.getmtime(path)] for path in paths]
+
+
+def _fold_configs(configs, fold_dir, train_file, initial_ckpt_dir, train_steps):
+    """The run's configs for one fold: its train file, its log dir, its steps."""
+    fold = copy.copy(configs)
+    env_config = configs['env_config']
+    fold['env_config'] = dict(env_config, kwargs=fold_env_kwargs(env_config.get('kwargs', {}), train_file))
+    cluster = dict(configs.get('cluster_config', {}), log_dir=os.path.join(fold_dir, 'run'))
+    cluster.pop('initial_ckpt_dir', None)
+    if initial_ckpt_dir:
+        cluster['initial_ckpt_dir'] = initial_ckpt_dir
+    fold['cluster_config'] = cluster
+    fold['launcher_config'] = dict(configs.get('launcher_config', {}), max_env_steps=train_steps)
+    return fold
+
+
+def _agents_record(report):
+    """Per agent: per-episode returns and window ends, and the mean metrics, from an evaluation report."""
+    return {name: {'return_pct': summary['per_episode']['return_pct'],
+                   'first_bar_time': summary['per_episode']['first_bar_time'],
+                   'last_bar_time': summary['per_episode']['last_bar_time'], 'mean': summary['mean']}
+            for name, summary in report['agents'].items()}
+
+
+def _run_fold(number, blocks, windows, configs, out, train_steps, continue_training, seed, make_launcher):
+    """Trains and evaluates fold `number`; returns its record (also `<fold dir>/fold.json`)."""
+    fold_dir = os.path.join(out, 'fold_{}'.format(number))
+    record_path = os.path.join(fold_dir, FOLD_FILE)
+    if os.path.exists(record_path):
+        with open(record_path) as f:
+            return json.load(f)
+    os.makedirs(fold_dir, exist_ok=True)
+    train_file = write_block_file([block.frame for block in blocks[:number + 1]], os.path.join(fold_dir, 'train.csv'))
+    test_file = write_block_file([blocks[number + 1].frame], os.path.join(fold_dir, 'test.csv'))
+    run_dir = os.path.join(fold_dir, 'run')
+    previous = os.path.join(out, 'fold_{}'.format(number - 1), 'run')
+    resuming = os.path.isdir(run_dir) and any(os.scandir(run_dir))
+    initial = None
+    if continue_training and number > 0 and not resuming:
+        initial = os.path.join(previous, configs.get('cluster_config', {}).get('log_ckpt_subdir',
+                                                                              'current_train_checkpoint').strip('/'))
+    launcher = make_launcher(_fold_configs(configs, fold_dir, train_file, initial, train_steps),
+                             purge_previous=0, root_random_seed=seed + number)
+    result = launcher.run()
+    if not result['completed']:
+        raise RuntimeError('fold {}: training stopped at env step {} of {}; run the walk-forward again to continue '
+                           'it'.format(number, result['global_step'], train_steps))
+    report = evaluate(run_dir, data=[test_file], out=os.path.join(fold_dir, 'evaluation'), seed=seed,
+                      windows=windows)
+    train_frame = [block.frame for block in blocks[:number + 1]]
+    record = {
+        'fold': number,
+        'train_window': {'first_bar': train_frame[0].index[0].isoformat(),
+                         'last_bar': train_frame[-1].index[-1].isoformat(),
+                         'bars': int(sum(len(frame) for frame in train_frame))},
+        'test_window': blocks[number + 1].describe(),
+        'global_step': report['global_step'],
+        'checkpoint': report['checkpoint'],
+        'continued_from': initial,
+        'episodes': report['episodes'],
+        'agents': _agents_record(report),
+    }
+    _write_json(record, record_path)
+    return record
+
+
+def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='runs/walk_forward',
+                 continue_training=False, seed=0):
+    """Walk-forward out-of-sample test of a training configuration (see the module docstring).
+
+    Args:
+        configs: dict of env_config, cluster_config, policy_config, trainer_config and optionally
+            launcher_config, as `run_configs.default_configs()` returns (the env's data source is replaced by the
+            folds' files; its other dataset settings, e.g. `episode_duration`, apply).
+        data: CSV path or list of paths (read with the env config's `parsing_params`).
+        folds: K >= 1: K+1 blocks, K folds.
+        train_steps: env steps each fold trains (None: `launcher_config['max_env_steps']`, else 20000).
+        test_episodes: at most this many test episodes per block (windows spread evenly over the block).
+        out: folder for everything the walk-forward writes.
+        continue_training: fold k starts from fold k-1's checkpoint instead of from scratch.
+        seed: root seed of the folds' training (fold k: seed + k), of the random baseline and of the bootstrap.
+
+    Returns:
+        the report dict (also written to `<out>/walk_forward.json`): `settings`, `folds` (per fold its train and
+        test windows, global step, checkpoint and every agent's per-episode returns and mean metrics),
+        `summary` (see `summary.summarize`) and `plots`.
+
+    Raises:
+        ValueError: bad `folds` / `test_episodes` / `train_steps`, a gap longer than a block, a block holding no
+            episode window, or `out` holding a walk-forward with other settings; nothing is trained then.
+        FileNotFoundError: a data file is missing.
+        RuntimeError: a fold's training did not finish.
+    """
+    from btgym_aac.run_configs import DEFAULT_MAX_STEPS, make_launcher
+    from btgym_aac.validation import check_whole_number
+
+    folds = check_whole_number('folds', folds, 1)
+    paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
+    missing = [path for path in paths if not os.path.isfile(path)]
+    if missing:
+        raise FileNotFoundError('data file(s) not found: {}'.format(', '.join(map(str, missing))))
+    test_episodes = check_whole_number('test_episodes', test_episodes, 1)
+    train_steps = check_whole_number('train_steps', train_steps or configs.get('launcher_config', {}).get(
+        'max_env_steps', DEFAULT_MAX_STEPS), 1)
+    env_kwargs = configs['env_config'].get('kwargs', {})
+    blocks = split_blocks(read_ohlcv(paths, env_kwargs.get('parsing_params')), folds)
+    block_windows(blocks[0], env_kwargs)
+    windows = [block_windows(block, env_kwargs, test_episodes) for block in blocks[1:]]
+    out = os.path.abspath(out)
+    os.makedirs(out, exist_ok=True)
+    settings = {'data': _data_identity(paths), 'folds': len(blocks) - 1, 'train_steps': train_steps,
+                'test_episodes': test_episodes, 'continue_training': bool(continue_training), 'seed': seed}
+    _check_settings(out, settings)
+    records = [_run_fold(number, blocks, windows[number], configs, out, train_steps, continue_training, seed,
+                         make_launcher) for number in range(len(blocks) - 1)]
+    report = {'settings': settings, 'folds': records, 'summary': summarize(records, seed),
+              'plots': [os.path.basename(plot_stitched_equity(os.path.join(out, EQUITY_PLOT), records)),
+                        os.path.basename(plot_fold_metrics(os.path.join(out, FOLD_PLOT), records))]}
+    _write_json(report, os.path.join(out, REPORT_FILE))
+    return report

@@ -1,0 +1,79 @@
+"""The verdict of a walk-forward: out-of-sample returns of every agent over all test episodes, and the policy's
+return difference against buy-and-hold with a bootstrap confidence interval."""
+import numpy as np
+
+POLICY, BUY_AND_HOLD, RANDOM = 'policy', 'buy_and_hold', 'random'
+CONFIDENCE = 0.95
+RESAMPLES = 10000
+
+
+def bootstrap_mean_interval(values, confidence=CONFIDENCE, resamples=RESAMPLES, seed=0):
+    """Percentile bootstrap interval of the mean of `values`.
+
+    Args:
+        values: 1-D sequence of numbers (at least one).
+        confidence: coverage of the interval, in (0, 1).
+        resamples: bootstrap resamples (each draws len(values) values with replacement).
+        seed: seed of the resampling.
+
+    Returns:
+        (mean, low, high).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(values.mean()), float(low), float(high)
+
+
+def out_of_sample_returns(folds):
+    """Every agent's per-episode returns (percent) over all folds' test episodes, in time order.
+
+    Args:
+        folds: fold records (see `runner`), each with `agents` {name: {'return_pct': [...]}}.
+
+    Returns:
+        dict agent name -> list of floats.
+    """
+    names = list(folds[0]['agents'])
+    return {name: [value for fold in folds for value in fold['agents'][name]['return_pct']] for name in names}
+
+
+def verdict(low, high):
+    """Plain words for where the interval lies."""
+    if low > 0:
+        return 'the interval lies above zero: out of sample, the policy did better than buy-and-hold'
+    if high < 0:
+        return 'the interval lies below zero: out of sample, the policy did worse than buy-and-hold'
+    return ('the interval includes zero: no evidence that the policy does better or worse than buy-and-hold out of '
+            'sample')
+
+
+def summarize(folds, seed=0):
+    """The walk-forward's summary.
+
+    Args:
+        folds: fold records, in fold order.
+        seed: seed of the bootstrap.
+
+    Returns:
+        dict with `episodes`, `mean_return_pct` per agent, `excess_return_pct` (policy minus buy-and-hold:
+        `mean`, `ci_low`, `ci_high`, `confidence`, `includes_zero`) and `lines` (the summary in words).
+    """
+    returns = out_of_sample_returns(folds)
+    excess = np.subtract(returns[POLICY], returns[BUY_AND_HOLD])
+    mean, low, high = bootstrap_mean_interval(excess, seed=seed)
+    means = {name: float(np.mean(values)) for name, values in returns.items()}
+    lines = [
+        'out of sample: {} test episodes over {} folds'.format(len(excess), len(folds)),
+        'mean return per episode: {}'.format(', '.join('{} {:+.3f} %'.format(name, value)
+                                                       for name, value in means.items())),
+        'policy minus buy-and-hold: {:+.3f} % per episode, {:.0f} % bootstrap interval [{:+.3f} %, {:+.3f} %]'.format(
+            mean, 100 * CONFIDENCE, low, high),
+        verdict(low, high),
+    ]
+    return {'episodes': int(len(excess)), 'mean_return_pct': means,
+            'excess_return_pct': {'mean': mean, 'ci_low': low, 'ci_high': high, 'confidence': CONFIDENCE,
+                                  'resamples': RESAMPLES, 'includes_zero': bool(low <= 0 <= high)},
+            'lines': lines}
