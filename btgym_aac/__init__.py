@@ -14,6 +14,8 @@ _PUBLIC = {
     'BTgymDataset': 'btgym_aac.data',
     'BTgymDataset2': 'btgym_aac.data',
     'BTgymRandomDataDomain': 'btgym_aac.data',
+    'BTgymSequentialDataDomain': 'btgym_aac.data',
+    'BTgymCasualDataDomain': 'btgym_aac.data',
     'DataSampleConfig': 'btgym_aac.data',
     'EnvResetConfig': 'btgym_aac.data',
     'DictSpace': 'btgym_aac.spaces',

@@ -74,9 +74,12 @@ def _configs_from_args(args):
     if getattr(args, 'seed', None) is not None:
         launcher['root_random_seed'] = args.seed
     if getattr(args, 'data', None):
+        if env_kwargs.get('dataset') is not None:
+            raise ValueError('--data would replace the config\'s `dataset` (a {}) by a BTgymDataset of the files: '
+                             'give the files to that dataset in the config file, or drop --data'.format(
+                                 type(env_kwargs['dataset']).__name__))
         paths = [os.path.abspath(path) for path in args.data]
         env_kwargs['filename'] = paths if len(paths) > 1 else paths[0]
-        env_kwargs.pop('dataset', None)
     configs['env_config'] = dict(configs['env_config'], kwargs=env_kwargs)
     return configs
 

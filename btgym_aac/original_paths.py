@@ -20,10 +20,12 @@ _RENDERING = {name: 'btgym_aac.env.rendering' for name in ('BTgymRendering', 'BT
 ORIGINAL_MODULES = {
     'btgym_aac.datafeed': {name: _DATA for name in (
         'BTgymBaseData', 'DataSampleConfig', 'EnvResetConfig', 'BTgymEpisode', 'BTgymDataTrial',
-        'BTgymRandomDataDomain', 'BTgymDataset')},
+        'BTgymRandomDataDomain', 'BTgymDataset', 'BTgymSequentialDataDomain')},
     'btgym_aac.datafeed.base': {name: _DATA for name in ('BTgymBaseData', 'DataSampleConfig', 'EnvResetConfig')},
     'btgym_aac.datafeed.derivative': {name: _DATA for name in (
         'BTgymEpisode', 'BTgymDataTrial', 'BTgymRandomDataDomain', 'BTgymDataset', 'BTgymDataset2')},
+    'btgym_aac.datafeed.stateful': {'BTgymSequentialDataDomain': _DATA},
+    'btgym_aac.datafeed.casual': {name: _DATA for name in ('BTgymCasualDataDomain', 'BTgymCasualTrial')},
     'btgym_aac.envs': {'BTgymEnv': 'btgym_aac.env'},
     'btgym_aac.envs.base': {'BTgymEnv': 'btgym_aac.env'},
     'btgym_aac.rendering': _RENDERING,

@@ -479,3 +479,18 @@ def test_resuming_with_other_data_is_warned_about(tmp_path, capsys):
         cli_module._warn_of_changed_data(launcher)
     cli_module._warn_of_changed_data(launcher, allow_untrusted=True)
     assert capsys.readouterr().err == ''
+
+
+def test_data_flag_refuses_to_replace_a_configs_dataset_object(tmp_path, capsys):
+    path = config_file(tmp_path, 'from btgym_aac import BTgymSequentialDataDomain\n'
+                                 'from btgym_aac.data import make_sine_data\n'
+                                 'env_config = {"class_ref": __import__("btgym_aac").BTgymEnv, "kwargs": {"dataset": '
+                                 'BTgymSequentialDataDomain(trial_params={"sample_duration": {"days": 1}, '
+                                 '"time_gap": {"hours": 1}, "test_period": {"hours": 2}}, episode_params={'
+                                 '"sample_duration": {"hours": 2}, "time_gap": {"hours": 1}}, '
+                                 'dataframe=make_sine_data())}}\n')
+    data = tmp_path / 'bars.csv'
+    data.write_text('20170102 000000;1.0;1.0;1.0;1.0;0\n')
+    assert cli_main(['train', path, '--data', str(data), '--log-dir', str(tmp_path / 'run')]) == 2
+    assert '--data would replace the config\'s `dataset` (a BTgymSequentialDataDomain)' in capsys.readouterr().err
+    assert not (tmp_path / 'run').exists()

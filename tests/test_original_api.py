@@ -1,5 +1,6 @@
 """The original btgym's API kept for its users' code: module paths, env attributes, ignored arguments, data masters."""
 import importlib
+import json
 import multiprocessing
 import os
 import subprocess
@@ -271,3 +272,42 @@ def test_training_runs_make_no_data_master(tmp_path, monkeypatch):
     assert 'data_port' not in kwargs and 'port' not in kwargs and kwargs['dataset'] is config['kwargs']['dataset']
     client = {'class_ref': BTgymEnv, 'kwargs': {'data_master': False, 'data_port': 4998}}
     assert training_env_config(client) is client
+
+
+class DataRecordingEnv(BTgymEnv):
+    """BTgymEnv writing its dataset's length and 100th close price to `<record_dir>/<pid>_<task>.json`."""
+
+    def __init__(self, record_dir, **kwargs):
+        super().__init__(**kwargs)
+        data = self.dataset.data
+        with open(os.path.join(record_dir, '{}_{}.json'.format(os.getpid(), self.task)), 'w') as f:
+            json.dump([len(data), float(data['close'].iloc[100])], f)
+
+
+@pytest.mark.slow
+def test_launcher_workers_with_data_master_false_train_on_the_masters_data(tmp_path, monkeypatch):
+    from btgym_aac.algorithms import A3C, AacStackedRL2Policy, Launcher
+
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(tmp_path))
+    records = tmp_path / 'records'
+    records.mkdir()
+    port = unique_port()
+    dataset = walk_dataset(num_bars=20000)
+    master = BTgymEnv(dataset=dataset, data_master=True, data_port=port,
+                      strategy=DevStrat_4_11, **QUIET)
+    try:
+        launcher = Launcher(
+            env_config={'class_ref': DataRecordingEnv, 'kwargs': dict(
+                record_dir=str(records), data_master=False, data_port=port, strategy=DevStrat_4_11,
+                render_enabled=False)},
+            cluster_config={'num_workers': 2, 'log_dir': str(tmp_path / 'run')},
+            policy_config={'class_ref': AacStackedRL2Policy, 'kwargs': {'lstm_layers': (16, 16)}},
+            trainer_config={'class_ref': A3C, 'kwargs': {'rollout_length': 20}},
+            max_env_steps=300, save_secs=5, root_random_seed=0, show_progress=False)
+        result = launcher.run()
+    finally:
+        master.close()
+    assert result['completed'] and result['global_step'] >= 300
+    seen = [json.loads(path.read_text()) for path in records.iterdir()]
+    assert len(seen) >= 2  # every worker's env (and the chief's policy-checking env) recorded its data
+    assert all(record == [len(dataset.data), float(dataset.data['close'].iloc[100])] for record in seen), seen

@@ -193,6 +193,17 @@ def test_bad_walk_forward_settings_exit_2_and_write_nothing(tmp_path, capsys, ar
     assert not out.exists()
 
 
+def test_data_with_a_gap_longer_than_a_block_exit_2_naming_the_gap(tmp_path, capsys):
+    config = tmp_path / 'config.py'
+    config.write_text(CONFIG_FILE)
+    frame = make_random_walk_data(num_bars=3 * 1440, seed=1)
+    data = write_histdata_csv(pd.concat([frame.iloc[:1440], frame.iloc[2 * 1440 + 60:]]), str(tmp_path / 'gap.csv'))
+    out = tmp_path / 'wf'
+    assert cli_main(['walk-forward', str(config), '--data', data, '--folds', '2', '--out', str(out)]) == 2
+    assert 'the data have no bars from 2017-01-01 23:59:00 to 2017-01-03 01:00:00' in capsys.readouterr().err
+    assert not out.exists()
+
+
 @pytest.mark.slow
 def test_a_walk_forward_stopped_mid_fold_continues_at_that_fold(tmp_path):
     config = tmp_path / 'config.py'

@@ -1,14 +1,17 @@
 """Data layer: reading OHLCV bars, the Domain -> Trial -> Episode sampling hierarchy and synthetic series."""
 from btgym_aac.data.base import BTgymBaseData
+from btgym_aac.data.casual import BTgymCasualDataDomain, BTgymCasualTrial
 from btgym_aac.data.dataset import (BTgymDataset, BTgymDataset2, BTgymDataTrial, BTgymEpisode,
                                     BTgymRandomDataDomain, BTgymSimpleTrial)
 from btgym_aac.data.errors import DataError
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.data.sampling_params import DataSampleConfig, EnvResetConfig
+from btgym_aac.data.sequential import BTgymSequentialDataDomain
 from btgym_aac.data.synthetic import make_bent_sine_data, make_random_walk_data, make_sine_data, write_histdata_csv
 
 __all__ = [
-    'BTgymBaseData', 'BTgymDataTrial', 'BTgymDataset', 'BTgymDataset2', 'BTgymEpisode', 'BTgymRandomDataDomain',
-    'BTgymSimpleTrial', 'DataError', 'DataSampleConfig', 'EnvResetConfig', 'make_bent_sine_data',
-    'make_random_walk_data', 'make_sine_data', 'read_ohlcv', 'write_histdata_csv',
+    'BTgymBaseData', 'BTgymCasualDataDomain', 'BTgymCasualTrial', 'BTgymDataTrial', 'BTgymDataset', 'BTgymDataset2',
+    'BTgymEpisode', 'BTgymRandomDataDomain', 'BTgymSequentialDataDomain', 'BTgymSimpleTrial', 'DataError',
+    'DataSampleConfig', 'EnvResetConfig', 'make_bent_sine_data', 'make_random_walk_data', 'make_sine_data',
+    'read_ohlcv', 'write_histdata_csv',
 ]

@@ -7,8 +7,8 @@ import numpy as np
 
 class EpisodeRecorder:
     """Wraps an environment and records every finished episode: total reward, length, test flag, final broker
-    value (None outside BTgymEnv), the first data row of its window (`first_row`, None outside BTgymEnv), this
-    env's cumulative steps and seconds since wrapping.
+    value (None outside BTgymEnv), the bar time of its first observation (`start_time`, which tells its data
+    window; None outside BTgymEnv), this env's cumulative steps and seconds since wrapping.
 
     All other attributes are the wrapped environment's.
 
@@ -23,7 +23,7 @@ class EpisodeRecorder:
         self._reward = 0.0
         self._length = 0
         self._is_test = False
-        self._first_row = None
+        self._start_time = None
         self._total_steps = 0
         self._start = time.perf_counter()
 
@@ -35,7 +35,7 @@ class EpisodeRecorder:
         self._reward, self._length = 0.0, 0
         metadata = observation.get('metadata', {}) if isinstance(observation, dict) else {}
         self._is_test = bool(np.any(metadata.get('type', 0)))
-        self._first_row = int(metadata['first_row']) if 'first_row' in metadata else None
+        self._start_time = info.get('time') if isinstance(info, dict) else None
         return observation, info
 
     def step(self, action):
@@ -47,7 +47,7 @@ class EpisodeRecorder:
             with self._lock:
                 self.episodes.append({'total_reward': self._reward, 'steps': self._length,
                                       'test': self._is_test, 'final_value': info.get('broker_value'),
-                                      'first_row': self._first_row,
+                                      'start_time': self._start_time,
                                       'env_steps': self._total_steps,
                                       'seconds': time.perf_counter() - self._start})
         return observation, reward, terminated, truncated, info
