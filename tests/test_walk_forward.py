@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from btgym_aac import BTgymEnv
 from btgym_aac.cli import main as cli_main
 from btgym_aac.data import BTgymDataset, make_random_walk_data, write_histdata_csv
 from btgym_aac.data.windows import missing_time
@@ -34,6 +35,27 @@ trainer_config = _configs['trainer_config']
 cluster_config = {'num_workers': 1, 'num_ps': 1, 'num_envs': 1}
 launcher_config = {'save_secs': 5, 'show_progress': False}
 '''
+
+
+class WindowRecordingEnv(BTgymEnv):
+    """BTgymEnv appending (data file, first and last bar of the episode window) of every reset to
+    `<record_dir>/<pid>.jsonl`."""
+
+    def __init__(self, record_dir, **kwargs):
+        super().__init__(**kwargs)
+        self.record_path = os.path.join(record_dir, '{}.jsonl'.format(os.getpid()))
+
+    def reset(self, *args, **kwargs):
+        result = super().reset(*args, **kwargs)
+        window = self._trial.data.index
+        with open(self.record_path, 'a') as f:
+            f.write(json.dumps([os.path.basename(os.path.dirname(self.dataset.filename)),
+                                os.path.basename(self.dataset.filename), str(window[0]), str(window[-1])]) + '\n')
+        return result
+
+
+def recorded_windows(record_dir):
+    return [json.loads(line) for path in record_dir.iterdir() for line in path.read_text().splitlines()]
 
 
 def small_configs():
@@ -147,7 +169,12 @@ def _png_is_drawn(path):
 def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(tmp_path):
     data = three_days_csv(tmp_path)
     out = tmp_path / 'wf'
-    report = walk_forward(small_configs(), data, folds=2, train_steps=200, test_episodes=3, out=str(out), seed=0)
+    records = tmp_path / 'windows'
+    records.mkdir()
+    configs = small_configs()
+    configs['env_config'] = dict(configs['env_config'], class_ref=WindowRecordingEnv)
+    configs['env_config']['kwargs'] = dict(configs['env_config']['kwargs'], record_dir=str(records))
+    report = walk_forward(configs, data, folds=2, train_steps=200, test_episodes=3, out=str(out), seed=0)
     assert json.loads((out / 'walk_forward.json').read_text()) == json.loads(json.dumps(report))
     blocks = split_blocks(make_random_walk_data(num_bars=3 * 1440, seed=1), 2)
     assert [fold['fold'] for fold in report['folds']] == [0, 1]
@@ -166,6 +193,15 @@ def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(t
                 assert test_block.start <= pd.Timestamp(first) <= pd.Timestamp(last) < test_block.stop
         run_config = (out / 'fold_{}'.format(number) / 'evaluation' / 'report.json')
         assert json.loads(run_config.read_text())['episode_type'] == 'test'
+    windows = recorded_windows(records)
+    for number in (0, 1):
+        block = blocks[number + 1]
+        trained = [w for w in windows if w[:2] == ['fold_{}'.format(number), 'train.csv']]
+        tested = [w for w in windows if w[:2] == ['fold_{}'.format(number), 'test.csv']]
+        assert len(trained) >= 5 and len(tested) >= 9  # every training episode; 3 windows x 3 agents
+        assert all(pd.Timestamp(last) < block.start for _, _, _, last in trained)  # no look-ahead
+        assert all(block.start <= pd.Timestamp(first) <= pd.Timestamp(last) < block.stop
+                   for _, _, first, last in tested)
     summary = report['summary']
     assert summary['episodes'] == 6 and len(summary['lines']) == 4
     assert ('includes zero' in summary['lines'][-1]) == summary['excess_return_pct']['includes_zero']
