@@ -130,8 +130,10 @@ class LayerNormBasicLSTMCell(tf.nn.rnn_cell.RNNCell):
         """True when recurrent dropout is active: a tensor keep probability or a float below 1."""
         return tf.is_tensor(self._keep_prob) or self._keep_prob < 1
 
+    @tf.autograph.experimental.do_not_convert
     def call(self, inputs, state):
-        """One step: returns `(h', LSTMStateTuple(c', h'))`."""
+        """One step: returns `(h', LSTMStateTuple(c', h'))`; plain Python, so Keras's autograph pass is skipped
+        (it rewrote this method for every step of every unrolled LSTM, a third of the policies' build time)."""
         c, h = state
         args = tf.concat([inputs, h], 1)
         if args.get_shape()[-1] is None:
