@@ -15,20 +15,21 @@ def default_configs(algo='a3c'):
     Returns:
         dict of env_config, cluster_config, policy_config, trainer_config, launcher_config.
     """
+    import copy
+
     import numpy as np
 
     from btgym_aac.algorithms.aac import A3C, PPO, Unreal
     from btgym_aac.algorithms.policy import AacStackedRL2Policy
     from btgym_aac.env import BTgymEnv
+    from btgym_aac.registration import REFERENCE_ENV_KWARGS
     from btgym_aac.strategy import DevStrat_4_11
 
     trainers = {'a3c': A3C, 'unreal': Unreal, 'ppo': PPO}
+    env_kwargs = copy.deepcopy(REFERENCE_ENV_KWARGS)
+    env_kwargs.update(strategy=DevStrat_4_11, state_ext_scale=np.asarray(env_kwargs['state_ext_scale']))
     return dict(
-        env_config={'class_ref': BTgymEnv, 'kwargs': dict(
-            strategy=DevStrat_4_11, start_cash=2000, commission=0.0001, leverage=10.0, order_size=2000,
-            drawdown_call=10, target_call=10, skip_frame=10, gamma=0.99, reward_scale=7,
-            state_ext_scale=np.linspace(3e3, 1e3, 5), episode_duration={'days': 1, 'hours': 23, 'minutes': 40},
-            time_gap={'hours': 10}, render_modes=['episode', 'human', 'internal', 'external'])},
+        env_config={'class_ref': BTgymEnv, 'kwargs': env_kwargs},
         cluster_config={'num_workers': 2, 'num_ps': 1, 'num_envs': 1, 'log_dir': DEFAULT_LOG_DIR},
         policy_config={'class_ref': AacStackedRL2Policy, 'kwargs': {'lstm_layers': (256, 256),
                                                                     'lstm_2_init_period': 60}},

@@ -98,9 +98,10 @@ def test_env_params_of_a_custom_engine_are_read_from_it():
     assert env.strategy is DevStrat_4_11 and env.params['strategy']['drawdown_call'] == 4
 
 
-def test_metadata_render_modes_under_both_names():
+def test_metadata_render_modes_of_the_original_and_of_gymnasium():
     env = BTgymEnv(dataset=walk_dataset(), render_modes=['human', 'episode', 'external'], strategy=DevStrat_4_11)
-    assert env.metadata['render.modes'] == env.metadata['render_modes'] == ['human', 'episode', 'external']
+    assert env.metadata['render.modes'] == ['human', 'episode', 'external']  # the original's picture modes
+    assert env.metadata['render_modes'] == ['rgb_array', 'human']  # gymnasium's render_mode values
     assert BTgymEnv.metadata['render.modes'] == ['human', 'episode']
 
 

@@ -6,9 +6,9 @@ import weakref
 
 import backtrader as bt
 import gymnasium as gym
-import numpy as np
 
 from btgym_aac.data import BTgymDataset, EnvResetConfig, make_sine_data
+from btgym_aac.env.actions import strategy_action
 from btgym_aac.env.engine import Handoff, prepare_cerebro, run_episode
 from btgym_aac.env.observations import check_state, observation_space, space_dtypes, state_arrays
 from btgym_aac.env.original_api import DataMasterSettings, StepInfo, original_params
@@ -29,6 +29,8 @@ ENGINE_DEFAULTS = dict(start_cash=100.0, broker_commission=0.001, fixed_stake=10
 SAMPLE_CONFIG_KEYS = frozenset(['get_new', 'sample_type', 'b_alpha', 'b_beta', 'timestamp', 'force_interval',
                                 'interval'])
 RENDER_OBSERVERS = (bt.observers.Broker, bt.observers.BuySell, bt.observers.Trades, Reward, Position, NormPnL)
+GYM_RENDER_MODES = ('rgb_array', 'human')
+UNPICKLED_STATE = ('_handoff', '_finalizer', '_finished_strategy')
 
 
 class BTgymEnv(gym.Env):
@@ -49,8 +51,10 @@ class BTgymEnv(gym.Env):
         start_cash, broker_commission, fixed_stake: broker settings of the default engine (start_cash > 0,
             broker_commission >= 0; fixed_stake > 0 when order_size is None).
         render_enabled: keep the data renderings need (default True).
-        render_modes: e.g. ['human', 'episode', 'external']; render_* kwargs tune the pictures.
-        render_mode: default mode of `render()`.
+        render_modes: the original's picture modes kept for `render(mode)`, e.g. ['human', 'episode', 'external'];
+            render_* kwargs tune the pictures.
+        render_mode: gymnasium's mode of `render()` without a mode: None (draws nothing), 'rgb_array' (the
+            'human' picture of the last step) or 'human' (no window to draw in: returns None).
         verbose, log_level: logging (0 notice, 1 info, 2 debug).
         task: number used in logger names.
         random_seed: seed of episode sampling.
@@ -59,14 +63,13 @@ class BTgymEnv(gym.Env):
         data_master, data_port: `data_master=False` takes the dataset of the data master env (an env given
             `data_master=True` or a `data_port`) serving the same `data_port` in a process of this host; see
             `original_api.DataMasterSettings`.
-        port, network_address, data_network_address, connect_timeout: accepted for compatibility with the
-            original's call sites and ignored (no servers are started).
+        port, network_address, data_network_address, connect_timeout: ignored (no servers are started).
 
     Attributes of the original kept for its notebooks: `strategy` (the strategy class), `params` (dict of
     'dataset', 'engine', 'strategy' and 'render' settings; `strategy_params` is its 'strategy' part),
     `metadata['render.modes']`, `network_address` (None: no server listens) and `_force_control_mode()`.
     """
-    metadata = {'render_modes': ['human', 'episode'], 'render.modes': ['human', 'episode'], 'render_fps': 4}
+    metadata = {'render_modes': list(GYM_RENDER_MODES), 'render.modes': ['human', 'episode'], 'render_fps': 4}
     network_address = None
     data_network_address = None
 
@@ -99,11 +102,13 @@ class BTgymEnv(gym.Env):
         self.render_enabled = kwargs.pop('render_enabled', True)
         self.render_modes = list(kwargs.pop('render_modes', ['human', 'episode']))
         self.render_mode = kwargs.pop('render_mode', None)
+        if self.render_mode not in (None,) + GYM_RENDER_MODES:
+            raise ValueError("render_mode must be None, 'rgb_array' or 'human' (gymnasium's), got {!r}; the original's "
+                             "picture modes go in render_modes, drawn by render(mode)".format(self.render_mode))
         render_kwargs = {key: kwargs.pop(key) for key in list(kwargs) if key in BTgymRendering.defaults}
         self.renderer = BTgymRendering(self.render_modes, **render_kwargs) if self.render_enabled \
             else BTgymNullRendering()
-        self.metadata = dict(self.metadata, render_modes=list(self.render_modes))
-        self.metadata['render.modes'] = self.metadata['render_modes']
+        self.metadata = dict(self.metadata, **{'render.modes': list(self.render_modes)})
 
     def _make_dataset(self, kwargs):
         dataset = kwargs.pop('dataset', None)
@@ -344,24 +349,6 @@ class BTgymEnv(gym.Env):
                                                 self.strategy_class.__name__, data_explanation(self.dataset)))
         return observation
 
-    def _to_server_action(self, action):
-        if isinstance(action, dict):
-            if action not in self.action_space:
-                raise ValueError('action {!r} is not in the action space {}'.format(action, self.action_space))
-            values = action
-        else:
-            try:
-                index = int(action)
-            except (TypeError, ValueError):
-                raise ValueError('action {!r} is neither a dict in {} nor an integer'.format(
-                    action, self.action_space)) from None
-            values = {asset: index for asset in self.asset_names}
-            if np.ndim(action) != 0 or values not in self.action_space:
-                raise ValueError('action {!r} is outside the action space {}'.format(action, self.action_space))
-        if self.portfolio_actions:
-            return {asset: self.portfolio_actions[int(values[asset])] for asset in self.asset_names}
-        return {asset: float(np.asarray(values[asset]).reshape(-1)[0]) for asset in self.asset_names}
-
     def step(self, action):
         """Sends an action; returns the observation `skip_frame` bars later.
 
@@ -376,7 +363,7 @@ class BTgymEnv(gym.Env):
             ValueError: the action is outside the action space.
             RuntimeError: no episode is running (call reset()).
         """
-        server_action = self._to_server_action(action)
+        server_action = strategy_action(action, self.action_space, self.asset_names, self.portfolio_actions)
         if self._handoff is None or self._episode_done:
             raise RuntimeError('step() needs a running episode: the last one {}; call reset()'.format(
                 'has terminated' if self._handoff is not None else 'is not started or was closed'))
@@ -405,15 +392,19 @@ class BTgymEnv(gym.Env):
         """Picture of the last step ('human' or an observation key) or of the last finished episode ('episode').
 
         Args:
-            mode: one of `render_modes`; default `render_mode` or 'human'.
+            mode: one of `render_modes` (the original's call); None: gymnasium's, by `render_mode` (None and
+                'human' draw nothing, 'rgb_array' the 'human' picture).
 
         Returns:
-            uint8 RGB array [height, width, 3].
+            uint8 RGB array [height, width, 3], or None.
 
         Raises:
             ValueError: unknown mode. RuntimeError: rendering disabled.
         """
-        mode = mode or self.render_mode or 'human'
+        if mode is None:
+            if self.render_mode != 'rgb_array':
+                return None
+            mode = 'human'
         if mode not in self.render_modes:
             raise ValueError('render mode {!r} is not one of render_modes {}'.format(mode, self.render_modes))
         if not self.renderer.enabled:
@@ -431,14 +422,25 @@ class BTgymEnv(gym.Env):
         return self.renderer.render_state(mode, self._last_step)
 
     def _force_control_mode(self):
-        """The original's way to end an episode (its server's control mode): stops the running episode, so that
-        `get_stat()` and the 'episode' rendering show it.
+        """The original's way to end an episode: stops the running one, for `get_stat()` and the 'episode' picture.
 
         Returns:
             False before the first reset() (the original had no server to put in control mode yet), else True.
         """
         self._finish_episode()
         return self._episode_number >= 0
+
+    def __getstate__(self):
+        """State for pickle and deepcopy: only between episodes (the last finished episode's picture is dropped)."""
+        if self._handoff is not None and not self._episode_done:
+            raise TypeError('a BTgymEnv cannot be pickled or copied during an episode: let it end, or call close()')
+        state = {key: value for key, value in self.__dict__.items() if key not in UNPICKLED_STATE}
+        state['_data_master'] = self._data_master.copy_without_serving()
+        return state
+
+    def __setstate__(self, state):
+        self.__dict__.update(state)
+        self._handoff = self._finalizer = self._finished_strategy = None
 
     def close(self):
         """Stops the running episode and, for a data master env, serving its dataset; the env can be reset again

@@ -91,6 +91,12 @@ class DataMasterSettings:
         if self.serves and self._published is None:
             self._published = PublishedDataset(dataset, self.data_port)
 
+    def copy_without_serving(self):
+        """These settings for a copy of the env: a copy serves no dataset (its original does)."""
+        copy = object.__new__(DataMasterSettings)
+        copy.__dict__.update(self.__dict__, serves=False, _published=None)
+        return copy
+
     def close(self):
         """Stops serving the dataset."""
         if self._published is not None:

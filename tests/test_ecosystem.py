@@ -1,0 +1,140 @@
+"""The trading env among gymnasium's tools and SB3-style libraries: registered ids, wrappers, vector envs, render
+modes, pickling, and the SimpleSpaces wrapper."""
+import copy
+import os
+import pickle
+import warnings
+
+import gymnasium
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from btgym_aac import BTgymDataset, BTgymEnv
+from btgym_aac.data import data_master, make_random_walk_data
+from btgym_aac.env.wrappers import SimpleSpaces
+from btgym_aac.registration import ENV_IDS, REFERENCE_ENV_KWARGS
+from btgym_aac.strategy import DevStrat_4_11
+
+SHORT = dict(render_enabled=False, episode_duration={'days': 0, 'hours': 8, 'minutes': 0},
+             time_gap={'hours': 1})
+
+
+def walk_env(**kwargs):
+    dataset = BTgymDataset(dataframe=make_random_walk_data(num_bars=6000, seed=0),
+                           episode_duration={'days': 0, 'hours': 8, 'minutes': 0})
+    return BTgymEnv(dataset=dataset, strategy=DevStrat_4_11, **kwargs)
+
+
+@pytest.mark.parametrize('env_id', sorted(ENV_IDS))
+def test_each_registered_id_makes_an_env_that_passes_gymnasiums_checks_with_rendering(env_id):
+    env = gymnasium.make(env_id, render_mode='rgb_array')
+    assert env.spec.id == env_id and env.unwrapped.spec.id == env_id
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        check_env(env.unwrapped, skip_render_check=False)
+    assert not [w for w in caught if 'render' in str(w.message)], [str(w.message) for w in caught]
+    env.close()
+
+
+def test_the_reference_id_is_the_reference_configurations_env():
+    env = gymnasium.make('BTgymDevStrat_4_11-v0', render_enabled=False).unwrapped
+    assert env.strategy is DevStrat_4_11 and env.spec.kwargs == dict(REFERENCE_ENV_KWARGS, render_enabled=False)
+    assert env.params['engine']['start_cash'] == REFERENCE_ENV_KWARGS['start_cash']
+    for key in ('order_size', 'drawdown_call', 'reward_scale', 'skip_frame', 'leverage'):
+        assert env.strategy_params[key] == REFERENCE_ENV_KWARGS[key], key
+    np.testing.assert_allclose(env.strategy_params['state_ext_scale'], np.linspace(3e3, 1e3, 5))
+
+
+def test_time_limit_and_episode_statistics_wrappers_over_a_registered_id():
+    env = gymnasium.wrappers.RecordEpisodeStatistics(gymnasium.make('BTgym-v0', max_episode_steps=25, **SHORT))
+    env.reset(seed=0)
+    steps, done = 0, False
+    while not done:
+        _, _, terminated, truncated, info = env.step(0)
+        steps += 1
+        done = terminated or truncated
+    assert steps == 25 and truncated and not terminated
+    assert info['episode']['l'] == 25 and np.isfinite(info['episode']['r'])
+
+
+@pytest.mark.parametrize('mode', ['sync', 'async'])
+def test_vector_envs_of_a_registered_id(mode):
+    envs = gymnasium.make_vec('BTgymDevStrat_4_11-v0', num_envs=2, vectorization_mode=mode, wrappers=[SimpleSpaces],
+                              **SHORT)
+    try:
+        observations, _ = envs.reset(seed=[1, 2])
+        assert observations['external'].shape == (2, 150) and observations['internal'].shape == (2, 120)
+        assert not np.array_equal(observations['external'][0], observations['external'][1])  # two seeds, two windows
+        for _ in range(3):
+            observations, rewards, terminated, truncated, _ = envs.step(np.array([1, 2]))
+        assert rewards.shape == (2,) and np.isfinite(rewards).all() and observations in envs.observation_space
+    finally:
+        envs.close()
+
+
+def test_render_modes_follow_gymnasium_and_the_originals_call_still_works():
+    for render_mode, expected in ((None, None), ('human', None)):
+        env = walk_env(render_mode=render_mode)
+        env.reset(seed=0)
+        assert env.render() is expected
+        image = env.render('human')  # the original's call
+        assert image.dtype == np.uint8 and image.ndim == 3
+    env = walk_env(render_mode='rgb_array')
+    env.reset(seed=0)
+    np.testing.assert_array_equal(env.render(), env.render('human'))
+    with pytest.raises(ValueError, match="render_mode must be None, 'rgb_array' or 'human'"):
+        walk_env(render_mode='episode')
+
+
+def test_envs_pickle_and_copy_between_episodes_but_not_during_one():
+    env = walk_env(render_enabled=False)
+    first = env.reset(seed=3)[0]
+    with pytest.raises(TypeError, match='during an episode'):
+        pickle.dumps(env)
+    with pytest.raises(TypeError, match='during an episode'):
+        copy.deepcopy(env)
+    env.close()
+    for clone in (pickle.loads(pickle.dumps(env)), copy.deepcopy(env)):
+        again = clone.reset(seed=3)[0]
+        for key in ('external', 'internal'):
+            np.testing.assert_array_equal(again[key], first[key])
+        clone.step(1)
+        clone.close()
+
+
+def test_a_copy_of_a_data_master_env_serves_nothing(tmp_path, monkeypatch):
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(tmp_path))
+    master = walk_env(render_enabled=False, data_master=True, data_port=5101)
+    path = os.path.join(data_master.registry_folder(), 'data_master_5101.pkl')
+    clone = copy.deepcopy(master)
+    clone.close()
+    assert os.path.exists(path)  # the copy's close leaves the original's file
+    master.close()
+    assert not os.path.exists(path)
+
+
+def test_simple_spaces_keep_the_box_observations_as_vectors_and_act_by_index():
+    env = SimpleSpaces(walk_env(render_enabled=False))
+    assert env.keys == ['external', 'internal'] and env.action_space == gymnasium.spaces.Discrete(4)
+    observation, _ = env.reset(seed=0)
+    raw = env.unwrapped._last_step['state']
+    np.testing.assert_allclose(observation['external'], np.reshape(raw['external'], -1), rtol=1e-6)
+    assert observation in env.observation_space
+    observation, reward, _, _, info = env.step(np.int64(1))
+    assert observation in env.observation_space and info['bars'][0]['action'] == {'default_asset': 'buy'}
+    flat = SimpleSpaces(walk_env(render_enabled=False), keys=['internal'], flatten=True)
+    vector, _ = flat.reset(seed=0)
+    assert vector.shape == (120,) and vector.dtype == np.float32 and vector in flat.observation_space
+    with pytest.raises(ValueError, match=r"keys must name Box observations.*\['metadata'\]"):
+        SimpleSpaces(walk_env(render_enabled=False), keys=['metadata'])
+
+
+def test_stable_baselines3_accepts_the_wrapped_env():
+    sb3_checker = pytest.importorskip('stable_baselines3.common.env_checker',
+                                      reason='stable-baselines3 is an optional dependency, not installed here')
+    for flatten in (False, True):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter('always')
+            sb3_checker.check_env(SimpleSpaces(walk_env(render_enabled=False), flatten=flatten), warn=True)
+        assert not caught, [str(w.message) for w in caught]
