@@ -2,9 +2,10 @@
 
 Public names are imported lazily, so `import btgym_aac` stays cheap and never imports TensorFlow by itself. The
 original's module paths (`btgym_aac.research.strategy_gen_4`, `btgym_aac.datafeed`, ...) resolve to this package's
-classes (`btgym_aac.original_paths`); the trading envs are registered with gymnasium (`btgym_aac.registration`).
+classes (`btgym_aac.original_paths`). It imports nothing but the standard library: a launcher's task process imports
+it while still single-threaded (numpy's import starts threads), to join its private namespaces.
 """
-from btgym_aac import original_paths, registration
+from btgym_aac import original_paths
 from btgym_aac.lazy import lazy_names
 
 __version__ = '0.1.0'
@@ -29,4 +30,3 @@ __all__ = sorted(_PUBLIC)
 __getattr__, __dir__ = lazy_names(__name__, _PUBLIC, globals())
 
 original_paths.install()
-registration.register_envs()

@@ -1,5 +1,5 @@
-"""gymnasium ids of the trading envs, registered when `btgym_aac` is imported (gymnasium only; the envs' modules are
-imported by `gymnasium.make`): `gymnasium.make('btgym_aac:BTgymDevStrat_4_11-v0')` also works without an import.
+"""gymnasium ids of the trading envs, registered when `btgym_aac.env` is imported (also by `from btgym_aac import
+BTgymEnv`); in a fresh interpreter `gymnasium.make('btgym_aac.env:BTgymDevStrat_4_11-v0')` imports it first.
 
 * `BTgym-v0`: `BTgymEnv` with its defaults (the built-in sine series, `BTgymBaseStrategy`).
 * `BTgymDevStrat_4_11-v0`: the reference configuration's env (DevStrat_4_11 and the settings of

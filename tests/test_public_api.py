@@ -32,6 +32,23 @@ def test_environment_imports_do_not_load_tensorflow():
     assert result.stdout.strip() == 'False'
 
 
+def test_the_package_and_the_namespace_joining_module_import_only_the_standard_library():
+    # A launcher's task imports these while still single-threaded, to join a user namespace; numpy (gymnasium,
+    # pandas, ...) would start threads first.
+    result = run_python('import os, sys\nimport btgym_aac, btgym_aac.distributed.network_namespace\n'
+                        'print(sorted({"numpy", "gymnasium", "pandas"} & set(sys.modules)), '
+                        'len(os.listdir("/proc/self/task")))')
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == '[] 1'
+
+
+def test_importing_the_env_registers_its_gymnasium_ids():
+    result = run_python('import gymnasium\nenv = gymnasium.make("btgym_aac.env:BTgym-v0", render_enabled=False)\n'
+                        'print(env.spec.id, type(env.unwrapped).__name__)')
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip() == 'BTgym-v0 BTgymEnv'
+
+
 def test_tensorflow_imported_first_without_legacy_keras_gives_a_clear_error():
     result = run_python('import os\nos.environ.pop("TF_USE_LEGACY_KERAS", None)\nimport tensorflow\n'
                         'import btgym_aac.compat')
