@@ -112,10 +112,15 @@ def _warn_of_changed_data(launcher, allow_untrusted=False):
             launcher.log_dir, before or 'built in', now or 'built in'), file=sys.stderr)
 
 
-def _train(args):
-    """Trains with the launcher: the reference configuration, or CONFIG.py's dicts, with flag overrides."""
+def _stop_by(interrupt):
+    """(words, exit status) of a KeyboardInterrupt: SIGTERM (`StopRequested`, 143) or Ctrl-C (130)."""
     from btgym_aac.distributed.stop_signals import StopRequested
 
+    return ('stopped by SIGTERM', 143) if isinstance(interrupt, StopRequested) else ('interrupted', 130)
+
+
+def _train(args):
+    """Trains with the launcher: the reference configuration, or CONFIG.py's dicts, with flag overrides."""
     configs = _configs_from_args(args)
     purge = 2 if args.fresh else 0
     launcher = make_launcher(configs, purge_previous=purge)
@@ -126,10 +131,9 @@ def _train(args):
     try:
         result = launcher.run()
     except KeyboardInterrupt as interrupt:
-        by_sigterm = isinstance(interrupt, StopRequested)
-        print('\n{}: workers stopped; {}'.format('stopped by SIGTERM' if by_sigterm else 'interrupted',
-                                                launcher.checkpoint_report()))
-        return 143 if by_sigterm else 130
+        words, status = _stop_by(interrupt)
+        print('\n{}: workers stopped; {}'.format(words, launcher.checkpoint_report()))
+        return status
     except RuntimeError as exc:
         print('training failed: {}'.format(exc), file=sys.stderr)
         return 1
@@ -218,7 +222,6 @@ def _walk_forward(args):
     """Walk-forward test: cuts the data's time span into FOLDS+1 blocks; fold k trains on blocks 0..k only (from
     scratch, or continuing fold k-1 with --continue) and evaluates the policy, buy-and-hold and a random policy on
     block k+1. Writes OUT/walk_forward.json and plots; run it again to continue a stopped walk-forward."""
-    from btgym_aac.distributed.stop_signals import StopRequested
     from btgym_aac.walk_forward import walk_forward
 
     configs = _configs_from_args(args)
@@ -227,9 +230,9 @@ def _walk_forward(args):
                               test_episodes=args.test_episodes, out=args.out,
                               continue_training=args.continue_training, seed=args.seed or 0)
     except KeyboardInterrupt as interrupt:
-        print('\nwalk-forward {}: run the same command again to continue it'.format(
-            'stopped by SIGTERM' if isinstance(interrupt, StopRequested) else 'interrupted'), file=sys.stderr)
-        return 143 if isinstance(interrupt, StopRequested) else 130
+        words, status = _stop_by(interrupt)
+        print('\nwalk-forward {}: run the same command again to continue it'.format(words), file=sys.stderr)
+        return status
     except RuntimeError as exc:
         print('walk-forward failed: {}'.format(exc), file=sys.stderr)
         return 1

@@ -1,4 +1,5 @@
-"""Path checks shared by the commands that write folders."""
+"""Path checks shared by the commands that write folders, and files written so that no reader sees half of one."""
+import contextlib
 import os
 
 
@@ -18,3 +19,25 @@ def file_in_the_way(path):
             return None
         path = parent
     return None if os.path.isdir(path) else path
+
+
+@contextlib.contextmanager
+def written_in_place_of(path, mode=0o644):
+    """Opens a staging file beside `path` for binary writing; once the block ends without error it replaces
+    `path` (atomically: a reader sees the old file or the new one, never half of it), else it is removed.
+
+    Args:
+        path: the file to write.
+        mode: permission bits of a new file (before the umask).
+
+    Yields:
+        the staging file, open for binary writing (its `name` is the staging path, for writers that take a path).
+    """
+    staging = '{}.{}.writing'.format(path, os.getpid())
+    try:
+        with open(staging, 'wb', opener=lambda name, flags: os.open(name, flags, mode)) as f:
+            yield f
+        os.replace(staging, path)
+    finally:
+        if os.path.exists(staging):
+            os.remove(staging)

@@ -16,13 +16,9 @@ for every call) and only moves forward, when told: `sample(timestamp=...)`, `set
 it from the bar times its strategies broadcast during target test episodes, through its data server; no such
 broadcast exists here: a loop that evaluates target test episodes passes the last bar time it evaluated (e.g. the
 env's `info['time']`) as the next `timestamp`. Envs given the same domain object share its clock. Timestamps are
-POSIX seconds of the naive bar times read as UTC.
-
-Differences from the original (`btgym/datafeed/casual.py`): trials are numbered (`sample_num` increments); the
-pointer never starts before row S_tr (so no interval starts at a negative row; a frozen split earlier than that is
-a DataError); target test episodes are left-aligned at c as documented (the original's test read the domain's
-type, always None); UTC everywhere (no local-time lookups); running out of data is a DataError; a reused trial
-(`get_new=False`) is reused only for the same sample type.
+POSIX seconds of the naive bar times read as UTC. Trials are numbered (`sample_num` increments); a frozen split
+before row S_tr, and running out of data, are DataErrors; a trial is reused (`get_new=False`) only for the same
+sample type.
 """
 import numpy as np
 import pandas as pd

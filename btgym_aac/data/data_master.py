@@ -13,6 +13,7 @@ import pickle
 import tempfile
 import weakref
 
+from btgym_aac.paths import written_in_place_of
 from btgym_aac.trusted_files import check_trusted
 
 DEFAULT_DATA_PORT = 4999
@@ -44,10 +45,13 @@ def _process_alive(pid):
     return True
 
 
-def _read_record(path):
+def _read_record(path, with_dataset=True):
+    """The (owner pid, dataset) of a data master's file; the dataset is not read (None) without `with_dataset`:
+    the file holds the pid first, so that checking the owner does not unpickle the whole dataset."""
     check_trusted(path, os.path.dirname(path), 'unpickling it')
     with open(path, 'rb') as f:
-        return pickle.load(f)
+        pid = pickle.load(f)
+        return pid, pickle.load(f) if with_dataset else None
 
 
 class PublishedDataset:
@@ -65,14 +69,13 @@ class PublishedDataset:
         self.data_port = int(data_port)
         self.path = _record_path(self.data_port)
         if os.path.exists(self.path):
-            owner = _read_record(self.path)['pid']
+            owner, _ = _read_record(self.path, with_dataset=False)
             if _process_alive(owner):
                 raise ValueError('data_port {} already has a data master env (process {}): give each data master '
                                  'its own data_port'.format(self.data_port, owner))
-        staging = '{}.{}.writing'.format(self.path, os.getpid())
-        with open(os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), 'wb') as f:
-            pickle.dump({'pid': os.getpid(), 'dataset': dataset}, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(staging, self.path)
+        with written_in_place_of(self.path, mode=0o600) as f:
+            pickle.dump(os.getpid(), f, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(dataset, f, protocol=pickle.HIGHEST_PROTOCOL)
         self._inode = os.stat(self.path).st_ino
         self._finalizer = weakref.finalize(self, _remove_own_file, self.path, self._inode, os.getpid())
 
@@ -110,10 +113,10 @@ def fetch_dataset(data_port, random_seed=None):
             'of a process on this host; start that env first, or give this env its data with `dataset=`')
     if not os.path.exists(path):
         raise DataMasterError('no data master env serves data_port {}: {}'.format(data_port, hint))
-    record = _read_record(path)
-    if not _process_alive(record['pid']):
+    owner, _ = _read_record(path, with_dataset=False)
+    if not _process_alive(owner):
         raise DataMasterError('the data master env of data_port {} (process {}) has ended: {}'.format(
-            data_port, record['pid'], hint))
-    dataset = record['dataset']
+            data_port, owner, hint))
+    _, dataset = _read_record(path)
     dataset.seed(random_seed)
     return dataset

@@ -4,19 +4,9 @@ With trial duration S_tr rows, trial test period R_te rows and train period R_tr
 its test period), trial k of a sliding sweep holds rows [k * R_te, k * R_te + S_tr): consecutive trials move by
 R_te rows, so their train parts overlap and their test parts (the last R_te rows of each) partition the data
 after the first train part. An expanding sweep keeps the start at row 0: trial k holds rows [0, k * R_te + S_tr)
-and grows by R_te rows per trial; its test part is the same as the sliding trial's.
-
-Differences from the original (`btgym/datafeed/stateful.py`):
-
-* expanding trials are the growing windows above, as the original's docstring describes (its code drew a
-  fixed-length window at a random start inside them);
-* the last trial no longer fails with an IndexError (the original read the row after it), and only trials that
-  fit the data are made;
-* once every trial is used the sweep starts again at trial 0 with a NOTICE log line (the original handed a
-  `False` "sample" to its server, which crashed; the retried reset then restarted the sweep at trial 0);
-* a trial's `metadata['sample_num']` is its position k in the sweep (the original stamped k + 1), and
-  `parent_sample_num` / `parent_sample_type` are stamped as every other domain does;
-* invalid settings raise ValueError naming the setting instead of a bare AssertionError.
+and grows by R_te rows per trial; its test part is the same as the sliding trial's. Only trials that fit the data
+are made; once every trial is used the sweep starts again at trial 0 with a NOTICE log line. A trial's
+`metadata['sample_num']` is its position k in the sweep. Invalid settings raise ValueError naming the setting.
 """
 import datetime
 import math

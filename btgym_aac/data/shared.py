@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from btgym_aac.data.columns import OHLCV_COLUMNS
+from btgym_aac.paths import written_in_place_of
 
 CACHE_DIR = '.data_cache'
 _registered = {}
@@ -52,10 +53,8 @@ def publish(frame, key, log_dir):
     entry = {'key': key}
     for name, array in arrays.items():
         path = '{}.{}.npy'.format(stem, name)
-        staging = '{}.{}.writing'.format(path, os.getpid())
-        with open(staging, 'wb') as f:
+        with written_in_place_of(path) as f:
             np.save(f, array)
-        os.replace(staging, path)
         entry[name] = path
     return entry
 

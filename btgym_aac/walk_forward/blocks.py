@@ -9,10 +9,11 @@ from btgym_aac.data import BTgymDataset, write_histdata_csv
 from btgym_aac.data.datetimes import infer_timeframe
 from btgym_aac.data.errors import DataError
 from btgym_aac.env.base import DATASET_KWARGS
+from btgym_aac.evaluation.episodes import DATA_SOURCE_KWARGS
 from btgym_aac.evaluation.windows import tile_windows
+from btgym_aac.paths import written_in_place_of
 from btgym_aac.validation import check_whole_number
 
-DATA_SOURCE_KWARGS = ('dataset', 'dataframe', 'filename')
 KEPT_PARSING_PARAMS = ('timeframe', 'checks')
 
 
@@ -100,7 +101,6 @@ def write_block_file(frames, path):
     """Writes the bars of `frames` (in order) as a HistData CSV at `path`, atomically; kept when it exists."""
     if os.path.exists(path):
         return path
-    staging = '{}.{}.writing'.format(path, os.getpid())
-    write_histdata_csv(pd.concat(frames), staging)
-    os.replace(staging, path)
+    with written_in_place_of(path) as f:
+        write_histdata_csv(pd.concat(frames), f.name)
     return path

@@ -13,6 +13,7 @@ import os
 
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.evaluation.evaluator import evaluate
+from btgym_aac.paths import written_in_place_of
 from btgym_aac.walk_forward.blocks import block_windows, fold_env_kwargs, split_blocks, write_block_file
 from btgym_aac.walk_forward.plots import EQUITY_PLOT, FOLD_PLOT, plot_fold_metrics, plot_stitched_equity
 from btgym_aac.walk_forward.summary import summarize
@@ -24,10 +25,8 @@ FOLD_FILE = 'fold.json'
 
 def _write_json(value, path):
     """Writes `value` as JSON at `path` atomically (a reader never sees half a file)."""
-    staging = '{}.{}.writing'.format(path, os.getpid())
-    with open(staging, 'w') as f:
-        json.dump(value, f, indent=2)
-    os.replace(staging, path)
+    with written_in_place_of(path) as f:
+        f.write(json.dumps(value, indent=2).encode())
     return path
 
 
@@ -84,15 +83,15 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
         with open(record_path) as f:
             return json.load(f)
     os.makedirs(fold_dir, exist_ok=True)
-    train_file = write_block_file([block.frame for block in blocks[:number + 1]], os.path.join(fold_dir, 'train.csv'))
+    train_frames = [block.frame for block in blocks[:number + 1]]
+    train_file = write_block_file(train_frames, os.path.join(fold_dir, 'train.csv'))
     test_file = write_block_file([blocks[number + 1].frame], os.path.join(fold_dir, 'test.csv'))
     run_dir = os.path.join(fold_dir, 'run')
-    previous = os.path.join(out, 'fold_{}'.format(number - 1), 'run')
     resuming = os.path.isdir(run_dir) and any(os.scandir(run_dir))
     initial = None
     if continue_training and number > 0 and not resuming:
-        initial = os.path.join(previous, configs.get('cluster_config', {}).get('log_ckpt_subdir',
-                                                                              'current_train_checkpoint').strip('/'))
+        subdir = configs.get('cluster_config', {}).get('log_ckpt_subdir', 'current_train_checkpoint').strip('/')
+        initial = os.path.join(out, 'fold_{}'.format(number - 1), 'run', subdir)
     launcher = make_launcher(_fold_configs(configs, fold_dir, train_file, initial, train_steps),
                              purge_previous=0, root_random_seed=seed + number)
     result = launcher.run()
@@ -101,12 +100,11 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
                            'it'.format(number, result['global_step'], train_steps))
     report = evaluate(run_dir, data=[test_file], out=os.path.join(fold_dir, 'evaluation'), seed=seed,
                       windows=windows)
-    train_frame = [block.frame for block in blocks[:number + 1]]
     record = {
         'fold': number,
-        'train_window': {'first_bar': train_frame[0].index[0].isoformat(),
-                         'last_bar': train_frame[-1].index[-1].isoformat(),
-                         'bars': int(sum(len(frame) for frame in train_frame))},
+        'train_window': {'first_bar': train_frames[0].index[0].isoformat(),
+                         'last_bar': train_frames[-1].index[-1].isoformat(),
+                         'bars': int(sum(len(frame) for frame in train_frames))},
         'test_window': blocks[number + 1].describe(),
         'global_step': report['global_step'],
         'checkpoint': report['checkpoint'],
