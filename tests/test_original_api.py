@@ -180,10 +180,12 @@ def _client_window(port, queue):
     env.close()
 
 
-@pytest.mark.parametrize('start_method', ['fork', 'spawn'])
-def test_data_master_false_envs_of_other_processes_sample_the_masters_data(start_method, tmp_path, monkeypatch):
-    monkeypatch.setenv('XDG_RUNTIME_DIR', str(tmp_path))
-    port = unique_port()
+def master_and_client_windows(start_method, port):
+    """A data master env and three `data_master=False` envs in processes started with `start_method`.
+
+    Returns:
+        [len of the master's data, its 100th close, [(len, 100th close, first row) of each client's first trial]].
+    """
     dataset = walk_dataset()
     master = BTgymEnv(dataset=dataset, data_master=True, data_port=port, strategy=DevStrat_4_11, **QUIET)
     context = multiprocessing.get_context(start_method)
@@ -197,11 +199,25 @@ def test_data_master_false_envs_of_other_processes_sample_the_masters_data(start
         for worker in workers:
             worker.join(timeout=60)
         master.close()
+    return [len(dataset.data), float(dataset.data['close'].iloc[100]), windows]
+
+
+@pytest.mark.parametrize('start_method', ['fork', 'spawn'])
+def test_data_master_false_envs_of_other_processes_sample_the_masters_data(start_method, tmp_path, monkeypatch):
+    # In a fresh interpreter, as the async notebook runs: forking pytest's process, which earlier tests left with
+    # TensorFlow's threads, can deadlock a child.
+    monkeypatch.setenv('XDG_RUNTIME_DIR', str(tmp_path))
+    code = 'import json, test_original_api as t\nprint(json.dumps(t.master_and_client_windows({!r}, {})))'.format(
+        start_method, unique_port())
+    result = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300,
+                            cwd=os.path.dirname(__file__))
+    assert result.returncode == 0, result.stderr[-3000:]
+    length_of_data, close_of_data, windows = json.loads(result.stdout.strip().splitlines()[-1])
     sine_close = float(make_sine_data()['close'].iloc[100])
     for length, close, first_row in windows:
-        assert length == len(dataset.data)
-        assert close == float(dataset.data['close'].iloc[100]) != sine_close  # the master's walk, not the sine
-        assert 0 <= first_row <= len(dataset.data) - 480
+        assert length == length_of_data
+        assert close == close_of_data != sine_close  # the master's walk, not the sine
+        assert 0 <= first_row <= length_of_data - 480
     assert len({first_row for _, _, first_row in windows}) > 1  # each copy samples with a generator of its own
     assert not os.listdir(data_master.registry_folder())  # closed master: its file is gone
 
