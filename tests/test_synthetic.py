@@ -5,7 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from btgym_aac.data import make_bent_sine_data, make_random_walk_data, make_sine_data, write_histdata_csv
+from btgym_aac.data import (cointegration_spread, make_bent_sine_data, make_cointegrated_pair, make_correlated_walks,
+                            make_random_walk_data, make_sine_data, write_histdata_csv)
 
 OHLCV = ['open', 'high', 'low', 'close', 'volume']
 
@@ -136,3 +137,95 @@ def test_generators_reject_bad_arguments():
         make_sine_data(noise=-1.0)
     with pytest.raises(ValueError, match='volatility'):
         make_random_walk_data(volatility=-1.0)
+
+
+# ---------------------------------------------------------------------------------------------- multi-asset series
+
+def _ar1_coefficient(values):
+    """Least-squares slope of values[t + 1] on values[t] (with an intercept)."""
+    return np.polyfit(values[:-1], values[1:], 1)[0]
+
+
+def _check_bars(frame, base):
+    open_price, close = frame['open'].to_numpy(), frame['close'].to_numpy()
+    assert open_price[0] == base
+    np.testing.assert_array_equal(open_price[1:], close[:-1])
+    assert (frame['high'].to_numpy() >= np.maximum(open_price, close)).all()
+    assert (frame['low'].to_numpy() <= np.minimum(open_price, close)).all()
+    assert (frame['volume'] == 0).all()
+
+
+def _log_returns(frames):
+    return np.array([np.log(frame['close'] / frame['open']).to_numpy() for frame in frames.values()])
+
+
+def test_correlated_walks_share_an_index_and_have_the_requested_correlation_and_volatility():
+    frames = make_correlated_walks(num_bars=20000, names=('A', 'B', 'C'), correlation=0.6, volatility=3e-4,
+                                   base=1.2, start='2018-02-01 00:00', freq='5min', seed=1)
+    assert list(frames) == ['A', 'B', 'C']
+    for frame in frames.values():
+        _check_frame_layout(frame, 20000, '2018-02-01 00:00', pd.Timedelta(minutes=5))
+        assert frame.index.equals(frames['A'].index)
+        _check_bars(frame, 1.2)
+    returns = _log_returns(frames)
+    correlation = np.corrcoef(returns)
+    np.testing.assert_allclose(correlation[np.triu_indices(3, 1)], 0.6, atol=0.03)
+    np.testing.assert_allclose(returns.std(axis=1), 3e-4, rtol=0.03)
+    assert not np.array_equal(frames['A']['close'], frames['B']['close'])
+
+
+def test_correlated_walks_take_a_full_correlation_matrix_and_are_seeded():
+    matrix = [[1.0, 0.8, -0.3], [0.8, 1.0, 0.0], [-0.3, 0.0, 1.0]]
+    frames = make_correlated_walks(num_bars=20000, names=('x', 'y', 'z'), correlation=matrix, seed=2)
+    np.testing.assert_allclose(np.corrcoef(_log_returns(frames)), matrix, atol=0.03)
+    again = make_correlated_walks(num_bars=20000, names=('x', 'y', 'z'), correlation=matrix, seed=2)
+    assert all(frames[name].equals(again[name]) for name in frames)
+    other = make_correlated_walks(num_bars=20000, names=('x', 'y', 'z'), correlation=matrix, seed=3)
+    assert not frames['x'].equals(other['x'])
+    identical = make_correlated_walks(num_bars=100, names=('p', 'q'), correlation=1.0, seed=0)
+    np.testing.assert_allclose(identical['p']['close'], identical['q']['close'], rtol=1e-12)
+
+
+def test_correlated_walks_reject_invalid_correlations_and_names():
+    with pytest.raises(ValueError, match='not positive semi-definite'):
+        make_correlated_walks(num_bars=10, names=('A', 'B', 'C'), correlation=-0.6)
+    with pytest.raises(ValueError, match='must be 2x2'):
+        make_correlated_walks(num_bars=10, names=('A', 'B'), correlation=np.eye(3))
+    with pytest.raises(ValueError, match='symmetric'):
+        make_correlated_walks(num_bars=10, names=('A', 'B'), correlation=[[1.0, 0.2], [0.3, 1.0]])
+    with pytest.raises(ValueError, match='distinct'):
+        make_correlated_walks(num_bars=10, names=('A', 'A'))
+
+
+def test_cointegrated_pair_spread_is_the_documented_ou_recursion_exactly():
+    num_bars, theta, sigma, mean, volatility, base, beta = 3000, 0.1, 4e-4, 0.002, 2e-4, 1.3, 1.5
+    frames = make_cointegrated_pair(num_bars=num_bars, beta=beta, theta=theta, spread_mean=mean, spread_sigma=sigma,
+                                    volatility=volatility, base=base, seed=9)
+    rng = np.random.default_rng(9)  # the documented draw order: e, then u
+    log_x = math.log(base) + np.cumsum(volatility * rng.standard_normal(num_bars))
+    innovations = rng.standard_normal(num_bars - 1)
+    spread = [mean]
+    for t in range(num_bars - 1):
+        spread.append(spread[-1] + theta * (mean - spread[-1]) + sigma * innovations[t])
+    recovered = cointegration_spread(frames, beta=beta, base=base)
+    np.testing.assert_allclose(recovered.to_numpy(), spread, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(np.log(frames['X']['close']), log_x, rtol=0, atol=1e-12)
+    assert recovered.index.equals(frames['X'].index) and frames['Y'].index.equals(frames['X'].index)
+    for frame in frames.values():
+        _check_bars(frame, base)
+
+
+def test_cointegrated_pair_spread_is_stationary_and_x_is_a_random_walk():
+    theta, sigma = 0.05, 5e-4
+    frames = make_cointegrated_pair(num_bars=20000, theta=theta, spread_sigma=sigma, seed=4)
+    spread = cointegration_spread(frames).to_numpy()
+    assert _ar1_coefficient(spread) == pytest.approx(1 - theta, abs=0.01)
+    assert spread.var() == pytest.approx(sigma ** 2 / (theta * (2 - theta)), rel=0.2)
+    assert _ar1_coefficient(np.log(frames['X']['close'].to_numpy())) > 0.998
+    drifting = cointegration_spread(make_cointegrated_pair(num_bars=20000, theta=0.0, seed=4)).to_numpy()
+    assert _ar1_coefficient(drifting) > 0.998
+    assert make_cointegrated_pair(num_bars=500, seed=4)['Y'].equals(make_cointegrated_pair(num_bars=500, seed=4)['Y'])
+    with pytest.raises(ValueError, match='theta'):
+        make_cointegrated_pair(num_bars=10, theta=2.0)
+    with pytest.raises(ValueError, match='2 distinct names'):
+        make_cointegrated_pair(num_bars=10, names=('X', 'Y', 'Z'))

@@ -157,8 +157,9 @@ class BTgymCasualTrial(BTgymDataTrial):
                 (False: uniform over its test part); source trials sample test episodes uniformly.
             b_alpha: Beta alpha of train starts.
             b_beta: Beta beta of train starts.
-            force_interval: source trials only: take exactly `interval`.
-            interval: source trials only: [first, stop) rows to sample from.
+            force_interval: take exactly `interval`.
+            interval: [first, stop) rows: for source trials rows to sample from (exactly these with
+                `force_interval`); for target trials rows inside the part of `sample_type`, with `force_interval`.
             **ignored: other sample-config keys.
 
         Returns:
@@ -171,13 +172,12 @@ class BTgymCasualTrial(BTgymDataTrial):
             self.set_global_timestamp(timestamp)
         if not self._is_target():
             return self._sample(get_new, sample_type, b_alpha, b_beta, force_interval, interval)
-        if force_interval or interval is not None:
-            raise ValueError('{}: target trial episodes are placed by global time; `interval` / `force_interval` '
-                             'apply to source trials only'.format(self.name))
         if self.sample_instance is not None and not get_new:
             return self.sample_instance
         self.train_interval, self.test_interval = self.get_intervals()
-        if sample_type == TRAIN:
+        if force_interval or interval is not None:
+            episode = self._sample_exact_part(sample_type, force_interval, interval)
+        elif sample_type == TRAIN:
             episode = self._sample_interval(self.train_interval, b_alpha, b_beta, 'train_' + self.sample_name)
         elif align_left:
             episode = self._sample_left_aligned(self.test_interval, 'test_' + self.sample_name)
@@ -187,6 +187,17 @@ class BTgymCasualTrial(BTgymDataTrial):
         self.sample_num += 1
         self.sample_instance = episode
         return episode
+
+    def _sample_exact_part(self, sample_type, force_interval, interval):
+        """A target trial's episode of exactly the rows `interval`, which must lie in the part of `sample_type` (train
+        before the trial's clock, test at or after it): how a stream follows another's episode (`BTgymMultiData`)."""
+        kind, part = ('train', self.train_interval) if sample_type == TRAIN else ('test', self.test_interval)
+        if not (force_interval and interval is not None and len(interval) == 2
+                and part[0] <= interval[0] < interval[1] <= part[1]):
+            raise ValueError('{}: target trial episodes are placed by global time; an `interval` needs '
+                             'force_interval=True and must lie in the {} part, rows {}, got interval={!r}, '
+                             'force_interval={}'.format(self.name, kind, part, interval, force_interval))
+        return self._sample_exact_interval(interval, '{}_{}'.format(kind, self.sample_name))
 
     def _sample_left_aligned(self, interval, name):
         """The first full window in `interval` whose start weekday and missing time are acceptable."""
@@ -344,8 +355,9 @@ class BTgymCasualDataDomain(BTgymRandomDataDomain):
             timestamp: POSIX seconds to move the global time to (never backwards).
             b_alpha: Beta alpha of expanding source starts.
             b_beta: Beta beta of expanding source starts.
-            force_interval: source trials only: take exactly `interval`.
-            interval: source trials only: [first, stop) rows, stop at most c.
+            force_interval: take exactly `interval`.
+            interval: [first, stop) rows: for source trials any rows with stop at most c (sampled from unless
+                `force_interval`); for the target trial only its own rows, with `force_interval`.
             **ignored: other sample-config keys.
 
         Returns:
@@ -361,10 +373,7 @@ class BTgymCasualDataDomain(BTgymRandomDataDomain):
             return last
         self.train_interval, self.test_interval = source, target = self.get_intervals()
         if sample_type == TEST:
-            if force_interval or interval is not None:
-                raise ValueError('{}: the target trial is placed by global time; `interval` / `force_interval` '
-                                 'apply to source trials only'.format(self.name))
-            trial = self._make_sample(target[0], target[1], 'target_trial_')
+            trial = self._sample_target(target, force_interval, interval)
         else:
             trial = self._sample_source(source, b_alpha, b_beta, force_interval, interval)
         trial.split_timestamp = self.global_timestamp
@@ -372,6 +381,16 @@ class BTgymCasualDataDomain(BTgymRandomDataDomain):
         self.sample_num += 1
         self.sample_instance = trial
         return trial
+
+    def _sample_target(self, target, force_interval, interval):
+        """The target trial: rows `target`; an `interval` must be exactly these rows, with `force_interval` (a stream
+        following another's target trial, see `BTgymMultiData`)."""
+        exact = force_interval and interval is not None and list(interval) == list(target)
+        if (force_interval or interval is not None) and not exact:
+            raise ValueError('{}: the target trial is placed by global time at rows {}; `interval` applies to source '
+                             'trials, or must be exactly those rows with force_interval=True, got interval={!r}, '
+                             'force_interval={}'.format(self.name, target, interval, force_interval))
+        return self._make_sample(target[0], target[1], 'target_trial_')
 
     def _sample_source(self, source, b_alpha, b_beta, force_interval, interval):
         name = 'source_trial_'

@@ -23,7 +23,8 @@ class BTgymSequentialDataDomain(BTgymRandomDataDomain):
     sampling do not apply to them (a window fixed by its position can only pass or fail them). `start_00` moves
     the row k * R_te (and so the trial's end) back to the first bar of its day. Episodes are sampled inside a
     trial as usual: train episodes from its train part, test episodes from its test part (trial `test_period`).
-    Every trial has `metadata['type'] == 0`; `sample()` ignores `sample_type` and `timestamp`.
+    Every trial has `metadata['type'] == 0`; `sample()` ignores `sample_type` and `timestamp` and honours
+    `force_interval` + `interval` (exact rows) for synchronised streams.
 
     Attributes set by `reset()`: `total_samples` (cardinality K), `sample_stride` (R_te rows),
     `trial_test_range_row` (R_te), `trial_train_range_row` (R_tr), `trial_test_range_delta`,
@@ -160,11 +161,14 @@ class BTgymSequentialDataDomain(BTgymRandomDataDomain):
         stop = first + self.sample_num_records
         return [0 if self.expanding else first, stop]
 
-    def sample(self, get_new=True, **ignored):
+    def sample(self, get_new=True, force_interval=False, interval=None, **ignored):
         """The next trial of the sweep (trial 0 again, with a NOTICE log line, once all are used).
 
         Args:
             get_new: False returns the last trial again when there is one.
+            force_interval: the trial is exactly the rows `interval` instead of the sweep's window; the sweep still
+                moves on by one trial (how a stream follows another stream's sweep, see `BTgymMultiData`).
+            interval: [first, stop) rows, used with `force_interval`.
             **ignored: other sample-config keys (`sample_type`, `timestamp`, ...): the sweep alone decides.
 
         Returns:
@@ -180,8 +184,12 @@ class BTgymSequentialDataDomain(BTgymRandomDataDomain):
             self.log.notice('all {} trials used: the sweep starts again at trial 0 (sweep {})'.format(
                 self.total_samples, self.sweep_num))
             self.sample_num = 0
-        first, stop = self.get_interval(self.sample_num)
-        trial = self._make_sample(first, stop, 'sequential_trial_')
+        if force_interval:
+            trial = self._sample_exact_interval(interval, 'sequential_trial_')
+            first, stop = trial.metadata['first_row'], trial.metadata['last_row']
+        else:
+            first, stop = self.get_interval(self.sample_num)
+            trial = self._make_sample(first, stop, 'sequential_trial_')
         trial.metadata.update(type=TRAIN, sample_num=self.sample_num, parent_sample_num=self.metadata['sample_num'],
                               parent_sample_type=self.metadata['type'])
         self.log.info('trial #{}: {} <--> {}'.format(self.sample_num, self.data.index[first],
