@@ -12,6 +12,9 @@ __version__ = '0.1.0'
 
 _PUBLIC = {
     'BTgymEnv': 'btgym_aac.env',
+    'MultiDiscreteEnv': 'btgym_aac.env',
+    'PortfolioEnv': 'btgym_aac.env',
+    'BTgymMultiData': 'btgym_aac.data',
     'BTgymDataset': 'btgym_aac.data',
     'BTgymDataset2': 'btgym_aac.data',
     'BTgymRandomDataDomain': 'btgym_aac.data',

@@ -9,6 +9,7 @@ import gymnasium as gym
 
 from btgym_aac.data import BTgymDataset, EnvResetConfig, make_sine_data
 from btgym_aac.env.actions import strategy_action
+from btgym_aac.env.data_lines import bars, price_bars
 from btgym_aac.env.engine import Handoff, prepare_cerebro, run_episode
 from btgym_aac.env.observations import check_state, observation_space, space_dtypes, state_arrays
 from btgym_aac.env.original_api import DataMasterSettings, StepInfo, original_params
@@ -72,12 +73,13 @@ class BTgymEnv(gym.Env):
     metadata = {'render_modes': list(GYM_RENDER_MODES), 'render.modes': ['human', 'episode'], 'render_fps': 4}
     network_address = None
     data_network_address = None
+    logger_name = 'BTgymEnv'
 
     def __init__(self, **kwargs):
         self.task = kwargs.pop('task', 0)
         self.verbose = kwargs.pop('verbose', 0)
         self.log_level = kwargs.pop('log_level', None)
-        self.log = get_logger('BTgymEnv', self.task, self.verbose, self.log_level)
+        self.log = get_logger(self.logger_name, self.task, self.verbose, self.log_level)
         self.random_seed = kwargs.pop('random_seed', None)
         self._data_master = DataMasterSettings(kwargs, self.log)
         self._set_rendering(kwargs)
@@ -85,6 +87,7 @@ class BTgymEnv(gym.Env):
         self.engine = self._make_engine(kwargs)
         self.strategy_class, strategy_kwargs = self.engine.strats[0][0][0], self.engine.strats[0][0][2]
         self.strategy = self.strategy_class
+        self._set_line_state_shape(strategy_kwargs)
         self.strategy_params = dict(self.strategy_class.params._getitems(), **strategy_kwargs)
         self.strategy_class.check_params(self.strategy_params)
         self.strategy_class.order_sizes(self.strategy_params, self.engine.sizers)
@@ -161,21 +164,38 @@ class BTgymEnv(gym.Env):
         engine.addsizer(bt.sizers.SizerFix, stake=settings['fixed_stake'])
         return engine
 
+    def _set_line_state_shape(self, strategy_kwargs):
+        """Gives the strategy the `state_shape` of its `state_shape_for(data_names, asset_names)` hook (one made for
+        the dataset's data lines) unless `state_shape` is set explicitly."""
+        if 'state_shape' in strategy_kwargs:
+            return
+        asset_names = strategy_kwargs.get('asset_names', self.strategy_class.params.asset_names)
+        data_names = getattr(self.dataset, 'data_names', None) or tuple(asset_names)
+        state_shape = self.strategy_class.state_shape_for(tuple(data_names), tuple(asset_names))
+        if state_shape is not None:
+            strategy_kwargs['state_shape'] = state_shape
+
+    def _check_asset_count(self):
+        """Raises ValueError unless exactly one asset is traded (MultiDiscreteEnv and PortfolioEnv trade several)."""
+        if len(self.asset_names) != 1:
+            raise ValueError('BTgymEnv trades exactly one asset, got asset_names={}: use MultiDiscreteEnv or '
+                             'PortfolioEnv for several'.format(list(self.asset_names)))
+
     def _set_actions(self, strategy_kwargs):
-        """Sets the traded asset, the action names, `skip_frame` and the 'hold' actions, which the strategy gets
+        """Sets the traded assets, the action names, `skip_frame` and the 'hold' actions, which the strategy gets
         through `strategy_kwargs`.
 
         Raises:
-            ValueError: not exactly one asset, an asset that is no data line, or a skip_frame that is no whole
+            ValueError: a wrong number of assets, an asset that is no data line, or a skip_frame that is no whole
                 number >= 1.
         """
         self.asset_names = tuple(self.strategy_params['asset_names'])
-        if len(self.asset_names) != 1:
-            raise ValueError('BTgymEnv trades exactly one asset, got asset_names={}'.format(self.asset_names))
+        self._check_asset_count()
         data_names = getattr(self.dataset, 'data_names', None)
-        if data_names is not None and not set(self.asset_names) <= set(data_names):
+        missing = sorted(set(self.asset_names) - set(data_names or self.asset_names))
+        if missing:
             raise ValueError('asset_names {} are not among the data line names {}: pass the same names as '
-                             'data_names'.format(list(self.asset_names), list(data_names)))
+                             'data_names'.format(missing, list(data_names)))
         self.portfolio_actions = self.strategy_params['portfolio_actions']
         self.skip_frame = self.strategy_params['skip_frame']
         if isinstance(self.skip_frame, bool) or not isinstance(self.skip_frame, numbers.Integral) or \
@@ -192,13 +212,17 @@ class BTgymEnv(gym.Env):
     def _set_spaces(self):
         """Sets the observation and action spaces; raises ValueError for a render mode that is neither 'human',
         'episode' nor an observation key."""
-        self.observation_space = observation_space(self.strategy_params['state_shape'], self.dataset.data)
-        self.action_space = ActionDictSpace(assets=self.asset_names, base_actions=self.portfolio_actions)
+        self.observation_space = observation_space(self.strategy_params['state_shape'], price_bars(self.dataset))
+        self.action_space = self._make_action_space()
         self._observation_dtypes = space_dtypes(self.observation_space)
         for mode in self.render_modes:
             if mode not in ('human', 'episode') and mode not in self.observation_space.spaces:
                 raise ValueError('render mode {!r} is neither human, episode nor an observation key {}'.format(
                     mode, list(self.observation_space.spaces)))
+
+    def _make_action_space(self):
+        """One discrete action per asset, the strategy's `portfolio_actions`."""
+        return ActionDictSpace(assets=self.asset_names, base_actions=self.portfolio_actions)
 
     def _init_episodes(self):
         """The dataset's statistics, and no trial, episode or episode result yet."""
@@ -240,7 +264,7 @@ class BTgymEnv(gym.Env):
     def _new_cerebro(self, episode, decide):
         feeds = episode.to_btfeed()
         for feed in feeds.values():
-            feed.numrecords = len(episode.data)
+            feed.numrecords = len(bars(episode))
         strategy_params = dict(
             metadata=episode.metadata,
             trial_metadata=self._trial.metadata,
@@ -254,7 +278,7 @@ class BTgymEnv(gym.Env):
 
     def _episode_stat(self, episode):
         """Statistics of the episode's bars; those of its trial when the episode spans the whole trial."""
-        trial_data, data = self._trial.data, episode.data
+        trial_data, data = bars(self._trial), bars(episode)
         if len(data) == len(trial_data) and data.index[0] == trial_data.index[0]:
             return self._trial_stat
         return episode.describe()

@@ -177,6 +177,20 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
         check_number('target_call', params['target_call'], low_open=True)
         check_order_size(params['order_size'], params['asset_names'])
 
+    @classmethod
+    def state_shape_for(cls, data_names, asset_names):
+        """Hook for strategies whose observations depend on the data lines (one stream per line, say): the
+        `state_shape` for these lines, which the env uses when `state_shape` is not given.
+
+        Args:
+            data_names: tuple of the dataset's data line names.
+            asset_names: tuple of the traded assets.
+
+        Returns:
+            dict of spaces, or None to keep the `state_shape` param (this class: None).
+        """
+        return None
+
     order_sizes = staticmethod(order_sizes)
     """Order size per asset (see `order_size.order_sizes`; the env calls it at construction to check the engine's
     sizer)."""
@@ -223,7 +237,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
     def notify_trade(self, trade):
         if trade.isclosed:
             self.trade_just_closed = True
-            self.trade_result = trade.pnlcomm
+            self.trade_result += trade.pnlcomm
             self.realized_broker_value = self.broker.get_value()
 
     def notify_order(self, order):
@@ -330,10 +344,11 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
         """Per-bar information dict.
 
         Returns:
-            dict with step, time, action, broker_message, broker_cash, broker_value, drawdown, max_drawdown.
+            dict with step, time, action, broker_message, broker_cash, broker_value, drawdown, max_drawdown; with
+            per-asset statistics (several assets) also positions (dict asset -> position size).
         """
         drawdown = self.stats.drawdown
-        return {
+        info = {
             'step': self.iteration,
             'time': self.data.datetime.datetime(),
             'action': dict(self.action),
@@ -343,6 +358,9 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
             'drawdown': drawdown.drawdown[0],
             'max_drawdown': drawdown.maxdrawdown[0],
         }
+        if self.asset_stat:
+            info['positions'] = dict(self._sizes)
+        return info
 
     # ----------------------------------------------------------------------------------------------- done
 
@@ -376,7 +394,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
         """
         if self.is_done_enabled:
             self.steps_till_is_done -= 1
-            self.order = self.close()
+            self._close_positions()
             if self.steps_till_is_done <= 0:
                 self.is_done = True
             return self.is_done
@@ -385,8 +403,14 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
             self.is_done_enabled = True
             self.done_message = self.final_message = message
             self.broker_message = '{} {}'.format(self.broker_message, message)
-            self.order = self.close()
+            self._close_positions()
         return self.is_done
+
+    def _close_positions(self):
+        """Sends a closing order for every traded asset holding a position."""
+        for data in self.traded_datas.values():
+            if self.getposition(data).size:
+                self.order = self.close(data=data)
 
     # -------------------------------------------------------------------------------------------- orders
 
@@ -405,8 +429,10 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
             self.broker_message = 'new {}_{} order submitted'.format(asset, name)
 
     def _next_target_percent(self, action):
+        """Orders every traded asset to `0.9 * weight` of the portfolio value (keys that are no traded asset, the
+        cash weight among them, are skipped)."""
         for asset, value in action.items():
-            if asset == SKIP_ACTION_KEY or self.is_done_enabled:
+            if asset not in self.traded_datas or self.is_done_enabled:
                 continue
             target = round(0.9 * float(np.asarray(value).reshape(-1)[0]), 2)
             self.order = self.order_target_percent(data=asset, target=target)

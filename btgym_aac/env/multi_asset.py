@@ -1,0 +1,116 @@
+"""Environments trading several assets at once: `MultiDiscreteEnv` (one discrete action per asset) and
+`PortfolioEnv` (target weights over cash and the assets)."""
+import numpy as np
+
+from btgym_aac.env.base import BTgymEnv
+from btgym_aac.spaces import ActionDictSpace
+
+
+class MultiDiscreteEnv(BTgymEnv):
+    """BTgymEnv trading every asset of `asset_names`, each with one of the strategy's `portfolio_actions` per step.
+
+    The dataset (`dataset=`, required) holds one data line per asset and may hold information-only lines, usually a
+    `BTgymMultiData`; every asset must be one of its data lines. The action space is an `ActionDictSpace` of
+    `{asset: Discrete(len(portfolio_actions))}`; `step()` takes such a dict, or one index applied to every asset.
+    All other arguments are BTgymEnv's. The strategy's statistics and reward cover the whole portfolio (see
+    `strategy.broker_statistics`).
+    """
+    logger_name = 'BTgymMultiDataShell'
+
+    def _make_dataset(self, kwargs):
+        """The `dataset=` given (or the data master's).
+
+        Raises:
+            ValueError: no dataset given.
+        """
+        if kwargs.get('dataset') is None and not self._data_master.is_client:
+            raise ValueError('{} needs dataset=: a BTgymMultiData with one data line per asset (information-only '
+                             'lines may be added)'.format(type(self).__name__))
+        return super()._make_dataset(kwargs)
+
+    def _check_asset_count(self):
+        """Any number of assets (at least one: `ActionDictSpace` refuses none)."""
+
+
+class PortfolioEnv(MultiDiscreteEnv):
+    """Continuous portfolio allocation: an action is the target weight of cash and of every asset.
+
+    The action space is an `ActionDictSpace` of `{key: Box(0, 1, (1,))}` over the sorted assets plus `cash_name`.
+    `step()` normalises the weights of an action to sum 1 (all zero: all cash); the strategy then orders every asset
+    to `0.9 * weight` of the portfolio value (no short positions; 10 % stays in reserve), on the bar after the
+    decision and again on the next two. The strategy runs with `portfolio_actions=None` (continuous orders), which
+    needs `skip_frame > 1`. Arguments as `MultiDiscreteEnv`; every asset must be a data line.
+    """
+    logger_name = 'BTgymPortfolioShell'
+
+    def _set_actions(self, strategy_kwargs):
+        """Sets continuous actions (`portfolio_actions=None`) and the all-cash initial action.
+
+        Raises:
+            ValueError: skip_frame <= 1, or a cash name that is also an asset.
+        """
+        given = strategy_kwargs.get('portfolio_actions')
+        if given:
+            self.log.warning('portfolio_actions={!r} is ignored: PortfolioEnv trades target weights '
+                             '(portfolio_actions=None)'.format(given))
+        strategy_kwargs['portfolio_actions'] = self.strategy_params['portfolio_actions'] = None
+        super()._set_actions(strategy_kwargs)
+        if self.skip_frame <= 1:
+            raise ValueError('PortfolioEnv needs skip_frame > 1 (target orders are sent again on the bars after a '
+                             'decision), got {}'.format(self.skip_frame))
+        self.cash_name = self.strategy_params['cash_name']
+        if self.cash_name in self.asset_names:
+            raise ValueError('cash_name {!r} is also an asset name'.format(self.cash_name))
+        self.initial_action = {asset: np.zeros(1, dtype=np.float32) for asset in self.asset_names}
+        self.initial_action[self.cash_name] = np.ones(1, dtype=np.float32)
+
+    def _make_action_space(self):
+        """A weight in [0, 1] for every asset and for cash."""
+        return ActionDictSpace(assets=self.asset_names + (self.cash_name,), base_actions=None)
+
+    def get_initial_action(self):
+        """Returns the all-cash action (weight 1 for cash, 0 for every asset)."""
+        return {key: value.copy() for key, value in self.initial_action.items()}
+
+    def step(self, action):
+        """Sends target weights; returns the observation `skip_frame` bars later.
+
+        Args:
+            action: dict key -> weight in [0, 1] (a number or a 1-element array) for every key of `action_space`.
+
+        Returns:
+            (observation, reward, terminated, truncated, info) as `BTgymEnv.step`.
+
+        Raises:
+            ValueError: a key missing or unknown, or a weight that is not one finite number in [0, 1].
+            RuntimeError: no episode is running (call reset()).
+        """
+        weights = self.normalized_weights(action)
+        if self._handoff is None or self._episode_done:
+            raise RuntimeError('step() needs a running episode: call reset()')
+        return self._exchange({asset: weights[asset] for asset in self.asset_names})
+
+    def normalized_weights(self, action):
+        """The weights of `action`, checked and normalised to sum 1.
+
+        Args:
+            action: see `step`.
+
+        Returns:
+            dict key -> float weight (all cash when every weight is 0).
+        """
+        keys = set(self.action_space.spaces)
+        if not isinstance(action, dict) or set(action) != keys:
+            raise ValueError('a PortfolioEnv action is a dict of weights for exactly {}, got {!r}'.format(
+                sorted(keys), action))
+        weights = {}
+        for key, value in action.items():
+            array = np.asarray(value, dtype=np.float64).reshape(-1)
+            if array.size != 1 or not np.isfinite(array[0]) or not 0.0 <= array[0] <= 1.0:
+                raise ValueError('the weight of {!r} must be one finite number in [0, 1], got {!r}'.format(
+                    key, value))
+            weights[key] = float(array[0])
+        total = sum(weights.values())
+        if total == 0:
+            return {key: float(key == self.cash_name) for key in weights}
+        return {key: weight / total for key, weight in weights.items()}

@@ -1,0 +1,132 @@
+"""MultiDiscreteEnv and PortfolioEnv on synthetic multi-asset data: episodes, positions, weights, errors."""
+import numpy as np
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from btgym_aac.data import BTgymDataset, BTgymMultiData, make_correlated_walks
+from btgym_aac.env import BTgymEnv, MultiDiscreteEnv, PortfolioEnv
+from btgym_aac.spaces import ActionDictSpace
+from btgym_aac.strategy import MultiAssetStrategy
+
+ASSETS = ('A', 'B', 'C')
+EPISODE = {'days': 0, 'hours': 5, 'minutes': 0}
+
+
+def multi_data(names=ASSETS, num_bars=4000, seed=0):
+    frames = make_correlated_walks(num_bars=num_bars, names=names, correlation=0.3, seed=seed)
+    config = {name: {'filename': None, 'dataframe': frame} for name, frame in frames.items()}
+    return BTgymMultiData(data_class_ref=BTgymDataset, data_config=config, episode_duration=EPISODE,
+                          time_gap={'hours': 1})
+
+
+def env_kwargs(**overrides):
+    kwargs = dict(dataset=multi_data(), strategy=MultiAssetStrategy, asset_names=list(ASSETS), start_cash=10000,
+                  order_size={name: 1000 for name in ASSETS}, leverage=10.0, broker_commission=0.0,
+                  drawdown_call=90, target_call=90, render_enabled=False, random_seed=1)
+    kwargs.update(overrides)
+    return kwargs
+
+
+def close_at(env, asset, time):
+    """Close of `asset` at bar `time` in the env's data."""
+    return env.dataset.frames[asset].loc[time, 'close']
+
+
+def test_multi_discrete_spaces_cover_every_asset_and_line():
+    env = MultiDiscreteEnv(**env_kwargs())
+    try:
+        assert isinstance(env.action_space, ActionDictSpace)
+        assert env.action_space.assets == ASSETS
+        assert env.action_space.one_hot_depth == 4 ** 3
+        assert env.action_space.encoded_depth == 6
+        assert sorted(env.observation_space['external'].spaces) == list(ASSETS)
+        assert env.observation_space['internal'].shape == (20, 1, 5 + 2 * 3)
+    finally:
+        env.close()
+
+
+def test_multi_discrete_episode_of_random_actions_holds_the_ordered_positions():
+    env = MultiDiscreteEnv(**env_kwargs())
+    rng = np.random.default_rng(0)
+    try:
+        observation, _ = env.reset()
+        assert env.observation_space.contains(observation)
+        steps, done = 0, False
+        while not done:
+            action = {asset: int(rng.integers(4)) for asset in ASSETS}
+            observation, reward, done, truncated, info = env.step(action)
+            assert env.observation_space.contains(observation)
+            assert np.isfinite(reward) and not truncated
+            assert set(info['positions']) == set(ASSETS)
+            steps += 1
+        assert steps > 10
+        assert info['positions'] == {asset: 0 for asset in ASSETS}, 'every position is closed at the end'
+    finally:
+        env.close()
+
+
+def test_multi_discrete_buy_one_asset_moves_only_its_position():
+    env = MultiDiscreteEnv(**env_kwargs())
+    try:
+        env.reset()
+        env.step({'A': 1, 'B': 0, 'C': 2})
+        _, _, _, _, info = env.step(0)
+        assert info['positions'] == {'A': 1000, 'B': 0, 'C': -1000}
+        internal = env._last_step['state']['internal'][-1, 0]
+        exposure_unit = 10000 * 10.0 + 1e-2
+        np.testing.assert_allclose(internal[4], np.tanh(0.0 / exposure_unit), atol=1e-9)
+        np.testing.assert_allclose(internal[5:], np.tanh([1000 / exposure_unit, 1.0, 0.0, 0.0,
+                                                          -1000 / exposure_unit, -1.0]))
+    finally:
+        env.close()
+
+
+def test_portfolio_env_reaches_the_target_weights():
+    env = PortfolioEnv(**env_kwargs(order_size=None, fixed_stake=1))
+    try:
+        assert env.action_space.assets == ('A', 'B', 'C', 'default_cash')
+        observation, _ = env.reset()
+        weights = {'A': 0.5, 'B': 0.3, 'C': 0.0, 'default_cash': 0.2}
+        action = {key: np.array([2 * value], dtype=np.float32) for key, value in weights.items()}
+        env.step(action)
+        _, _, _, _, info = env.step(action)
+        value = info['broker_value']
+        for asset in ASSETS:
+            held = info['positions'][asset] * close_at(env, asset, info['time'])
+            assert held == pytest.approx(0.9 * weights[asset] * value, rel=0.02, abs=value * 0.002)
+    finally:
+        env.close()
+
+
+def test_portfolio_env_refuses_bad_actions_and_settings():
+    env = PortfolioEnv(**env_kwargs())
+    try:
+        env.reset()
+        with pytest.raises(ValueError, match='exactly'):
+            env.step({'A': [1.0]})
+        with pytest.raises(ValueError, match="weight of 'B'"):
+            env.step({'A': [0.5], 'B': [1.5], 'C': [0.0], 'default_cash': [0.0]})
+        assert env.normalized_weights({'A': 0, 'B': 0, 'C': 0, 'default_cash': 0}) == {
+            'A': 0.0, 'B': 0.0, 'C': 0.0, 'default_cash': 1.0}
+    finally:
+        env.close()
+    with pytest.raises(ValueError, match='skip_frame > 1'):
+        PortfolioEnv(**env_kwargs(skip_frame=1))
+
+
+def test_multi_asset_env_errors_name_the_problem():
+    with pytest.raises(ValueError, match='needs dataset='):
+        MultiDiscreteEnv(**env_kwargs(dataset=None))
+    with pytest.raises(ValueError, match=r"\['D'\]"):
+        MultiDiscreteEnv(**env_kwargs(asset_names=['A', 'D'], order_size=1000))
+    with pytest.raises(ValueError, match='MultiDiscreteEnv or PortfolioEnv'):
+        BTgymEnv(**env_kwargs())
+
+
+@pytest.mark.parametrize('env_class', [MultiDiscreteEnv, PortfolioEnv])
+def test_gymnasium_check_env_passes(env_class):
+    env = env_class(**env_kwargs())
+    try:
+        check_env(env, skip_render_check=True)
+    finally:
+        env.close()
