@@ -9,7 +9,8 @@ import traceback
 
 from btgym_aac.config_modules import load_config_module
 from btgym_aac.logs import error_summary
-from btgym_aac.run_configs import CONFIG_NAMES, DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS, default_configs, make_launcher
+from btgym_aac.run_configs import (CONFIG_NAMES, DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS, default_configs, make_launcher,
+                                   multi_asset_env_config)
 
 STARTED = time.time()
 
@@ -52,8 +53,9 @@ def load_config_file(path):
 
 def _configs_from_args(args):
     configs = default_configs(args.algo or 'a3c')
-    if args.config:
-        for name, config in load_config_file(args.config).items():
+    file_configs = load_config_file(args.config) if args.config else {}
+    if file_configs:
+        for name, config in file_configs.items():
             merged = name in ('cluster_config', 'launcher_config')
             configs[name] = dict(configs[name], **config) if merged else config
         if args.algo:
@@ -73,6 +75,11 @@ def _configs_from_args(args):
         launcher['max_env_steps'] = args.max_steps
     if getattr(args, 'seed', None) is not None:
         launcher['root_random_seed'] = args.seed
+    if getattr(args, 'assets', None) is not None:
+        configs['env_config'] = _multi_asset_env_config(args, 'env_config' in file_configs)
+        return configs
+    if getattr(args, 'portfolio', False):
+        raise ValueError('--portfolio needs --assets (the assets whose weights it trades)')
     if getattr(args, 'data', None):
         if env_kwargs.get('dataset') is not None:
             raise ValueError('--data would replace the config\'s `dataset` (a {}) by a BTgymDataset of the files: '
@@ -82,6 +89,36 @@ def _configs_from_args(args):
         env_kwargs['filename'] = paths if len(paths) > 1 else paths[0]
     configs['env_config'] = dict(configs['env_config'], kwargs=env_kwargs)
     return configs
+
+
+def asset_files(entries):
+    """The `--assets NAME=CSV ...` entries as an ordered dict.
+
+    Raises:
+        ValueError: an entry without a name or a file, or a name given twice. FileNotFoundError: no such file.
+    """
+    assets = {}
+    for entry in entries:
+        name, sign, path = entry.partition('=')
+        if not sign or not name or not path:
+            raise ValueError('--assets entry {!r} is not NAME=CSV'.format(entry))
+        if name in assets:
+            raise ValueError('--assets names {!r} twice'.format(name))
+        if not os.path.isfile(path):
+            raise FileNotFoundError('--assets {}: no such file {!r}'.format(name, path))
+        assets[name] = os.path.abspath(path)
+    return assets
+
+
+def _multi_asset_env_config(args, config_file_env):
+    """The env_config of `--assets` (and `--portfolio`); refuses --data and a config file's own env_config
+    (`config_file_env`)."""
+    if getattr(args, 'data', None):
+        raise ValueError('--assets and --data both give the data: give each asset\'s file as NAME=CSV')
+    if config_file_env:
+        raise ValueError('--assets would replace the env_config of {}: give the assets\' data to its dataset '
+                         'there, or drop --assets'.format(args.config))
+    return multi_asset_env_config(asset_files(args.assets), portfolio=args.portfolio)
 
 
 def _check_initial_checkpoint(folder):
@@ -305,6 +342,12 @@ def _add_run_flags(parser, cluster_spec_given=False):
     parser.add_argument('--max-steps', type=int, help='env steps to train (default {})'.format(DEFAULT_MAX_STEPS))
     parser.add_argument('--log-dir', help='logs and checkpoints (default {})'.format(DEFAULT_LOG_DIR))
     parser.add_argument('--data', nargs='+', metavar='CSV', help='train on these OHLC CSV files')
+    parser.add_argument('--assets', nargs='*', metavar='NAME=CSV',
+                        help='trade several assets, one OHLC CSV file each, with one discrete action per asset '
+                        '(MultiDiscreteEnv, MultiAssetStrategy); without entries: the built-in cointegrated pair '
+                        'X, Y')
+    parser.add_argument('--portfolio', action='store_true',
+                        help='with --assets: trade target portfolio weights (PortfolioEnv) instead')
     parser.add_argument('--seed', type=_seed, help='root random seed')
     if not cluster_spec_given:
         parser.add_argument('--port', type=int, help='first cluster port (default: free ports)')

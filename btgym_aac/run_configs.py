@@ -41,6 +41,47 @@ def default_configs(algo='a3c'):
     )
 
 
+def multi_asset_env_config(assets=None, portfolio=False):
+    """The env_config of `btgym-aac train --assets`: MultiAssetStrategy trading every asset of a BTgymMultiData,
+    with the reference configuration's broker, episode and reward settings.
+
+    Args:
+        assets: dict asset name -> CSV path(s) or DataFrame, in data line order; None or empty: the built-in
+            cointegrated pair `X`, `Y` (`make_cointegrated_pair(seed=0)`).
+        portfolio: PortfolioEnv (target weights) instead of MultiDiscreteEnv (one discrete action per asset).
+
+    Returns:
+        dict with `class_ref` and `kwargs`.
+
+    Raises:
+        DataError (a ValueError): a file cannot be read, or the data lines cannot be aligned (checked on a copy of
+            the dataset, which itself stays unloaded: every env loads its own).
+    """
+    import copy
+
+    import pandas as pd
+
+    from btgym_aac.data import BTgymDataset, BTgymMultiData, make_cointegrated_pair
+    from btgym_aac.env import MultiDiscreteEnv, PortfolioEnv
+    from btgym_aac.registration import REFERENCE_ENV_KWARGS
+    from btgym_aac.strategy import MultiAssetStrategy
+
+    assets = dict(assets or make_cointegrated_pair(seed=0))
+    data_config = {name: ({'filename': None, 'dataframe': source} if isinstance(source, pd.DataFrame)
+                          else {'filename': source}) for name, source in assets.items()}
+    dataset = BTgymMultiData(data_class_ref=BTgymDataset, data_config=data_config,
+                             episode_duration=REFERENCE_ENV_KWARGS['episode_duration'],
+                             time_gap=REFERENCE_ENV_KWARGS['time_gap'])
+    copy.deepcopy(dataset).read_csv()
+    kwargs = {key: REFERENCE_ENV_KWARGS[key] for key in (
+        'start_cash', 'commission', 'leverage', 'drawdown_call', 'target_call', 'gamma', 'reward_scale')}
+    kwargs.update(dataset=dataset, strategy=MultiAssetStrategy, asset_names=list(assets),
+                  render_modes=['episode', 'human'])
+    if not portfolio:
+        kwargs['order_size'] = REFERENCE_ENV_KWARGS['order_size']
+    return {'class_ref': PortfolioEnv if portfolio else MultiDiscreteEnv, 'kwargs': kwargs}
+
+
 def make_launcher(configs, **overrides):
     """A Launcher from `configs` (the dicts of `default_configs`'s layout) and Launcher keyword overrides.
 

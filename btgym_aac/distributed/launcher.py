@@ -108,7 +108,7 @@ class Launcher:
         with contextlib.nullcontext() if shared_log_dir else LogDirLock(self.log_dir):
             self.purged = prepare_log_dir(self.log_dir, self.current_ckpt_dir, self.initial_ckpt_dir, purge_previous,
                                           self.log)
-            self.data_cache = [publish(*data, self.log_dir)] if data is not None else []
+            self.data_cache = [publish(frame, key, self.log_dir) for frame, key in data]
         rng = np.random.default_rng(root_random_seed)
         self.task_seeds = [int(seed) for seed in rng.integers(0, 2 ** 30, size=len(cluster_spec['worker']))]
         self._init_run_state()

@@ -112,12 +112,26 @@ def check_purge_previous(purge_previous, shared_log_dir):
                          '0, got {!r}'.format(purge_previous))
 
 
+def _data_sources(env_config):
+    """(filename(s), parsing params) of every data source `env_config` names by file: its `filename`, its
+    `dataset`'s, or every data line's of a multi-line dataset."""
+    from btgym_aac.data.multi import BTgymMultiData
+
+    kwargs = env_config.get('kwargs', {})
+    dataset = kwargs.get('dataset')
+    if dataset is None:
+        return [(kwargs.get('filename'), kwargs.get('parsing_params'))]
+    streams = dataset.data.values() if isinstance(dataset, BTgymMultiData) else [dataset]
+    return [(getattr(data, 'filename', None), getattr(data, 'parsing_params', None)) for data in streams]
+
+
 def read_data_files(env_config):
-    """Reads the data files named by `env_config` (its `filename`, or its `dataset`'s) once, so that a missing or
-    unusable file stops the run here, before any task starts (see `data.parsing.read_ohlcv` and `data.sanity`).
+    """Reads the data files named by `env_config` (its `filename`, or its `dataset`'s, or those of every data line
+    of a `BTgymMultiData`) once, so that a missing or unusable file stops the run here, before any task starts
+    (see `data.parsing.read_ohlcv` and `data.sanity`).
 
     Returns:
-        (their bars as a DataFrame, their `data.shared.source_key`), or None when the env names no data files.
+        list of (the bars of a source as a DataFrame, its `data.shared.source_key`), one per source read from files.
 
     Raises:
         FileNotFoundError: a data file is not a file here.
@@ -126,14 +140,14 @@ def read_data_files(env_config):
     from btgym_aac.data.parsing import read_ohlcv, resolve_parsing_params
     from btgym_aac.data.shared import source_key
 
-    kwargs = env_config.get('kwargs', {})
-    dataset = kwargs.get('dataset')
-    filenames = getattr(dataset, 'filename', None) if dataset is not None else kwargs.get('filename')
-    parsing_params = getattr(dataset, 'parsing_params', None) if dataset is not None else kwargs.get('parsing_params')
-    if not filenames:
-        return None
-    for filename in [filenames] if isinstance(filenames, (str, os.PathLike)) else filenames:
-        if isinstance(filename, (str, os.PathLike)) and not os.path.isfile(filename):
-            what = 'is a folder, not a file' if os.path.isdir(filename) else 'does not exist'
-            raise FileNotFoundError('data file {!r} (env_config filename) {}'.format(os.fspath(filename), what))
-    return read_ohlcv(filenames, parsing_params), source_key(filenames, resolve_parsing_params(parsing_params))
+    sources = []
+    for filenames, parsing_params in _data_sources(env_config):
+        if not filenames:
+            continue
+        for filename in [filenames] if isinstance(filenames, (str, os.PathLike)) else filenames:
+            if isinstance(filename, (str, os.PathLike)) and not os.path.isfile(filename):
+                what = 'is a folder, not a file' if os.path.isdir(filename) else 'does not exist'
+                raise FileNotFoundError('data file {!r} (env_config filename) {}'.format(os.fspath(filename), what))
+        sources.append((read_ohlcv(filenames, parsing_params), source_key(filenames,
+                                                                          resolve_parsing_params(parsing_params))))
+    return sources
