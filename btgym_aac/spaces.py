@@ -38,25 +38,38 @@ class DictSpace(spaces.Dict):
         return OrderedDict((key, space.shape) for key, space in self.spaces.items())
 
 
-class ActionDictSpace(DictSpace):
-    """Per-asset action space with encodings over the joint action set.
+ENCODINGS = ('joint', 'per_asset')
 
-    Discrete case (``base_actions`` given): every asset takes one of the base actions; the joint categories are
-    the Cartesian product of base-action indices over the sorted assets (last asset varies fastest).
+
+class ActionDictSpace(DictSpace):
+    """Per-asset action space with encodings over the joint action set, or per asset.
+
+    Discrete case (``base_actions`` given): every asset takes one of the N base actions. With the 'joint' encoding
+    (the original's) an action is one of the N**K categories of the Cartesian product of base-action indices over
+    the K sorted assets (last asset varies fastest): one-hot of width N**K, binary code of ceil(log2(N**K)) bits.
+    With 'per_asset' an action is K one-hots of width N side by side (`one_hot_depth = encoded_depth = K * N`,
+    `action_groups = K`), and a policy has one categorical head per asset.
     Continuous case (``base_actions=None``): every asset takes a value in [0, 1].
 
     Args:
         assets: iterable of asset names (a bare string is rejected).
         base_actions: tuple of base action names, e.g. ('hold', 'buy', 'sell', 'close'), or None.
         seed: optional seed for sampling.
+        encoding: 'joint' (default) or 'per_asset' (discrete actions only).
     """
 
-    def __init__(self, assets, base_actions=None, seed=None):
+    def __init__(self, assets, base_actions=None, seed=None, encoding='joint'):
         if isinstance(assets, str) or not hasattr(assets, '__iter__'):
             raise TypeError('ActionDictSpace: `assets` must be an iterable of names, got {!r}'.format(assets))
         self.assets = tuple(sorted(assets))
         if not self.assets:
             raise ValueError('ActionDictSpace: `assets` is empty')
+        if encoding not in ENCODINGS:
+            raise ValueError("ActionDictSpace: encoding must be 'joint' or 'per_asset', got {!r}".format(encoding))
+        if encoding == 'per_asset' and base_actions is None:
+            raise ValueError("ActionDictSpace: the 'per_asset' encoding needs discrete base_actions")
+        self.encoding = encoding
+        self.action_groups = 1
         if base_actions is not None:
             self.base_actions = tuple(base_actions)
             if not self.base_actions:
@@ -65,12 +78,17 @@ class ActionDictSpace(DictSpace):
             self.base_space = spaces.Discrete
             self.is_discrete = True
             self.tensor_shape = (len(self.assets), len(self.base_actions))
-            categories = itertools.product(range(len(self.base_actions)), repeat=len(self.assets))
-            self.lookup_table = dict(enumerate(categories))
-            self._category_of = {vec: cat for cat, vec in self.lookup_table.items()}
-            self.cardinality = len(self.lookup_table)
-            self.one_hot_depth = self.cardinality
-            self.encoded_depth = max(1, int(math.ceil(math.log2(self.cardinality))))
+            self.cardinality = len(self.base_actions) ** len(self.assets)
+            if encoding == 'joint':
+                categories = itertools.product(range(len(self.base_actions)), repeat=len(self.assets))
+                self.lookup_table = dict(enumerate(categories))
+                self._category_of = {vec: cat for cat, vec in self.lookup_table.items()}
+                self.one_hot_depth = self.cardinality
+                self.encoded_depth = max(1, int(math.ceil(math.log2(self.cardinality))))
+            else:
+                self.lookup_table = self._category_of = None
+                self.action_groups = len(self.assets)
+                self.one_hot_depth = self.encoded_depth = len(self.assets) * len(self.base_actions)
             sub_spaces = {asset: spaces.Discrete(len(self.base_actions)) for asset in self.assets}
         else:
             self.base_actions = None
@@ -104,20 +122,43 @@ class ActionDictSpace(DictSpace):
         return action
 
     def _vec_to_cat(self, vec):
+        self._require_joint('_vec_to_cat')
         key = tuple(int(v) for v in vec)
         if key not in self._category_of:
             raise ValueError('vector {!r} is not in the lookup table'.format(vec))
         return self._category_of[key]
 
     def _cat_to_vec(self, cat):
+        self._require_joint('_cat_to_vec')
         return np.array(self.lookup_table[int(cat)])
+
+    def _require_joint(self, name):
+        if self.lookup_table is None:
+            raise ValueError('{}: joint categories exist only with the joint encoding of discrete actions; this '
+                             'space is {}'.format(name, 'per_asset' if self.is_discrete else 'continuous'))
 
     def _vec_to_one_hot(self, vec):
         if not self.is_discrete:
             return vec
+        if self.encoding == 'per_asset':
+            return np.eye(len(self.base_actions), dtype=np.float32)[np.asarray(vec, dtype=int)].reshape(-1)
         one_hot = np.zeros(self.one_hot_depth, dtype=np.float32)
         one_hot[self._vec_to_cat(vec)] = 1.0
         return one_hot
+
+    def probabilities(self, logits):
+        """The action probabilities of policy logits: softmax over the joint categories (or the continuous
+        weights), per asset with the per-asset encoding.
+
+        Args:
+            logits: array [one_hot_depth].
+
+        Returns:
+            float64 array [one_hot_depth] (each asset's N values sum to 1 with the per-asset encoding).
+        """
+        logits = np.asarray(logits, dtype=np.float64).reshape(self.action_groups, -1)
+        shifted = np.exp(logits - logits.max(axis=-1, keepdims=True))
+        return (shifted / shifted.sum(axis=-1, keepdims=True)).reshape(-1)
 
     def encode(self, action):
         """Binary code of a joint action.
@@ -126,11 +167,14 @@ class ActionDictSpace(DictSpace):
             action: dict asset -> base action index (discrete) or value (continuous).
 
         Returns:
-            float32 array [encoded_depth], most significant bit first (continuous: per-asset values).
+            float32 array [encoded_depth], most significant bit first (continuous: per-asset values; per-asset
+            encoding: the one-hots of the assets' actions).
         """
         vec = self._action_to_vec(action)
         if not self.is_discrete:
             return vec
+        if self.encoding == 'per_asset':
+            return self._vec_to_one_hot(vec)
         bits = format(self._vec_to_cat(vec), '0{}b'.format(self.encoded_depth))
         return np.array([float(b) for b in bits], dtype=np.float32)
 
@@ -148,6 +192,11 @@ class ActionDictSpace(DictSpace):
             raise ValueError('decode expects a 1-D code, got shape {}'.format(code.shape))
         if not self.is_discrete:
             return self._vec_to_action(code)
+        if self.encoding == 'per_asset':
+            rows = code.reshape(len(self.assets), len(self.base_actions))
+            if not np.all(np.isin(rows, (0, 1))) or not np.all(rows.sum(axis=1) == 1):
+                raise ValueError('code {!r} is not one one-hot per asset'.format(code))
+            return self._vec_to_action(rows.argmax(axis=1))
         cat = int(''.join(str(int(round(b))) for b in code), 2)
         if cat not in self.lookup_table:
             raise ValueError('code {!r} does not name a category'.format(code))

@@ -220,3 +220,50 @@ def test_summary_tags_follow_the_name_scope():
         tags = [value.tag for value in tf.Summary.FromString(sess.run(tf.summary.merge(nested + root))).value]
     assert tags == ['unreal/on_policy/aac/policy_loss', 'unreal/on_policy/aac/value_loss',
                     'rp_/reward_prediction/class_loss']
+
+
+def _grouped_batch(seed, groups=3, per_group=4):
+    """A batch of `groups` categoricals of `per_group` actions side by side ([B, groups * per_group])."""
+    rng = np.random.default_rng(seed)
+    width = groups * per_group
+    eye = np.eye(per_group, dtype=np.float32)
+    return {
+        'act': np.concatenate([eye[rng.integers(0, per_group, BATCH)] for _ in range(groups)], axis=1),
+        'adv': rng.normal(size=BATCH).astype(np.float32),
+        'r': rng.normal(size=BATCH).astype(np.float32),
+        'logits': rng.normal(size=(BATCH, width)).astype(np.float32),
+        'vf': rng.normal(size=BATCH).astype(np.float32),
+        'prime_logits': rng.normal(size=(BATCH, width)).astype(np.float32),
+    }
+
+
+def _per_group(function, groups, *arrays):
+    """Sum over the groups of `function` applied to each group's columns."""
+    return sum(function(*[np.split(array, groups, axis=1)[k] for array in arrays]) for k in range(groups))
+
+
+@pytest.mark.parametrize('mask', [None, MASK])
+def test_per_asset_heads_sum_the_log_probabilities_and_entropies_of_each_asset(mask):
+    """With action_groups=3 the A3C log-probability is the sum of the three assets' log-probabilities (a factorised
+    policy), the entropy the sum of their entropies; PPO's ratio and KL follow."""
+    batch = _grouped_batch(2)
+    epsilon = 0.2
+    with tf.Graph().as_default(), tf.Session() as sess:
+        aac_loss, aac_summaries = _build_policy_loss(aac_loss_def, batch, mask, action_groups=3)
+        ppo_loss, ppo_summaries = _build_policy_loss(ppo_loss_def, batch, mask, action_groups=3,
+                                                     epsilon=tf.constant(epsilon))
+        aac_value, ppo_value = sess.run([aac_loss, ppo_loss])
+        aac_parts, ppo_parts = _summary_values(sess, aac_summaries), _summary_values(sess, ppo_summaries)
+    neg_log_p = _per_group(_cross_entropy, 3, batch['act'], batch['logits'])
+    entropy = _mean(_per_group(_entropy, 3, batch['logits']), mask)
+    pi_loss = _mean(neg_log_p * batch['adv'], mask)
+    vf = _mean((batch['r'] - batch['vf']) ** 2, mask)
+    np.testing.assert_allclose([aac_parts['policy_loss'], aac_parts['entropy']], [pi_loss, entropy], rtol=1e-5)
+    np.testing.assert_allclose(aac_value, pi_loss + 0.5 * vf - 0.05 * entropy, rtol=1e-5, atol=1e-5)
+    ratio = np.exp(_per_group(_cross_entropy, 3, batch['act'], batch['prime_logits']) - neg_log_p)
+    clip_loss = -_mean(np.minimum(ratio * batch['adv'], np.clip(ratio, 1 - epsilon, 1 + epsilon) * batch['adv']),
+                       mask)
+    kl = _mean(_per_group(_kl, 3, batch['prime_logits'], batch['logits']), mask)
+    np.testing.assert_allclose([ppo_parts['l_clip_loss'], ppo_parts['pi_ratio'], ppo_parts['Dkl_old_new']],
+                               [clip_loss, _mean(ratio, mask), kl], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(ppo_value, clip_loss + vf - 0.05 * entropy, rtol=1e-5, atol=1e-5)

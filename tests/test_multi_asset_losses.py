@@ -15,13 +15,13 @@ from trainer_helpers import log_softmax, loop_returns_and_advantages, started_tr
 GAMMA, GAE_LAMBDA, BETA, ROLLOUT = 0.9, 0.8, 0.05, 10
 
 
-def pair_env(portfolio):
+def pair_env(portfolio, **kwargs):
     config = multi_asset_env_config(make_cointegrated_pair(num_bars=3000, seed=3), portfolio=portfolio)
-    return config['class_ref'](**dict(config['kwargs'], render_enabled=False, random_seed=0))
+    return config['class_ref'](**dict(config['kwargs'], render_enabled=False, random_seed=0, **kwargs))
 
 
-def a3c_on(portfolio):
-    return started_trainer(A3C, [pair_env(portfolio)], AacStackedRL2Policy, {'lstm_layers': (16, 16)},
+def a3c_on(portfolio, **env_kwargs):
+    return started_trainer(A3C, [pair_env(portfolio, **env_kwargs)], AacStackedRL2Policy, {'lstm_layers': (16, 16)},
                            rollout_length=ROLLOUT, time_flat=True, model_gamma=GAMMA, model_gae_lambda=GAE_LAMBDA,
                            model_beta=BETA)
 
@@ -36,14 +36,19 @@ def fed_batch(trainer, sess):
     return data['on_policy'][0], logits.astype(np.float64), pi_loss, entropy
 
 
-def numpy_policy_loss_and_entropy(rollout, logits):
+def numpy_policy_loss_and_entropy(rollout, logits, groups=1):
+    """Numpy's A3C policy loss and entropy of a rollout; `groups` categoricals side by side are summed."""
     rewards = np.array(rollout['reward'], dtype=np.float64)
     values = np.array(rollout['value'], dtype=np.float64).reshape(-1)
     bootstrap = float(np.asarray(rollout['r'][-1]).reshape(-1)[0])
     _, advantages = loop_returns_and_advantages(rewards, values, bootstrap, GAMMA, GAE_LAMBDA)
-    log_p = log_softmax(logits)
     actions = np.array(rollout['action'], dtype=np.float64)
-    return np.mean(-(actions * log_p).sum(axis=1) * advantages), np.mean(-(np.exp(log_p) * log_p).sum(axis=1))
+    neg_log_p = entropy = 0.0
+    for group_logits, group_actions in zip(np.split(logits, groups, axis=1), np.split(actions, groups, axis=1)):
+        log_p = log_softmax(group_logits)
+        neg_log_p = neg_log_p - (group_actions * log_p).sum(axis=1)
+        entropy = entropy - (np.exp(log_p) * log_p).sum(axis=1)
+    return np.mean(neg_log_p * advantages), np.mean(entropy)
 
 
 @pytest.mark.parametrize('portfolio', [False, True], ids=['multi-discrete', 'portfolio'])
@@ -91,3 +96,17 @@ def test_joint_category_of_the_reference_example():
         np.testing.assert_array_equal(space.encode(action), [0, 1, 1, 1])
     finally:
         env.close()
+
+
+def test_per_asset_heads_choose_each_asset_from_its_own_logits_and_match_numpy():
+    """MultiDiscreteEnv(action_encoding='per_asset'): 2 x 4 logits, each asset's action one-hot in its own 4
+    columns, last actions are those one-hots, and the loss sums the two assets' log-probabilities and entropies."""
+    with a3c_on(False, action_encoding='per_asset') as (trainer, sess, _):
+        rollout, logits, pi_loss, entropy = fed_batch(trainer, sess)
+        ac_space = trainer.env_list[0].action_space
+    assert ac_space.action_groups == 2 and logits.shape == (rollout.size, 8)
+    actions = np.array(rollout['action'])
+    np.testing.assert_array_equal(actions.reshape(-1, 2, 4).sum(axis=2), 1.0)
+    np.testing.assert_array_equal(np.array(rollout['last_action'])[1:], actions[:-1])
+    expected_pi, expected_entropy = numpy_policy_loss_and_entropy(rollout, logits, groups=2)
+    np.testing.assert_allclose([pi_loss, entropy], [expected_pi, expected_entropy], rtol=1e-5, atol=1e-6)

@@ -411,3 +411,22 @@ def test_act_rejects_bad_inputs_and_missing_session():
             policy.get_pc_target(observation, observation, sess=sess)
     finally:
         sess.close()
+
+
+def test_per_asset_heads_act_greedily_per_asset():
+    rng = np.random.default_rng(2)
+    ac_space = ActionDictSpace(assets=('a', 'b', 'c'), base_actions=('hold', 'buy', 'sell', 'close'),
+                               encoding='per_asset')
+    with tf.Graph().as_default(), tf.Session() as sess:
+        policy = StackedLstmPolicy(ob_space=IMAGE_SPACE, ac_space=ac_space, rp_sequence_size=3,
+                                   **dict(IMAGE_2D, lstm_layers=(8, 8)))
+        sess.run(tf.global_variables_initializer())
+        context = sess.run(policy.on_lstm_init_state)
+        last_action = ac_space.encode(ac_space.get_initial_action())[None]
+        pack, logits, _, _ = policy.act(random_observation(IMAGE_SPACE, rng), context, last_action, [0.0],
+                                        deterministic=True, sess=sess)
+    assert logits.shape == (12,)
+    assert dict(pack['environment']) == {asset: int(np.argmax(logits[4 * k:4 * k + 4]))
+                                         for k, asset in enumerate(('a', 'b', 'c'))}
+    assert pack['one_hot'].reshape(3, 4).sum(axis=1).tolist() == [1.0] * 3
+    np.testing.assert_array_equal(pack['encoded'], pack['one_hot'])

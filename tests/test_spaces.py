@@ -194,3 +194,35 @@ def test_metadata_space_holds_large_int64_counters_and_timestamps():
     assert not space.contains(_metadata(first_row=10 ** 10 + 1))
     assert not space.contains(_metadata(type=2))
     assert not space.contains(_metadata(sample_num=-1))
+
+
+def test_per_asset_encoding_codes_each_asset_by_its_own_one_hot():
+    space = ActionDictSpace(assets=('usd', 'eur', 'chf'), base_actions=ACTIONS, encoding='per_asset')
+    assert space.action_groups == 3 and space.one_hot_depth == space.encoded_depth == 12
+    assert space.cardinality == 64 and space.lookup_table is None
+    action = {'chf': 2, 'eur': 0, 'usd': 3}
+    code = np.zeros(12, dtype=np.float32)
+    code[[0 + 2, 4 + 0, 8 + 3]] = 1.0  # sorted assets chf, eur, usd
+    np.testing.assert_array_equal(space.encode(action), code)
+    np.testing.assert_array_equal(space.one_hot_encode(action), code)
+    assert dict(space.decode(code)) == action
+    with pytest.raises(ValueError, match='one one-hot per asset'):
+        space.decode(np.ones(12))
+    with pytest.raises(ValueError, match='joint categories'):
+        space._cat_to_vec(0)
+    logits = np.arange(12, dtype=np.float64)
+    probabilities = space.probabilities(logits)
+    for group in range(3):
+        part = logits[4 * group:4 * group + 4]
+        np.testing.assert_allclose(probabilities[4 * group:4 * group + 4], np.exp(part) / np.exp(part).sum())
+
+
+def test_per_asset_encoding_scales_to_many_assets_and_needs_discrete_actions():
+    space = ActionDictSpace(assets=['a{}'.format(i) for i in range(12)], base_actions=ACTIONS, encoding='per_asset')
+    assert space.one_hot_depth == 48 and space.cardinality == 4 ** 12
+    initial = space.get_initial_action()
+    assert space.encode(initial).reshape(12, 4)[:, 0].tolist() == [1.0] * 12
+    with pytest.raises(ValueError, match='needs discrete'):
+        ActionDictSpace(assets=('a',), encoding='per_asset')
+    with pytest.raises(ValueError, match="'joint' or 'per_asset'"):
+        ActionDictSpace(assets=('a',), base_actions=ACTIONS, encoding='factorised')

@@ -65,11 +65,17 @@ def pixel_control_q_target(pc_q, targets):
     return tf.add(targets.returns, bootstrap, name='pc_q_target')
 
 
-def actor_critic_loss(loss_fn, targets, logits, vf, prime_logits, entropy_beta, epsilon, name, verbose):
-    """`loss_fn` (an `nn.losses` actor-critic builder) on PolicyTargets `targets`; returns (loss, summaries)."""
+def actor_critic_loss(loss_fn, targets, logits, vf, prime_logits, entropy_beta, epsilon, name, verbose,
+                      action_groups=1):
+    """`loss_fn` (an `nn.losses` actor-critic builder) on PolicyTargets `targets`; returns (loss, summaries).
+
+    `action_groups` (the action space's, > 1 for per-asset heads) is passed only when it is > 1, so loss builders
+    without the argument keep working for joint and single actions.
+    """
+    groups = {'action_groups': action_groups} if action_groups > 1 else {}
     return loss_fn(act_target=targets.action, adv_target=targets.advantage, r_target=targets.r, pi_logits=logits,
                    pi_vf=vf, pi_prime_logits=prime_logits, entropy_beta=entropy_beta, epsilon=epsilon, name=name,
-                   verbose=verbose, mask=targets.mask)
+                   verbose=verbose, mask=targets.mask, **groups)
 
 
 def base_loss(trainer, pi, pi_prime, clip_epsilon, verbose=True):
@@ -88,13 +94,15 @@ def base_loss(trainer, pi, pi_prime, clip_epsilon, verbose=True):
     """
     targets = trainer.targets
     prime = (lambda name: getattr(pi_prime, name)) if pi_prime is not None else (lambda name: None)
+    groups = getattr(pi.ac_space, 'action_groups', 1)
     loss, summaries = actor_critic_loss(trainer.on_policy_loss, targets.on_policy, pi.on_logits, pi.on_vf,
-                                        prime('on_logits'), trainer.model_beta, clip_epsilon, 'on_policy', verbose)
+                                        prime('on_logits'), trainer.model_beta, clip_epsilon, 'on_policy', verbose,
+                                        groups)
     terms = []
     if trainer.use_off_policy_aac:
         terms.append((trainer.off_aac_lambda, actor_critic_loss(
             trainer.off_policy_loss, targets.off_policy, pi.off_logits, pi.off_vf, prime('off_logits'),
-            trainer.model_beta, clip_epsilon, 'off_policy', False)))
+            trainer.model_beta, clip_epsilon, 'off_policy', False, groups)))
     if trainer.use_pixel_control:
         pc = targets.pixel_control
         terms.append((trainer.pc_lambda, trainer.pc_loss(

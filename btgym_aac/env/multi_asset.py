@@ -12,10 +12,16 @@ class MultiDiscreteEnv(BTgymEnv):
     The dataset (`dataset=`, required) holds one data line per asset and may hold information-only lines, usually a
     `BTgymMultiData`; every asset must be one of its data lines. The action space is an `ActionDictSpace` of
     `{asset: Discrete(len(portfolio_actions))}`; `step()` takes such a dict, or one index applied to every asset.
-    All other arguments are BTgymEnv's. The strategy's statistics and reward cover the whole portfolio (see
-    `strategy.broker_statistics`).
+    `action_encoding` sets how policies see it: 'joint' (default, the original's: one categorical over every
+    combination of the assets' actions, N**K of them) or 'per_asset' (one categorical per asset: K * N logits,
+    for many assets). All other arguments are BTgymEnv's. The strategy's statistics and reward cover the whole
+    portfolio (see `strategy.broker_statistics`).
     """
     logger_name = 'BTgymMultiDataShell'
+
+    def __init__(self, action_encoding='joint', **kwargs):
+        self.action_encoding = action_encoding
+        super().__init__(**kwargs)
 
     def _make_dataset(self, kwargs):
         """The `dataset=` given (or the data master's).
@@ -31,6 +37,11 @@ class MultiDiscreteEnv(BTgymEnv):
     def _check_asset_count(self):
         """Any number of assets (at least one: `ActionDictSpace` refuses none)."""
 
+    def _make_action_space(self):
+        """One discrete action per asset, encoded by `action_encoding`."""
+        return ActionDictSpace(assets=self.asset_names, base_actions=self.portfolio_actions,
+                               encoding=self.action_encoding)
+
 
 class PortfolioEnv(MultiDiscreteEnv):
     """Continuous portfolio allocation: an action is the target weight of cash and of every asset.
@@ -42,6 +53,11 @@ class PortfolioEnv(MultiDiscreteEnv):
     needs `skip_frame > 1`. Arguments as `MultiDiscreteEnv`; every asset must be a data line.
     """
     logger_name = 'BTgymPortfolioShell'
+
+    def __init__(self, **kwargs):
+        if 'action_encoding' in kwargs:
+            raise TypeError('PortfolioEnv takes no action_encoding: its actions are continuous weights')
+        super().__init__(**kwargs)
 
     def _set_actions(self, strategy_kwargs):
         """Sets continuous actions (`portfolio_actions=None`) and the all-cash initial action.

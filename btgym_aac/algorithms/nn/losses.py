@@ -50,8 +50,31 @@ def _squared_error(r_target, pi_vf, what):
     return tf.square(r_target - pi_vf)
 
 
+def _by_group(x, groups):
+    """[B, G * N] -> [B, G, N]."""
+    return tf.reshape(x, [-1, groups, x.get_shape().as_list()[-1] // groups])
+
+
+def neg_log_prob(act_target, logits, action_groups=1):
+    """`CE(a, logits)` [B]; with `action_groups` G > 1 the actions and logits are G categoricals of N values side
+    by side ([B, G * N]) and the result is the sum of their G cross-entropies (a factorised distribution)."""
+    if action_groups == 1:
+        return tf.nn.softmax_cross_entropy_with_logits_v2(labels=act_target, logits=logits)
+    return tf.reduce_sum(tf.nn.softmax_cross_entropy_with_logits_v2(
+        labels=_by_group(act_target, action_groups), logits=_by_group(logits, action_groups)), axis=-1)
+
+
+def entropy_of(logits, action_groups=1):
+    """Entropy [B] of `softmax(logits)`, summed over the `action_groups` categoricals (see `neg_log_prob`)."""
+    if action_groups == 1:
+        return cat_entropy(logits)
+    groups = _by_group(logits, action_groups)
+    per_group = cat_entropy(tf.reshape(groups, [-1, groups.get_shape().as_list()[-1]]))
+    return tf.reduce_sum(tf.reshape(per_group, [-1, action_groups]), axis=-1)
+
+
 def aac_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_logits, entropy_beta, epsilon=None,
-                 name='_aac_', verbose=False, mask=None):
+                 name='_aac_', verbose=False, mask=None, action_groups=1):
     """A3C loss (https://arxiv.org/abs/1602.01783): `mean(CE(a, logits)·Adv) + 0.5·mean((R - V)^2) - beta·H`.
 
     Args:
@@ -66,15 +89,15 @@ def aac_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_lo
         name: name scope prefix.
         verbose: add the `entropy` and `value_fn` (mean V) summaries.
         mask: optional float [B] of 0/1 row weights (see the module docstring).
+        action_groups: G > 1: actions and logits hold G categoricals side by side (see `neg_log_prob`).
 
     Returns:
         loss scalar; summaries `policy_loss`, `value_loss` (+ `entropy`, `value_fn`).
     """
     with loss_scope(name, 'aac'):
-        neg_log_prob = tf.nn.softmax_cross_entropy_with_logits_v2(labels=act_target, logits=pi_logits)
-        pi_loss = batch_mean(neg_log_prob * adv_target, mask)
+        pi_loss = batch_mean(neg_log_prob(act_target, pi_logits, action_groups) * adv_target, mask)
         vf_loss = 0.5 * batch_mean(_squared_error(r_target, pi_vf, 'aac_loss_def'), mask)
-        entropy = batch_mean(cat_entropy(pi_logits), mask)
+        entropy = batch_mean(entropy_of(pi_logits, action_groups), mask)
         loss = pi_loss + vf_loss - entropy * entropy_beta
 
         summaries = _scalar_summaries(
@@ -86,7 +109,7 @@ def aac_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_lo
 
 
 def ppo_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_logits, entropy_beta, epsilon,
-                 name='_ppo_', verbose=False, mask=None):
+                 name='_ppo_', verbose=False, mask=None, action_groups=1):
     """PPO clipped surrogate loss, (7) of https://arxiv.org/abs/1707.06347.
 
     `rho = exp(log pi(a) - stop_gradient(log pi_old(a)))`;
@@ -105,28 +128,29 @@ def ppo_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_lo
         name: name scope prefix.
         verbose: add `entropy`, `Dkl_old_new` (mean KL(pi_old || pi)), `pi_ratio` (mean rho), `value_fn`.
         mask: optional float [B] of 0/1 row weights (see the module docstring).
+        action_groups: G > 1: actions and logits hold G categoricals side by side (see `neg_log_prob`).
 
     Returns:
         loss scalar; summaries `l_clip_loss`, `value_loss` (+ verbose ones).
     """
     with loss_scope(name, 'ppo'):
-        log_prob = -tf.nn.softmax_cross_entropy_with_logits_v2(labels=act_target, logits=pi_logits)
-        old_log_prob = tf.stop_gradient(
-            -tf.nn.softmax_cross_entropy_with_logits_v2(labels=act_target, logits=pi_prime_logits)
-        )
+        log_prob = -neg_log_prob(act_target, pi_logits, action_groups)
+        old_log_prob = tf.stop_gradient(-neg_log_prob(act_target, pi_prime_logits, action_groups))
         ratio = tf.exp(log_prob - old_log_prob)
         surrogate = ratio * adv_target
         clipped_surrogate = tf.clip_by_value(ratio, 1.0 - epsilon, 1.0 + epsilon) * adv_target
         clip_loss = -batch_mean(tf.minimum(surrogate, clipped_surrogate), mask)
         vf_loss = batch_mean(_squared_error(r_target, pi_vf, 'ppo_loss_def'), mask)
-        entropy = batch_mean(cat_entropy(pi_logits), mask)
+        entropy = batch_mean(entropy_of(pi_logits, action_groups), mask)
         loss = clip_loss + vf_loss - entropy * entropy_beta
+        kl = kl_divergence(pi_prime_logits, pi_logits) if action_groups == 1 else tf.reduce_sum(
+            kl_divergence(_by_group(pi_prime_logits, action_groups), _by_group(pi_logits, action_groups)), axis=-1)
 
         summaries = _scalar_summaries(
             [('l_clip_loss', clip_loss), ('value_loss', vf_loss)],
             [
                 ('entropy', entropy),
-                ('Dkl_old_new', batch_mean(kl_divergence(pi_prime_logits, pi_logits), mask)),
+                ('Dkl_old_new', batch_mean(kl, mask)),
                 ('pi_ratio', batch_mean(ratio, mask)),
                 ('value_fn', batch_mean(pi_vf, mask)),
             ],

@@ -295,7 +295,10 @@ class BaseAacPolicy:
 
     def _action_pack(self, logits, deterministic):
         """Chooses an action from logits [A]; returns {'environment', 'encoded', 'one_hot'}."""
-        if self.ac_space.is_discrete:
+        if self.ac_space.action_groups > 1:
+            vector = np.array([sample_category(group, deterministic)
+                               for group in np.reshape(logits, (self.ac_space.action_groups, -1))])
+        elif self.ac_space.is_discrete:
             vector = self.ac_space._cat_to_vec(sample_category(logits, deterministic))
         elif deterministic:
             vector = softmax(logits)
@@ -312,8 +315,8 @@ class BaseAacPolicy:
         """Chooses an action for one observation (one `session.run`).
 
         Discrete spaces: a draw from `softmax(logits)` (float64, never raises for peaked logits), or the argmax when
-        `deterministic`. Continuous spaces: `sample_dp(logits, action_dp_alpha)`, or `softmax(logits)` when
-        `deterministic`.
+        `deterministic`; with the per-asset encoding one such choice per asset from its own logits. Continuous
+        spaces: `sample_dp(logits, action_dp_alpha)`, or `softmax(logits)` when `deterministic`.
 
         Args:
             observation: one observation, nested like `ob_space` (no batch dim).

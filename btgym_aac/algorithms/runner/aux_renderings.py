@@ -12,8 +12,6 @@ Images are drawn on matplotlib Agg canvases (no pyplot, so nothing needs initial
 """
 import numpy as np
 
-from btgym_aac.algorithms.math_utils import softmax
-
 AUX_RENDER_MODES = ('action_prob', 'value_fn', 'lstm_1_h', 'lstm_2_h')
 """The policy renderings implemented here."""
 
@@ -63,10 +61,19 @@ def min_max_255(x):
 
 
 def action_labels(action_space):
-    """Legend of the ``action_prob`` plot: the base actions of a one-asset discrete space, else action numbers."""
+    """Legend of the ``action_prob`` plot: the base actions of a one-asset discrete space, `asset: action` with
+    per-asset heads, else action numbers."""
     if getattr(action_space, 'is_discrete', False) and len(action_space.assets) == 1:
         return [str(action).capitalize() for action in action_space.base_actions]
+    if getattr(action_space, 'action_groups', 1) > 1:
+        return ['{}: {}'.format(asset, action) for asset in action_space.assets for action in action_space.base_actions]
     return ['action {}'.format(index) for index in range(action_space.one_hot_depth)]
+
+
+def action_probabilities(logits, action_space):
+    """Probabilities [steps, A] of the logits of every step (per asset for per-asset heads)."""
+    logits = np.asarray(logits, dtype=np.float64)
+    return np.stack([action_space.probabilities(row) for row in logits.reshape(-1, logits.shape[-1])])
 
 
 def draw_aux(plotter, mode, accum, action_space):
@@ -83,7 +90,7 @@ def draw_aux(plotter, mode, accum, action_space):
     """
     if mode == 'action_prob':
         image = plotter.draw_plot(
-            softmax(np.asarray(accum['logits'], dtype=np.float64), axis=-1), figsize=(12, 4),
+            action_probabilities(accum['logits'], action_space), figsize=(12, 4),
             title='Episode action probabilities', box_text='', xlabel='Backward env. steps', ylabel='P',
             line_labels=action_labels(action_space))
     elif mode == 'value_fn':
