@@ -41,7 +41,7 @@ def default_configs(algo='a3c'):
     )
 
 
-def multi_asset_env_config(assets=None, portfolio=False):
+def multi_asset_env_config(assets=None, portfolio=False, **dataset_kwargs):
     """The env_config of `btgym-aac train --assets`: MultiAssetStrategy trading every asset of a BTgymMultiData,
     with the reference configuration's broker, episode and reward settings.
 
@@ -49,6 +49,7 @@ def multi_asset_env_config(assets=None, portfolio=False):
         assets: dict asset name -> CSV path(s) or DataFrame, in data line order; None or empty: the built-in
             cointegrated pair `X`, `Y` (`make_cointegrated_pair(seed=0)`).
         portfolio: PortfolioEnv (target weights) instead of MultiDiscreteEnv (one discrete action per asset).
+        **dataset_kwargs: more kwargs of every data line's `BTgymDataset` (e.g. `target_period` for test episodes).
 
     Returns:
         dict with `class_ref` and `kwargs`.
@@ -71,7 +72,7 @@ def multi_asset_env_config(assets=None, portfolio=False):
                           else {'filename': source}) for name, source in assets.items()}
     dataset = BTgymMultiData(data_class_ref=BTgymDataset, data_config=data_config,
                              episode_duration=REFERENCE_ENV_KWARGS['episode_duration'],
-                             time_gap=REFERENCE_ENV_KWARGS['time_gap'])
+                             time_gap=REFERENCE_ENV_KWARGS['time_gap'], **dataset_kwargs)
     copy.deepcopy(dataset).read_csv()
     kwargs = {key: REFERENCE_ENV_KWARGS[key] for key in (
         'start_cash', 'commission', 'leverage', 'drawdown_call', 'target_call', 'gamma', 'reward_scale')}

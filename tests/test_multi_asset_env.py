@@ -130,3 +130,19 @@ def test_gymnasium_check_env_passes(env_class):
         check_env(env, skip_render_check=True)
     finally:
         env.close()
+
+
+def test_fills_are_observed_on_every_line_and_no_observer_is_added_twice():
+    import backtrader as bt
+
+    from btgym_aac.env.engine import prepare_cerebro
+
+    cerebro = bt.Cerebro()
+    cerebro.addstrategy(MultiAssetStrategy)
+    cerebro.addobserver(bt.observers.DrawDown)
+    feeds = {name: bt.feeds.PandasData(dataname=frame) for name, frame in make_correlated_walks(
+        num_bars=300, names=ASSETS, seed=0).items()}
+    prepare_cerebro(cerebro, feeds, {}, decide=None, render_observers=(bt.observers.BuySell,))
+    kinds = [(multi, observer) for multi, observer, _, _ in cerebro.observers]
+    assert kinds.count((False, bt.observers.DrawDown)) == 1
+    assert kinds.count((True, bt.observers.BuySell)) == 1, 'one BuySell per data line'

@@ -19,6 +19,8 @@ import greenlet
 from btgym_aac.strategy.base import SKIP_ACTION_KEY
 
 StepResponse = namedtuple('StepResponse', ['state', 'reward', 'done', 'infos', 'raw_state'])
+PER_DATA_OBSERVERS = (bt.observers.BuySell,)
+"""Observers added once per data line when there are several (the fills of every line are drawn)."""
 STOP = object()
 
 
@@ -84,7 +86,8 @@ def prepare_cerebro(cerebro, feeds, strategy_params, decide, render_observers=()
         feeds: dict data name -> backtrader feed.
         strategy_params: dict merged into the strategy's kwargs (metadata, stats, initial actions).
         decide: callable(StepResponse or None) -> action dict or STOP.
-        render_observers: observer classes added for episode renderings.
+        render_observers: observer classes added for episode renderings (those of `PER_DATA_OBSERVERS` once per
+            data line); an observer class the cerebro has already is not added again.
         capture_raw_state: keep the OHLC window of every response (for 'human' renderings).
 
     Returns:
@@ -94,9 +97,13 @@ def prepare_cerebro(cerebro, feeds, strategy_params, decide, render_observers=()
     cerebro.broker.set_shortcash(False)
     for name, feed in feeds.items():
         cerebro.adddata(feed, name=name)
-    present = {observer[0] for observer in cerebro.observers}
+    present = {observer_class for _, observer_class, _, _ in cerebro.observers}
     for observer in (bt.observers.DrawDown,) + tuple(render_observers):
-        if observer not in present:
+        if observer in present:
+            continue
+        if observer in PER_DATA_OBSERVERS and len(feeds) > 1:
+            cerebro.addobservermulti(observer)
+        else:
             cerebro.addobserver(observer)
     cerebro.addanalyzer(_StepAnalyzer, decide=decide, capture_raw_state=capture_raw_state)
     return cerebro
