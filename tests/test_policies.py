@@ -430,3 +430,11 @@ def test_per_asset_heads_act_greedily_per_asset():
                                          for k, asset in enumerate(('a', 'b', 'c'))}
     assert pack['one_hot'].reshape(3, 4).sum(axis=1).tolist() == [1.0] * 3
     np.testing.assert_array_equal(pack['encoded'], pack['one_hot'])
+
+
+@pytest.mark.parametrize('policy_class', [BaseAacPolicy, Aac1dPolicy])
+def test_single_stream_policies_name_the_streams_of_a_multi_line_observation(policy_class):
+    streams = DictSpace({'external': DictSpace({line: spaces.Box(-1, 1, (30, 1, 3), np.float32)
+                                                for line in ('X', 'Y')})})
+    with tf.Graph().as_default(), pytest.raises(ValueError, match=r"streams \['X', 'Y'\].*StackedLstmPolicy"):
+        policy_class(ob_space=streams, ac_space=TRADE_ACTIONS, rp_sequence_size=3, lstm_layers=(8,))

@@ -107,6 +107,10 @@ class BaseAacPolicy:
         self._init_interface(ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate)
         if not ac_space.is_discrete:
             raise ValueError('{} needs a discrete action space, got {}'.format(type(self).__name__, ac_space))
+        if isinstance(ob_space.shape['external'], dict):
+            raise ValueError('{} encodes one `external` array; this observation has the streams {} (several data '
+                             'lines?): use StackedLstmPolicy or AacStackedRL2Policy, which encode each stream'.format(
+                                 type(self).__name__, sorted(ob_space.shape['external'])))
         self.lstm_class = lstm_class
         self.lstm_layers = checked_layers(lstm_layers)
         self.static_rnn = static_rnn
