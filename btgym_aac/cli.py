@@ -187,24 +187,59 @@ def _train(args):
     return 0
 
 
+def _cluster_role(args, cluster_config):
+    """(cluster spec, job, task) of a cluster-node: from --cluster (with --job and --task), else from TF_CONFIG,
+    else from a SLURM job step; --job and --task override the role TF_CONFIG or SLURM gives.
+
+    Raises:
+        ValueError: no source of the cluster, or a malformed one (naming the field).
+    """
+    from btgym_aac.distributed.cluster import check_cluster_spec
+    from btgym_aac.distributed.scheduler_cluster import role_from_slurm, role_from_tf_config
+
+    if args.cluster:
+        if args.job is None or args.task is None:
+            raise ValueError('--cluster needs --job and --task (the role of this node in it)')
+        with open(args.cluster) as f:
+            try:
+                spec = json.load(f)
+            except json.JSONDecodeError as error:
+                raise ValueError('cluster spec {} is not valid JSON: {}'.format(args.cluster, error)) from error
+        return check_cluster_spec(spec, args.cluster), args.job, args.task
+    if os.environ.get('TF_CONFIG'):
+        spec, job, task = role_from_tf_config(os.environ['TF_CONFIG'])
+        source = 'TF_CONFIG'
+    elif 'SLURM_PROCID' in os.environ:
+        spec, job, task = role_from_slurm(cluster_config.get('num_ps', 1), cluster_config.get('port'))
+        source = 'the SLURM job step'
+    else:
+        raise ValueError('cluster-node needs the cluster: --cluster SPEC.json with --job and --task, a TF_CONFIG '
+                         'environment variable (Kubeflow TFJob, Vertex AI, SageMaker) or a SLURM job step')
+    if spec is not None:
+        check_cluster_spec(spec, source)
+    return spec, args.job or job, task if args.task is None else args.task
+
+
 def _cluster_node(args):
-    """Runs one parameter server or worker of a cluster described by a JSON spec (one node of many hosts). Its port
-    is open on every interface of its host (the other nodes must reach it): run the cluster on a network that it
-    alone uses, or firewall the ports to the cluster's hosts (docs/distributed.md, "Security")."""
-    from btgym_aac.distributed.cluster import address_port, check_cluster_spec, check_own_port
+    """Runs one parameter server or worker of a multi-host cluster: described by a JSON spec (--cluster, --job,
+    --task), by the TF_CONFIG environment variable of Kubeflow's TFJob, Vertex AI or SageMaker (its chief is worker
+    0; an evaluator task exits at once), or by a SLURM job step (the first num_ps tasks are parameter servers).
+    Its port is open on every interface of its host (the other nodes must reach it): run the cluster on a network
+    that it alone uses, or firewall the ports to the cluster's hosts (docs/distributed.md, "Security")."""
+    from btgym_aac.distributed.cluster import address_port, check_own_port
     from btgym_aac.distributed.network_namespace import NetworkIsolationError, open_ports_warning
+    from btgym_aac.distributed.scheduler_cluster import EVALUATOR
     from btgym_aac.distributed.task_process import run_task
 
-    with open(args.cluster) as f:
-        try:
-            cluster_spec = check_cluster_spec(json.load(f), args.cluster)
-        except json.JSONDecodeError as error:
-            raise ValueError('cluster spec {} is not valid JSON: {}'.format(args.cluster, error)) from error
-    if not 0 <= args.task < len(cluster_spec[args.job]):
-        raise ValueError('task {} is not in the cluster spec ({} {} tasks)'.format(
-            args.task, len(cluster_spec[args.job]), args.job))
-    check_own_port(cluster_spec[args.job][args.task])
     configs = _configs_from_args(args)
+    cluster_spec, job, task = _cluster_role(args, configs['cluster_config'])
+    if job == EVALUATOR:
+        print('btgym-aac cluster-node: an evaluator task has no part in training; exiting (evaluate the run with '
+              '`btgym-aac evaluate LOG_DIR`)')
+        return 0
+    if not 0 <= task < len(cluster_spec[job]):
+        raise ValueError('task {} is not in the cluster spec ({} {} tasks)'.format(task, len(cluster_spec[job]), job))
+    check_own_port(cluster_spec[job][task])
     launcher = make_launcher(configs, cluster_spec=cluster_spec, show_progress=False, purge_previous=0,
                               shared_log_dir=True)
     isolation = launcher.cluster_config['network_isolation']
@@ -213,13 +248,13 @@ def _cluster_node(args):
         raise NetworkIsolationError('network isolation is required, but {}: a private network namespace cannot '
                                     'hold it'.format(reason))
     if isolation == 'auto':
-        launcher.log.warning(open_ports_warning([address_port(cluster_spec[args.job][args.task])], reason))
+        launcher.log.warning(open_ports_warning([address_port(cluster_spec[job][task])], reason))
     try:
-        stopped = run_task(launcher.task_config(args.job, args.task))
+        stopped = run_task(launcher.task_config(job, task))
     except KeyboardInterrupt:
         stopped = True
     if stopped:
-        print('\n{} {} stopped by Ctrl-C or SIGTERM'.format(args.job, args.task), file=sys.stderr)
+        print('\n{} {} stopped by Ctrl-C or SIGTERM'.format(job, task), file=sys.stderr)
         return 130
     return 0
 
@@ -370,12 +405,17 @@ def _add_untrusted_flag(parser, why):
                         'trust)'.format(why))
 
 
+def _add_command(commands, name, **kwargs):
+    """A subcommand parser that takes no abbreviated flags (`--port` must not be read as `--portfolio`)."""
+    return commands.add_parser(name, allow_abbrev=False, **kwargs)
+
+
 def build_parser():
     """Returns the argparse parser of the `btgym-aac` command."""
     parser = argparse.ArgumentParser(prog='btgym-aac', description=__doc__)
     commands = parser.add_subparsers(dest='command', required=True)
 
-    train = commands.add_parser('train', help='train on a local cluster', description=_train.__doc__)
+    train = _add_command(commands, 'train', help='train on a local cluster', description=_train.__doc__)
     _add_run_flags(train)
     resume = train.add_mutually_exclusive_group()
     resume.add_argument('--fresh', action='store_true',
@@ -384,7 +424,7 @@ def build_parser():
     _add_untrusted_flag(train, 'a resumed log dir\'s run_config.pkl is read to compare its data with this run\'s')
     train.set_defaults(run=_train)
 
-    evaluate = commands.add_parser('evaluate', help='evaluate a trained run against baselines',
+    evaluate = _add_command(commands, 'evaluate', help='evaluate a trained run against baselines',
                                    description=_evaluate.__doc__)
     evaluate.add_argument('log_dir', metavar='LOG_DIR', help='log dir of a btgym-aac train run')
     evaluate.add_argument('--data', nargs='+', metavar='CSV', help='evaluate on these OHLC CSV files')
@@ -394,22 +434,23 @@ def build_parser():
     _add_untrusted_flag(evaluate, 'the run\'s configs are unpickled from LOG_DIR/run_config.pkl')
     evaluate.set_defaults(run=_evaluate)
 
-    node = commands.add_parser('cluster-node', help='run one task of a multi-host cluster',
+    node = _add_command(commands, 'cluster-node', help='run one task of a multi-host cluster',
                                description=_cluster_node.__doc__)
     _add_run_flags(node, cluster_spec_given=True)
-    node.add_argument('--cluster', required=True, metavar='SPEC.json',
-                      help='JSON {"ps": ["host:port", ...], "worker": ["host:port", ...]}')
-    node.add_argument('--job', required=True, choices=('ps', 'worker'))
-    node.add_argument('--task', required=True, type=int)
+    node.add_argument('--cluster', metavar='SPEC.json',
+                      help='JSON {"ps": ["host:port", ...], "worker": ["host:port", ...]} (default: TF_CONFIG, '
+                      'else the SLURM job step)')
+    node.add_argument('--job', choices=('ps', 'worker'), help='this node\'s job (default: from TF_CONFIG or SLURM)')
+    node.add_argument('--task', type=int, help='this node\'s task index (default: from TF_CONFIG or SLURM)')
     node.set_defaults(run=_cluster_node)
 
-    export = commands.add_parser('export', help='copy the latest checkpoint of a run', description=_export.__doc__)
+    export = _add_command(commands, 'export', help='copy the latest checkpoint of a run', description=_export.__doc__)
     export.add_argument('log_dir', metavar='LOG_DIR')
     export.add_argument('dest', metavar='DEST')
     export.add_argument('--ckpt-subdir', default='current_train_checkpoint')
     export.set_defaults(run=_export)
 
-    walk = commands.add_parser('walk-forward', help='train and test fold by fold along time',
+    walk = _add_command(commands, 'walk-forward', help='train and test fold by fold along time',
                                description=_walk_forward.__doc__)
     walk.add_argument('config', nargs='?', help='Python file defining the config dicts (default: the reference '
                       'configuration)')
@@ -427,7 +468,7 @@ def build_parser():
                       help='as for train (default auto)')
     walk.set_defaults(run=_walk_forward)
 
-    demo = commands.add_parser('demo', help='run one episode on the built-in data and save its renderings',
+    demo = _add_command(commands, 'demo', help='run one episode on the built-in data and save its renderings',
                                description=_demo.__doc__)
     demo.add_argument('--out', default='out/demo', help='folder for the PNG files (default: out/demo)')
     demo.add_argument('--seed', type=_seed, default=0, help='random seed (default: 0)')

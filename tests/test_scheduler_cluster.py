@@ -1,0 +1,151 @@
+"""Clusters described by schedulers: `btgym-aac cluster-node` with TF_CONFIG (as Kubeflow's TFJob sets it) or a
+SLURM job step instead of --cluster/--job/--task; malformed descriptions named."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from btgym_aac.cli import main as cli_main
+from btgym_aac.distributed.cluster import free_ports
+from btgym_aac.distributed.scheduler_cluster import EVALUATOR, role_from_slurm, role_from_tf_config
+from test_launcher import CKPT, checkpoint_step
+
+CLUSTER = {'chief': ['c:1'], 'worker': ['w:2', 'w:3'], 'ps': ['p:4']}
+
+
+def tf_config(cluster, job, index=0):
+    return json.dumps({'cluster': cluster, 'task': {'type': job, 'index': index}})
+
+
+@pytest.mark.parametrize('job, index, role', [
+    ('chief', 0, ('worker', 0)), ('worker', 0, ('worker', 1)), ('worker', 1, ('worker', 2)), ('ps', 0, ('ps', 0)),
+])
+def test_tf_config_chief_is_worker_0_and_workers_follow(job, index, role):
+    spec, *own_role = role_from_tf_config(tf_config(CLUSTER, job, index))
+    assert spec == {'ps': ['p:4'], 'worker': ['c:1', 'w:2', 'w:3']}
+    assert tuple(own_role) == role
+
+
+def test_tf_config_without_chief_and_with_tf1_master():
+    assert role_from_tf_config(tf_config({'worker': ['w:2'], 'ps': ['p:4']}, 'worker'))[0] == \
+        {'ps': ['p:4'], 'worker': ['w:2']}
+    assert role_from_tf_config(tf_config({'master': ['m:1'], 'ps': ['p:4']}, 'master'))[1:] == ('worker', 0)
+
+
+def test_tf_config_evaluator_takes_no_part():
+    assert role_from_tf_config(tf_config(dict(CLUSTER, evaluator=['e:5']), 'evaluator')) == (None, EVALUATOR, 0)
+
+
+@pytest.mark.parametrize('text, message', [
+    ('{"cluster": ', 'TF_CONFIG is not valid JSON'),
+    ('[]', 'TF_CONFIG must be a JSON object'),
+    (json.dumps({'task': {'type': 'ps', 'index': 0}}), "TF_CONFIG needs a 'cluster' object"),
+    (json.dumps({'cluster': CLUSTER}), "TF_CONFIG needs a 'task' object"),
+    (tf_config(CLUSTER, 'trainer'), "TF_CONFIG['task']['type'] 'trainer' is not a job"),
+    (tf_config(CLUSTER, 'worker', 2), "TF_CONFIG['task']['index'] 2 is not a task of TF_CONFIG['cluster']['worker']"),
+    (tf_config(dict(CLUSTER, ps='p:4'), 'chief'), "TF_CONFIG['cluster']['ps'] must be a list"),
+    (tf_config({'chief': ['c:1'], 'worker': ['w:2']}, 'chief'), "TF_CONFIG['cluster'] has no ps task"),
+    (tf_config(dict(CLUSTER, master=['m:9']), 'chief'), 'names 2 chiefs'),
+    (tf_config(dict(CLUSTER, sidecar=['s:9']), 'chief'), "has the job(s) ['sidecar']"),
+])
+def test_malformed_tf_config_is_named(text, message):
+    with pytest.raises(ValueError) as error:
+        role_from_tf_config(text)
+    assert message in str(error.value)
+
+
+def test_cluster_node_names_a_bad_tf_config_and_exits_2(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv('TF_CONFIG', tf_config(CLUSTER, 'worker', 5))
+    assert cli_main(['cluster-node', '--log-dir', str(tmp_path / 'run')]) == 2
+    assert "TF_CONFIG['task']['index'] 5" in capsys.readouterr().err
+
+
+def test_cluster_node_without_any_cluster_source_says_what_it_needs(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv('TF_CONFIG', raising=False)
+    monkeypatch.delenv('SLURM_PROCID', raising=False)
+    assert cli_main(['cluster-node', '--log-dir', str(tmp_path / 'run')]) == 2
+    assert 'needs the cluster: --cluster SPEC.json with --job and --task, a TF_CONFIG' in capsys.readouterr().err
+
+
+def test_an_evaluator_node_exits_0_at_once(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv('TF_CONFIG', tf_config(CLUSTER, 'evaluator'))
+    assert cli_main(['cluster-node', '--log-dir', str(tmp_path / 'run')]) == 0
+    assert 'evaluator task has no part in training' in capsys.readouterr().out
+    assert not (tmp_path / 'run').exists()
+
+
+def slurm_env(rank, num_tasks, nodelist='localhost', tasks_per_node=None):
+    return {'SLURM_PROCID': str(rank), 'SLURM_STEP_NUM_TASKS': str(num_tasks), 'SLURM_STEP_NODELIST': nodelist,
+            'SLURM_STEP_TASKS_PER_NODE': tasks_per_node or str(num_tasks)}
+
+
+def test_slurm_step_gives_the_first_tasks_to_the_parameter_servers(monkeypatch):
+    for name, value in slurm_env(2, 4, 'node[1-2]', '2(x2)').items():
+        monkeypatch.setenv(name, value)
+    spec, job, task = role_from_slurm(num_ps=1, port_base=20000)
+    assert spec == {'ps': ['node1:20000'], 'worker': ['node1:20001', 'node2:20000', 'node2:20001']}
+    assert (job, task) == ('worker', 1)
+
+
+def test_slurm_step_without_a_worker_or_variables_is_named(monkeypatch):
+    for name, value in slurm_env(0, 1).items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match='has 1 task'):
+        role_from_slurm(num_ps=1)
+    monkeypatch.delenv('SLURM_STEP_NODELIST')
+    with pytest.raises(ValueError, match='SLURM_STEP_NODELIST not found'):
+        role_from_slurm(num_ps=1)
+
+
+CONFIG = '''
+    from btgym_aac.algorithms import A3C
+    from btgym_aac.algorithms.policy import AacDensePolicy
+    from btgym_aac.env.gym_wrappers import TestModeEnv
+    env_config = {'class_ref': TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}}
+    policy_config = {'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}}
+    trainer_config = {'class_ref': A3C, 'kwargs': {'rollout_length': 20}}
+    cluster_config = {'log_dir': %r, 'num_ps': 1, 'port': %d}
+    launcher_config = {'test_mode': True, 'max_env_steps': 600, 'save_secs': 5}
+'''
+
+
+def run_nodes(tmp_path, environments):
+    """Starts one `cluster-node CONFIG.py` process per environment (ps first); waits for the workers to exit 0."""
+    config_path = tmp_path / 'config.py'
+    config_path.write_text(textwrap.dedent(CONFIG % (str(tmp_path / 'run'), environments[0]['port'])))
+    logs = [open(tmp_path / 'node_{}.log'.format(index), 'w+') for index in range(len(environments))]
+    nodes = [subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli', 'cluster-node', str(config_path)],
+                              env=dict(os.environ, **environment['vars']), stdout=subprocess.DEVNULL, stderr=log)
+             for environment, log in zip(environments, logs)]
+    try:
+        codes = [node.wait(timeout=240) for node in nodes[1:]]
+        assert codes == [0, 0], [open(log.name).read()[-2000:] for log in logs]
+        assert checkpoint_step(str(tmp_path / 'run' / CKPT)) >= 600
+    finally:
+        for node, log in zip(nodes, logs):
+            if node.poll() is None:
+                node.terminate()
+                node.wait(30)
+            log.close()
+
+
+@pytest.mark.slow
+def test_a_cluster_started_only_through_tf_config_trains_to_its_max_steps(tmp_path):
+    ports = free_ports(3)
+    cluster = {'ps': ['127.0.0.1:{}'.format(ports[0])], 'chief': ['127.0.0.1:{}'.format(ports[1])],
+               'worker': ['127.0.0.1:{}'.format(ports[2])]}
+    roles = (('ps', 0), ('chief', 0), ('worker', 0))
+    run_nodes(tmp_path, [{'port': ports[0], 'vars': {'TF_CONFIG': tf_config(cluster, job, index)}}
+                         for job, index in roles])
+
+
+@pytest.mark.slow
+def test_a_cluster_started_only_through_slurm_variables_trains_to_its_max_steps(tmp_path, monkeypatch):
+    monkeypatch.delenv('TF_CONFIG', raising=False)
+    base = free_ports(1)[0]
+    if base > 65000:
+        pytest.skip('the free port found leaves no room for three consecutive ports')
+    run_nodes(tmp_path, [{'port': base, 'vars': slurm_env(rank, 3)} for rank in range(3)])
