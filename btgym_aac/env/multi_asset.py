@@ -4,6 +4,7 @@ import numpy as np
 
 from btgym_aac.env.base import BTgymEnv
 from btgym_aac.spaces import ActionDictSpace
+from btgym_aac.strategy.base import SKIP_ACTION_KEY
 
 
 class MultiDiscreteEnv(BTgymEnv):
@@ -105,6 +106,22 @@ class PortfolioEnv(MultiDiscreteEnv):
         if self._handoff is None or self._episode_done:
             raise RuntimeError('step() needs a running episode: call reset()')
         return self._exchange({asset: weights[asset] for asset in self.asset_names})
+
+    def keep_positions(self):
+        """One agent step that sends no new target weights, so no order is placed: `step()` always sends a target
+        for every asset, which rebalances a portfolio whose weights drifted with the prices (buy-and-hold must not).
+        The strategy still re-sends the last target on the two bars after that target's decision, as for every
+        action.
+
+        Returns:
+            (observation, reward, terminated, truncated, info) as `step`.
+
+        Raises:
+            RuntimeError: no episode is running (call reset()).
+        """
+        if self._handoff is None or self._episode_done:
+            raise RuntimeError('keep_positions() needs a running episode: call reset()')
+        return self._exchange(dict(self.initial_portfolio_action, **{SKIP_ACTION_KEY: True}))
 
     def normalized_weights(self, action):
         """The weights of `action`, checked and normalised to sum 1.

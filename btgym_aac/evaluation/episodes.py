@@ -3,9 +3,10 @@ episode recorded step by step."""
 import dataclasses
 import os
 
-from btgym_aac.env import BTgymEnv
+from btgym_aac.env import BTgymEnv, MultiDiscreteEnv
+from btgym_aac.evaluation.baselines import KEEP_POSITIONS
 from btgym_aac.evaluation.loading import make_env
-from btgym_aac.evaluation.metrics import episode_metrics
+from btgym_aac.evaluation.metrics import asset_metrics, episode_metrics
 from btgym_aac.evaluation.trade_log import TRADE_LOG_NAME, TradeLog
 
 TRAIN, TEST = 0, 1
@@ -25,13 +26,17 @@ def make_evaluation_env(run_config, data=None):
         BTgymEnv.
 
     Raises:
-        ValueError: the run did not train on a BTgymEnv (test-mode gymnasium runs have no broker to evaluate).
+        ValueError: the run did not train on a BTgymEnv (test-mode gymnasium runs have no broker to evaluate), or
+            `data` is given for a multi-asset run (MultiDiscreteEnv, PortfolioEnv: its dataset is one object).
         FileNotFoundError: a data file does not exist or is a folder.
     """
     env_class = run_config['env_config']['class_ref']
     if run_config.get('test_mode') or not issubclass(env_class, BTgymEnv):
         raise ValueError('evaluation needs a run trained on a BTgymEnv; this run used {} (test_mode={})'.format(
             env_class.__name__, bool(run_config.get('test_mode'))))
+    if data and issubclass(env_class, MultiDiscreteEnv):
+        raise ValueError('other data files replace the data of a single-asset run; this run trades several assets '
+                         '({}) and is evaluated on its own dataset'.format(env_class.__name__))
     overrides = {}
     if data:
         files = [data] if isinstance(data, str) else list(data)
@@ -51,8 +56,10 @@ def make_evaluation_env(run_config, data=None):
 
 
 def episode_sample_type(env):
-    """TEST (1) when the env's dataset has a test interval, else TRAIN (0)."""
-    start, stop = getattr(env.dataset, 'test_interval', (0, 0))
+    """TEST (1) when the env's dataset (for a `BTgymMultiData`, its master stream) has a test interval, else
+    TRAIN (0)."""
+    dataset = getattr(env.dataset, 'master_data', env.dataset)
+    start, stop = getattr(dataset, 'test_interval', (0, 0))
     return TEST if stop > start else TRAIN
 
 
@@ -72,9 +79,13 @@ class EpisodeRecord:
         seed: the `env.reset` seed that chose its data window.
         bar_times, bar_values: time and broker value of every bar played.
         step_times, step_values: time and broker value at the reset and after every agent step.
-        actions, rewards: action index and reward of every agent step.
-        probabilities: the agent's action probabilities at every step (empty for agents without them).
+        actions, rewards: action (as sent to the env, or `KEEP_POSITIONS`) and reward of every agent step.
+        probabilities: the agent's action probabilities (PortfolioEnv: target weights) at every step (empty for
+            agents without them).
         trade_log: `TradeLog` analysis (fills, closed trades, end reason).
+        bar_positions: multi-asset envs: dict asset -> position size at every bar (the bar infos' `positions`);
+            {} for single-asset envs.
+        bar_prices: dict asset -> close price at every bar, for the assets of `bar_positions`.
     """
     seed: int
     bar_times: list
@@ -85,15 +96,29 @@ class EpisodeRecord:
     rewards: list
     probabilities: list
     trade_log: dict
+    bar_positions: dict = dataclasses.field(default_factory=dict)
+    bar_prices: dict = dataclasses.field(default_factory=dict)
 
     def metrics(self):
         """Per-episode metrics (see `metrics.episode_metrics`)."""
         return episode_metrics(self.rewards, self.bar_values, self.step_values, self.trade_log)
 
+    def asset_metrics(self):
+        """dict asset -> per-asset metrics (see `metrics.asset_metrics`); {} for single-asset envs."""
+        return {asset: asset_metrics(asset, self.trade_log, positions)
+                for asset, positions in self.bar_positions.items()}
+
     def window(self):
         """{'seed', 'first_bar_time', 'last_bar_time', 'end_reason'} of the episode."""
         return {'seed': self.seed, 'first_bar_time': self.bar_times[0],
                 'last_bar_time': self.bar_times[-1], 'end_reason': self.trade_log['end_reason']}
+
+
+def _bar_prices(dataset, bar_times, assets):
+    """dict asset -> close at `bar_times`, from the dataset's data line of the asset (a `BTgymMultiData`'s
+    `frames`) or its only one (`data`)."""
+    frames = getattr(dataset, 'frames', None) or {asset: dataset.data for asset in assets}
+    return {asset: [float(price) for price in frames[asset]['close'].loc[bar_times]] for asset in assets}
 
 
 def play_episode(env, agent, seed, options):
@@ -104,7 +129,8 @@ def play_episode(env, agent, seed, options):
 
     Args:
         env: env from `make_evaluation_env`.
-        agent: object with `reset(observation)`, `act(observation) -> int`, `observe(reward)` and optionally
+        agent: object with `reset(observation)`, `act(observation) -> action` (an env action, or
+            `KEEP_POSITIONS` for `PortfolioEnv.keep_positions`), `observe(reward)` and optionally
             `last_probabilities` (see `LoadedPolicy`).
         seed: episode seed.
         options: `reset_options(...)`.
@@ -124,7 +150,8 @@ def play_episode(env, agent, seed, options):
         probabilities = getattr(agent, 'last_probabilities', None)
         if probabilities is not None:
             record.probabilities.append(probabilities)
-        observation, reward, terminated, truncated, info = env.step(action)
+        step = env.keep_positions() if isinstance(action, str) and action == KEEP_POSITIONS else env.step(action)
+        observation, reward, terminated, truncated, info = step
         agent.observe(reward)
         done = terminated or truncated
         bars.extend(info['bars'])
@@ -134,5 +161,9 @@ def play_episode(env, agent, seed, options):
         record.step_values.append(info['broker_value'])
     record.bar_times = [bar['time'] for bar in bars]
     record.bar_values = [bar['broker_value'] for bar in bars]
+    if 'positions' in bars[0]:
+        assets = sorted(bars[0]['positions'])
+        record.bar_positions = {asset: [float(bar['positions'][asset]) for bar in bars] for asset in assets}
+        record.bar_prices = _bar_prices(env.dataset, record.bar_times, assets)
     record.trade_log = env.get_stat()[TRADE_LOG_NAME]
     return record

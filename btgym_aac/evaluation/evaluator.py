@@ -1,11 +1,11 @@
 """`evaluate`: a trained run's policy and two baselines on the same seeded episodes, with a report and plots."""
 import os
 
-from btgym_aac.evaluation.baselines import BuyAndHoldAgent, RandomAgent
+from btgym_aac.evaluation.baselines import baseline_agents
 from btgym_aac.evaluation.episodes import (TEST, episode_sample_type, make_evaluation_env, play_episode,
                                            reset_options)
 from btgym_aac.evaluation.loading import load_policy, read_run_config
-from btgym_aac.evaluation.plots import plot_action_probabilities, plot_equity
+from btgym_aac.evaluation.plot_files import plot_contents, write_plots
 from btgym_aac.evaluation.report import build_report, check_output_folder, write_report
 
 POLICY, BUY_AND_HOLD, RANDOM = 'policy', 'buy_and_hold', 'random'
@@ -16,33 +16,26 @@ def _checkpoint_step(path):
     return int(suffix) if suffix.isdigit() else None
 
 
-def _write_plots(out, records, action_names):
-    paths = []
-    for index, policy_record in enumerate(records[POLICY]):
-        episode = {name: episodes[index] for name, episodes in records.items()}
-        title = 'episode {} (seed {}): broker value'.format(index, policy_record.seed)
-        paths.append(plot_equity(os.path.join(out, 'equity_episode_{}.png'.format(index)), episode, title))
-        title = 'episode {} (seed {}): policy action probabilities'.format(index, policy_record.seed)
-        paths.append(plot_action_probabilities(os.path.join(out, 'actions_episode_{}.png'.format(index)),
-                                               policy_record, action_names, title))
-    return [os.path.basename(path) for path in paths]
-
-
 def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False, windows=None):
     """Evaluates a run's latest checkpoint against buy-and-hold and a random policy.
 
-    The policy acts deterministically (most probable action; NoisyNet layers with their mean weights). Episode
+    Single-asset (BTgymEnv) and multi-asset runs (MultiDiscreteEnv, PortfolioEnv) are evaluated; the baselines are
+    those of `baselines.baseline_agents` (for several assets: equal-weight buy-and-hold, which a PortfolioEnv never
+    rebalances). The policy acts deterministically (most probable action, or the weights `softmax(logits)` of a
+    continuous action space; NoisyNet layers with their mean weights). Episode
     `i` of every agent is reset with seed `seed + i`, which restarts the env's sample sequence, so all agents
     play the same data windows (checked by the first bar time of each episode). Episodes come from
     the dataset's test interval when it has one (`target_period`), else from its train interval; the report's
-    `episode_type` says which. Metric definitions are in the report's `definitions`.
+    `episode_type` says which. Metric definitions are in the report's `definitions` (portfolio-wide: the broker
+    value and all fills), for multi-asset runs also per asset in `asset_definitions`; `plot_contents` says what each
+    plot shows.
 
     Args:
         log_dir: log dir of a Launcher run (run_config.pkl and checkpoints).
-        data: None (the run's data) or CSV path(s) replacing it.
+        data: None (the run's data) or CSV path(s) replacing it (single-asset runs only).
         episodes: number of episodes per agent.
-        out: output folder (default `<log_dir>/evaluation`); gets report.json, `equity_episode_<i>.png` and
-            `actions_episode_<i>.png`.
+        out: output folder (default `<log_dir>/evaluation`); gets report.json, `equity_episode_<i>.png`,
+            `actions_episode_<i>.png` and, for multi-asset runs, `asset_<asset>_episode_<i>.png`.
         seed: first episode seed; the random baseline uses it too.
         allow_untrusted: unpickle the run's run_config.pkl even when another user owns it or its log dir, or
             could write them (unpickling runs code).
@@ -54,7 +47,8 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
 
     Raises:
         FileNotFoundError: missing log dir, run_config.pkl, checkpoint or data file.
-        ValueError: bad `episodes`, a run that did not train on a BTgymEnv, or an `out` that is a file.
+        ValueError: bad `episodes`, a run that did not train on a BTgymEnv, `data` for a multi-asset run, or an
+            `out` that is a file.
         UntrustedFileError (a PermissionError): run_config.pkl or the log dir is another user's or writable by
             others.
     """
@@ -72,23 +66,23 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         plan = [reset_options(sample_type) for _ in range(int(episodes))] if windows is None else \
             [reset_options(TEST, window) for window in windows]
         with load_policy(log_dir, env=env, allow_untrusted=allow_untrusted) as policy:
-            agents = {POLICY: policy, BUY_AND_HOLD: BuyAndHoldAgent(env.portfolio_actions),
-                      RANDOM: RandomAgent(env.action_space.one_hot_depth, seed)}
+            buy_and_hold, random_agent = baseline_agents(env, seed)
+            agents = {POLICY: policy, BUY_AND_HOLD: buy_and_hold, RANDOM: random_agent}
             records = {name: [play_episode(env, agent, seed + index, options) for index, options in enumerate(plan)]
                        for name, agent in agents.items()}
-            checkpoint, action_names = policy.checkpoint, policy.action_names
     finally:
         env.close()
     report = build_report(records, {
         'log_dir': log_dir,
-        'checkpoint': checkpoint,
-        'global_step': _checkpoint_step(checkpoint),
+        'checkpoint': policy.checkpoint,
+        'global_step': _checkpoint_step(policy.checkpoint),
         'data': 'run data' if not data else ([data] if isinstance(data, str) else list(data)),
         'episode_type': 'test' if sample_type == TEST else 'train',
         'seed': seed,
     })
     os.makedirs(out, exist_ok=True)
     report['out'] = out
-    report['plots'] = _write_plots(out, records, action_names)
+    report['plots'] = write_plots(out, records, policy)
+    report['plot_contents'] = plot_contents(policy.ac_space, bool(records[POLICY][0].bar_positions))
     write_report(report, out)
     return report

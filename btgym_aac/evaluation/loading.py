@@ -162,28 +162,45 @@ class LoadedPolicy:
     The wrapper keeps the policy's recurrent context, the last action's code and the last reward between calls,
     as the trainers' runners do.
 
-    Attributes:
+    Actions (see `act`): an index for a single-asset discrete action space, a dict asset -> index for several
+    assets (MultiDiscreteEnv), a dict key -> [weight] for a continuous one (PortfolioEnv).
+
+    Args:
         policy: the rebuilt policy (graph objects).
         session: its tf.Session.
         checkpoint: path prefix of the restored checkpoint.
-        action_names: names of the action indices (the env's `portfolio_actions`).
-        last_probabilities: action probabilities of the latest `act` (None before the first).
+        initial_action: the env's 'do nothing' action, the first step's last action (None: the action space's,
+            index 0 or weight 0 everywhere).
+
+    Attributes:
+        policy, session, checkpoint: as given.
+        action_names: names of the entries of `last_probabilities`: the env's `portfolio_actions` (one asset),
+            the joint actions of `joint_action_names` (several assets), or the weight keys (continuous).
+        last_probabilities: of the latest `act` (None before the first): the action probabilities (discrete; the
+            joint actions of several assets, indexed as the action space's `lookup_table`), or the weights sent
+            (continuous, in `ac_space.assets` order).
     """
 
-    def __init__(self, policy, session, checkpoint):
+    def __init__(self, policy, session, checkpoint, initial_action=None):
         self.policy = policy
         self.session = session
         self.checkpoint = checkpoint
         self.ac_space = policy.ac_space
-        self.asset = self.ac_space.assets[0]
-        self.action_names = tuple(self.ac_space.base_actions)
+        self.single_asset = self.ac_space.is_discrete and len(self.ac_space.assets) == 1
+        if self.single_asset:
+            self.action_names = tuple(self.ac_space.base_actions)
+        elif self.ac_space.is_discrete:
+            self.action_names = joint_action_names(self.ac_space)
+        else:
+            self.action_names = tuple(self.ac_space.assets)
+        self.initial_action = self.ac_space.get_initial_action() if initial_action is None else initial_action
         self.last_probabilities = None
         self.context = None
         self.last_action = None
         self.last_reward = None
 
     def reset(self, observation=None):
-        """Starts an episode with a fresh context, the 'hold' action as last action and a zero last reward.
+        """Starts an episode with a fresh context, the initial action as last action and a zero last reward.
 
         Args:
             observation: the episode's first observation; RL² policies get it as `state` (with `context=None`
@@ -193,7 +210,7 @@ class LoadedPolicy:
             self.context = self.session.run(self.policy.on_lstm_init_state)
         else:
             self.context = self.policy.get_initial_features(state=observation, context=None, sess=self.session)
-        self.last_action = np.asarray(self.ac_space.encode(self.ac_space.get_initial_action()))
+        self.last_action = np.asarray(self.ac_space.encode(self.initial_action))
         self.last_reward = np.asarray(0.0)
         self.last_probabilities = None
 
@@ -204,10 +221,11 @@ class LoadedPolicy:
                                deterministic=deterministic, sess=self.session)
 
     def action_probabilities(self, observation):
-        """Probabilities of every action in `observation` given the current context; the context does not advance.
+        """Probabilities of every action (continuous: the deterministic weights) in `observation` given the current
+        context; the context does not advance.
 
         Returns:
-            float64 array [number of actions].
+            float64 array [number of actions or weights].
         """
         _, logits, _, _ = self._forward(observation, deterministic=True)
         return softmax(np.asarray(logits, dtype=np.float64))
@@ -217,16 +235,24 @@ class LoadedPolicy:
 
         Args:
             observation: the env's observation (starts an episode with `reset(observation)` if none is running).
-            deterministic: the most probable action (True) or a draw from the policy's probabilities.
+            deterministic: the most probable action (continuous: the weights `softmax(logits)`) if True, else a
+                draw from the policy (continuous: `sample_dp`).
 
         Returns:
-            int action index for the env's single asset.
+            int action index for a single asset; dict asset -> int index for several; dict key -> float32 [1]
+            weight for a continuous action space.
         """
         pack, logits, _, context = self._forward(observation, deterministic)
         self.context = context
         self.last_action = np.asarray(pack['encoded'])
-        self.last_probabilities = softmax(np.asarray(logits, dtype=np.float64))
-        return int(pack['environment'][self.asset])
+        action = pack['environment']
+        if self.ac_space.is_discrete:
+            self.last_probabilities = softmax(np.asarray(logits, dtype=np.float64))
+        else:
+            self.last_probabilities = np.array([action[key][0] for key in self.ac_space.assets], dtype=np.float64)
+        if self.single_asset:
+            return int(action[self.ac_space.assets[0]])
+        return dict(action)
 
     def observe(self, reward):
         """Records the reward the env returned for the latest action (the next `act`'s last reward)."""
@@ -243,15 +269,32 @@ class LoadedPolicy:
         self.close()
 
 
+def joint_action_names(ac_space):
+    """Names of the joint actions of a discrete multi-asset `ac_space`, indexed as its `lookup_table`.
+
+    Returns:
+        tuple of 'asset=action asset=action ...' strings (assets in `ac_space.assets` order).
+    """
+    return tuple(' '.join('{}={}'.format(asset, ac_space.base_actions[index])
+                          for asset, index in zip(ac_space.assets, ac_space.lookup_table[category]))
+                 for category in range(ac_space.cardinality))
+
+
 def _check_spaces(ob_space, ac_space):
-    """Raises ValueError unless the spaces are btgym_aac's dict spaces with a discrete single-asset action space
-    (a plain gymnasium env must be wrapped, see `btgym_aac.env.gym_wrappers`)."""
+    """Raises ValueError unless the spaces are btgym_aac's dict spaces (a plain gymnasium env must be wrapped, see
+    `btgym_aac.env.gym_wrappers`)."""
     if not isinstance(ob_space, DictSpace) or not isinstance(ac_space, ActionDictSpace):
         raise ValueError('the env must have btgym_aac spaces (a DictSpace observation space and an ActionDictSpace '
                          'action space, as BTgymEnv and the gym_wrappers envs have), got {} and {}'.format(
                              type(ob_space).__name__, type(ac_space).__name__))
-    if not ac_space.is_discrete or len(ac_space.assets) != 1:
-        raise ValueError('evaluation needs a discrete single-asset action space, got {}'.format(ac_space))
+
+
+def _spaces(env):
+    """(observation space, action space, 'do nothing' action) of `env`, the initial action as the runners take it;
+    the spaces are checked by `_check_spaces`."""
+    _check_spaces(env.observation_space, env.action_space)
+    get_initial_action = getattr(env, 'get_initial_action', env.action_space.get_initial_action)
+    return env.observation_space, env.action_space, get_initial_action()
 
 
 def load_policy(log_dir, checkpoint=None, env=None, noisy=False, allow_untrusted=False):
@@ -275,8 +318,8 @@ def load_policy(log_dir, checkpoint=None, env=None, noisy=False, allow_untrusted
 
     Raises:
         FileNotFoundError: missing log dir, run_config.pkl or checkpoint.
-        ValueError: the checkpoint does not fit the rebuilt policy, the env's spaces are not btgym_aac dict spaces,
-            or its action space is not discrete with a single asset.
+        ValueError: the checkpoint does not fit the rebuilt policy, or the env's spaces are not btgym_aac dict
+            spaces.
         UntrustedFileError (a PermissionError): run_config.pkl or the log dir is another user's or writable by
             others.
     """
@@ -284,11 +327,12 @@ def load_policy(log_dir, checkpoint=None, env=None, noisy=False, allow_untrusted
     path = resolve_checkpoint(log_dir, run_config, checkpoint)
     if env is None:
         spaces_env = make_env(run_config)
-        ob_space, ac_space = spaces_env.observation_space, spaces_env.action_space
-        spaces_env.close()
+        try:
+            ob_space, ac_space, initial_action = _spaces(spaces_env)
+        finally:
+            spaces_env.close()
     else:
-        ob_space, ac_space = env.observation_space, env.action_space
-    _check_spaces(ob_space, ac_space)
+        ob_space, ac_space, initial_action = _spaces(env)
     graph = tf.Graph()
     with graph.as_default():
         with tf.variable_scope(GLOBAL_SCOPE):
@@ -310,4 +354,4 @@ def load_policy(log_dir, checkpoint=None, env=None, noisy=False, allow_untrusted
     except Exception:
         session.close()
         raise
-    return LoadedPolicy(policy, session, path)
+    return LoadedPolicy(policy, session, path, initial_action)

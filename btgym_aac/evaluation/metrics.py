@@ -4,6 +4,8 @@ import numpy as np
 METRIC_NAMES = ('total_reward', 'start_value', 'final_value', 'return_pct', 'orders', 'trades', 'win_rate',
                 'max_drawdown_pct', 'sharpe', 'steps')
 """Numeric per-episode metrics, in report order."""
+ASSET_METRIC_NAMES = ('fills', 'trades', 'realized_pnl', 'time_in_market', 'mean_abs_position')
+"""Numeric per-episode metrics of one asset of a multi-asset env, in report order."""
 
 
 def return_pct(start_value, final_value):
@@ -79,4 +81,28 @@ def episode_metrics(rewards, bar_values, step_values, trade_log):
         'max_drawdown_pct': max_drawdown_pct(bar_values),
         'sharpe': sharpe_ratio(step_values),
         'steps': len(rewards),
+    }
+
+
+def asset_metrics(asset, trade_log, positions):
+    """Per-episode metrics of one asset of a multi-asset env.
+
+    Args:
+        asset: the asset (data line) name.
+        trade_log: `TradeLog` analysis ({'fills', 'trades', ...}, every entry with its 'asset').
+        positions: the asset's position size at every bar played.
+
+    Returns:
+        dict with the `ASSET_METRIC_NAMES` keys: fills (the asset's filled orders), trades (its closed trades),
+        realized_pnl (sum of its closed trades' `pnlcomm`), time_in_market (fraction of the bars with a non-zero
+        position), mean_abs_position (mean |position| over the bars, in units).
+    """
+    trades = [trade for trade in trade_log['trades'] if trade['asset'] == asset]
+    positions = np.asarray(positions, dtype=np.float64)
+    return {
+        'fills': sum(fill['asset'] == asset for fill in trade_log['fills']),
+        'trades': len(trades),
+        'realized_pnl': float(sum(trade['pnlcomm'] for trade in trades)),
+        'time_in_market': float(np.mean(positions != 0)),
+        'mean_abs_position': float(np.mean(np.abs(positions))),
     }

@@ -4,7 +4,7 @@ import os
 
 import numpy as np
 
-from btgym_aac.evaluation.metrics import METRIC_NAMES
+from btgym_aac.evaluation.metrics import ASSET_METRIC_NAMES, METRIC_NAMES
 from btgym_aac.paths import file_in_the_way
 
 REPORT_FILE = 'report.json'
@@ -23,10 +23,20 @@ DEFINITIONS = {
     'steps': 'agent steps',
     'mean': 'mean over the episodes',
 }
+ASSET_DEFINITIONS = {
+    'fills': 'filled orders of the asset',
+    'trades': 'closed trades of the asset',
+    'realized_pnl': "sum of the results after commissions (pnlcomm) of the asset's closed trades",
+    'time_in_market': 'fraction of the bars played with a non-zero position in the asset',
+    'mean_abs_position': "mean over the bars played of the absolute size of the asset's position, in units",
+}
 TABLE_COLUMNS = (('total_reward', 'reward', '{:+.3f}'), ('final_value', 'final value', '{:.2f}'),
                  ('return_pct', 'return %', '{:+.3f}'), ('trades', 'trades', '{:.1f}'),
                  ('win_rate', 'win rate', '{:.2f}'), ('max_drawdown_pct', 'max DD %', '{:.3f}'),
                  ('sharpe', 'sharpe', '{:+.3f}'))
+ASSET_TABLE_COLUMNS = (('fills', 'fills', '{:.1f}'), ('trades', 'trades', '{:.1f}'),
+                       ('realized_pnl', 'realized pnl', '{:+.3f}'), ('time_in_market', 'in market', '{:.3f}'),
+                       ('mean_abs_position', 'mean |pos|', '{:.1f}'))
 
 
 def check_output_folder(path):
@@ -61,21 +71,32 @@ def check_same_windows(records):
                 index, dict(zip(names, starts))))
 
 
+def _summary(values_per_episode, names, extra=()):
+    per_episode = {name: [_json_value(values[name]) for values in values_per_episode] for name in names}
+    mean = {name: float(np.mean(per_episode[name])) for name in names}
+    per_episode.update(extra)
+    return {'per_episode': per_episode, 'mean': mean}
+
+
 def agent_summary(episodes):
-    """Per-episode lists and means of one agent's metrics.
+    """Per-episode lists and means of one agent's metrics; per asset too for multi-asset envs.
 
     Args:
         episodes: list of EpisodeRecord.
 
     Returns:
-        {'per_episode': {metric or window key: [one value per episode]}, 'mean': {metric: float}}.
+        {'per_episode': {metric or window key: [one value per episode]}, 'mean': {metric: float}}, with
+        'assets': {asset: {'per_episode': {asset metric: [...]}, 'mean': {asset metric: float}}} when the episodes
+        recorded per-asset positions.
     """
-    metrics = [record.metrics() for record in episodes]
     windows = [record.window() for record in episodes]
-    per_episode = {name: [_json_value(m[name]) for m in metrics] for name in METRIC_NAMES}
-    per_episode.update({key: [_json_value(w[key]) for w in windows] for key in WINDOW_KEYS})
-    mean = {name: float(np.mean(per_episode[name])) for name in METRIC_NAMES}
-    return {'per_episode': per_episode, 'mean': mean}
+    summary = _summary([record.metrics() for record in episodes], METRIC_NAMES,
+                       {key: [_json_value(w[key]) for w in windows] for key in WINDOW_KEYS})
+    per_asset = [record.asset_metrics() for record in episodes]
+    if per_asset[0]:
+        summary['assets'] = {asset: _summary([metrics[asset] for metrics in per_asset], ASSET_METRIC_NAMES)
+                             for asset in per_asset[0]}
+    return summary
 
 
 def build_report(records, info):
@@ -87,7 +108,8 @@ def build_report(records, info):
 
     Returns:
         dict with the `info` keys, `episodes`, `windows` (seed, first and last bar time of every episode),
-        `agents` ({name: agent_summary}) and `definitions`.
+        `agents` ({name: agent_summary}) and `definitions`; for multi-asset envs also `assets` (the traded assets)
+        and `asset_definitions`.
     """
     check_same_windows(records)
     first_agent = next(iter(records.values()))
@@ -97,6 +119,8 @@ def build_report(records, info):
     report.update(episodes=len(first_agent), windows=windows,
                   agents={name: agent_summary(episodes) for name, episodes in records.items()},
                   definitions=dict(DEFINITIONS))
+    if first_agent[0].bar_positions:
+        report.update(assets=list(first_agent[0].bar_positions), asset_definitions=dict(ASSET_DEFINITIONS))
     return report
 
 
@@ -109,11 +133,28 @@ def write_report(report, out):
 
 
 def format_table(report):
-    """Text table of every agent's mean metrics, one row per agent."""
+    """Text table of every agent's mean metrics, one row per agent; for multi-asset runs a second table of the
+    mean per-asset metrics, one row per agent and asset."""
     width = max(len(name) for name in report['agents']) + 2
     header = 'agent'.ljust(width) + ''.join(title.rjust(13) for _, title, _ in TABLE_COLUMNS)
     lines = [header, '-' * len(header)]
     for name, summary in report['agents'].items():
         cells = ''.join(fmt.format(summary['mean'][key]).rjust(13) for key, _, fmt in TABLE_COLUMNS)
         lines.append(name.ljust(width) + cells)
+    if report.get('assets'):
+        lines.append('')
+        lines.extend(_asset_table(report, width))
     return '\n'.join(lines)
+
+
+def _asset_table(report, width):
+    asset_width = max(len(name) for name in ['asset'] + report['assets']) + 2
+    header = 'agent'.ljust(width) + 'asset'.ljust(asset_width) + ''.join(
+        title.rjust(15) for _, title, _ in ASSET_TABLE_COLUMNS)
+    lines = [header, '-' * len(header)]
+    for name, summary in report['agents'].items():
+        for asset in report['assets']:
+            mean = summary['assets'][asset]['mean']
+            cells = ''.join(fmt.format(mean[key]).rjust(15) for key, _, fmt in ASSET_TABLE_COLUMNS)
+            lines.append(name.ljust(width) + asset.ljust(asset_width) + cells)
+    return lines

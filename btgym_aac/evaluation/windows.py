@@ -14,12 +14,14 @@ def tile_windows(dataset, max_windows=None):
 
     Args:
         dataset: a reset `BTgymDataset` (or any data object with `data`, `sample_num_records`, `start_weekdays`,
-            `max_time_gap` and `bar_delta`).
+            `max_time_gap` and `bar_delta`), or a `BTgymMultiData` of them (its master line's windows, which are the
+            same rows in every line).
         max_windows: keep at most this many, spread evenly over the tiles (None: all).
 
     Returns:
         list of [first_row, stop_row) pairs.
     """
+    dataset = getattr(dataset, 'master_data', dataset)
     index, length = dataset.data.index, dataset.sample_num_records
     weekdays = set(dataset.start_weekdays)
     tiles, first = [], 0
