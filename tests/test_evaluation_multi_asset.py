@@ -17,7 +17,7 @@ from btgym_aac.evaluation import evaluate, load_policy
 from btgym_aac.evaluation.asset_plots import marginal_probabilities
 from btgym_aac.evaluation.baselines import KEEP_POSITIONS, baseline_agents
 from btgym_aac.evaluation.episodes import make_evaluation_env, play_episode, reset_options
-from btgym_aac.evaluation.loading import joint_action_names, read_run_config
+from btgym_aac.evaluation.loading import action_names, read_run_config
 from btgym_aac.evaluation.metrics import ASSET_METRIC_NAMES
 from btgym_aac.spaces import ActionDictSpace
 from btgym_aac.strategy import MultiAssetStrategy
@@ -135,7 +135,7 @@ def test_loaded_policy_returns_env_actions(run, kind):
                 np.testing.assert_allclose(agent.last_probabilities, probabilities, rtol=1e-6)
                 assert probabilities.sum() == pytest.approx(1.0)
                 if kind == 'discrete':
-                    assert agent.action_names == joint_action_names(space) and len(probabilities) == 4 ** 2
+                    assert agent.action_names == action_names(space) and len(probabilities) == 4 ** 2
                     best = space.lookup_table[int(np.argmax(probabilities))]
                     assert action == dict(zip(ASSETS, best))
                     assert all(isinstance(index, int) for index in action.values())
@@ -151,15 +151,24 @@ def test_loaded_policy_returns_env_actions(run, kind):
         env.close()
 
 
-def test_joint_action_names_and_marginals_follow_the_lookup_table():
+def test_action_names_and_marginals_follow_the_lookup_table():
     space = ActionDictSpace(assets=('B', 'A'), base_actions=('hold', 'buy', 'sell'))
-    names = joint_action_names(space)
+    names = action_names(space)
     assert names[0] == 'A=hold B=hold' and names[1] == 'A=hold B=buy' and names[3] == 'A=buy B=hold'
     probabilities = np.random.default_rng(0).dirichlet(np.ones(9), size=4)
     marginals = marginal_probabilities(probabilities, space)
     joint = probabilities.reshape(4, 3, 3)  # [step, action of A, action of B]: B varies fastest
     np.testing.assert_allclose(marginals['A'], joint.sum(axis=2))
     np.testing.assert_allclose(marginals['B'], joint.sum(axis=1))
+
+
+def test_per_asset_heads_name_and_split_each_assets_probabilities():
+    space = ActionDictSpace(assets=('B', 'A'), base_actions=('hold', 'buy', 'sell'), encoding='per_asset')
+    assert action_names(space) == ('A=hold', 'A=buy', 'A=sell', 'B=hold', 'B=buy', 'B=sell')
+    probabilities = np.random.default_rng(1).dirichlet(np.ones(3), size=(4, 2)).reshape(4, 6)
+    marginals = marginal_probabilities(probabilities, space)
+    np.testing.assert_array_equal(marginals['A'], probabilities[:, :3])
+    np.testing.assert_array_equal(marginals['B'], probabilities[:, 3:])
 
 
 # ------------------------------------------------------------------------------------------------ the report

@@ -54,16 +54,19 @@ def plot_asset(path, record, asset, title):
 
 
 def marginal_probabilities(probabilities, ac_space):
-    """Per-asset probabilities of the base actions from joint action probabilities.
+    """Per-asset probabilities of the base actions from joint action probabilities (or the per-asset ones).
 
     Args:
-        probabilities: [steps, joint actions] probabilities, indexed as `ac_space.lookup_table`.
+        probabilities: [steps, joint actions] probabilities, indexed as `ac_space.lookup_table`; with the
+            per-asset encoding [steps, assets * base actions].
         ac_space: discrete ActionDictSpace.
 
     Returns:
         dict asset -> [steps, base actions] array.
     """
     probabilities = np.asarray(probabilities, dtype=np.float64)
+    if ac_space.action_groups > 1:
+        return dict(zip(ac_space.assets, np.split(probabilities, ac_space.action_groups, axis=-1)))
     vectors = np.array([ac_space.lookup_table[category] for category in range(ac_space.cardinality)])
     base = np.eye(len(ac_space.base_actions))
     return {asset: probabilities @ base[vectors[:, column]] for column, asset in enumerate(ac_space.assets)}

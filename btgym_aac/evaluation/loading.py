@@ -12,7 +12,6 @@ import pickle
 import numpy as np
 
 from btgym_aac.algorithms.aac import BaseAAC
-from btgym_aac.algorithms.math_utils import softmax
 from btgym_aac.compat import tf
 from btgym_aac.config_modules import ConfigModuleError, load_with_sources
 from btgym_aac.distributed.checkpoints import (check_checkpoint_fits, latest_checkpoint, resumable_checkpoint,
@@ -175,7 +174,7 @@ class LoadedPolicy:
     Attributes:
         policy, session, checkpoint: as given.
         action_names: names of the entries of `last_probabilities`: the env's `portfolio_actions` (one asset),
-            the joint actions of `joint_action_names` (several assets), or the weight keys (continuous).
+            the actions of `action_names` (several assets), or the weight keys (continuous).
         last_probabilities: of the latest `act` (None before the first): the action probabilities (discrete; the
             joint actions of several assets, indexed as the action space's `lookup_table`), or the weights sent
             (continuous, in `ac_space.assets` order).
@@ -190,7 +189,7 @@ class LoadedPolicy:
         if self.single_asset:
             self.action_names = tuple(self.ac_space.base_actions)
         elif self.ac_space.is_discrete:
-            self.action_names = joint_action_names(self.ac_space)
+            self.action_names = action_names(self.ac_space)
         else:
             self.action_names = tuple(self.ac_space.assets)
         self.initial_action = self.ac_space.get_initial_action() if initial_action is None else initial_action
@@ -228,7 +227,7 @@ class LoadedPolicy:
             float64 array [number of actions or weights].
         """
         _, logits, _, _ = self._forward(observation, deterministic=True)
-        return softmax(np.asarray(logits, dtype=np.float64))
+        return self.ac_space.probabilities(logits)
 
     def act(self, observation, deterministic=True):
         """Chooses an action and advances the context.
@@ -247,7 +246,7 @@ class LoadedPolicy:
         self.last_action = np.asarray(pack['encoded'])
         action = pack['environment']
         if self.ac_space.is_discrete:
-            self.last_probabilities = softmax(np.asarray(logits, dtype=np.float64))
+            self.last_probabilities = self.ac_space.probabilities(logits)
         else:
             self.last_probabilities = np.array([action[key][0] for key in self.ac_space.assets], dtype=np.float64)
         if self.single_asset:
@@ -269,12 +268,16 @@ class LoadedPolicy:
         self.close()
 
 
-def joint_action_names(ac_space):
-    """Names of the joint actions of a discrete multi-asset `ac_space`, indexed as its `lookup_table`.
+def action_names(ac_space):
+    """Names of the action probabilities of a discrete multi-asset `ac_space`: its joint actions, indexed as its
+    `lookup_table` ('asset=action asset=action ...', assets in `ac_space.assets` order), or with the per-asset
+    encoding every asset's actions ('asset=action', asset by asset).
 
     Returns:
-        tuple of 'asset=action asset=action ...' strings (assets in `ac_space.assets` order).
+        tuple of strings.
     """
+    if ac_space.action_groups > 1:
+        return tuple('{}={}'.format(asset, action) for asset in ac_space.assets for action in ac_space.base_actions)
     return tuple(' '.join('{}={}'.format(asset, ac_space.base_actions[index])
                           for asset, index in zip(ac_space.assets, ac_space.lookup_table[category]))
                  for category in range(ac_space.cardinality))
