@@ -518,11 +518,15 @@ def test_continuous_actions_need_skip_frame_above_one():
             initial_portfolio_action={ASSET: 0.0})
 
 
-def test_continuous_action_sets_target_percent_of_portfolio():
+@pytest.mark.parametrize('leverage', [None, 10.0], ids=['no-leverage', 'leverage-10'])
+def test_continuous_action_sets_target_percent_of_portfolio(leverage):
+    """The position is worth 0.45 of the portfolio after a weight of 0.5, with or without leverage (backtrader's
+    own order_target_percent overshot tenfold with leverage 10)."""
     frame = make_sine_data(num_bars=40, amplitude=0.01)
     action = {ASSET: np.array([0.5], dtype=np.float32)}
+    broker = {} if leverage is None else dict(commission=0.0, leverage=leverage)
     episode = run(BTgymBaseStrategy, frame, actions=[action] * 10, portfolio_actions=None, skip_frame=5,
-                  initial_portfolio_action={ASSET: 0.0})
+                  initial_portfolio_action={ASSET: 0.0}, **broker)
     assert episode.fills[0][:2] == (episode.decision_rows[0] + 1, episode.decision_rows[0] + 2)
     closes = frame['close'].to_numpy()
     target_order = 'new {} target percent order: 0.45'.format(ASSET)
@@ -530,7 +534,7 @@ def test_continuous_action_sets_target_percent_of_portfolio():
         # Executed on the bar after the decision, then repeated on the next two skipped bars.
         messages = [info['broker_message'] for info in record.response.infos]
         assert messages == [target_order] * 3 + ['-'] * 2
-        size = round(record.stat['exposure'][-1] * (1000.0 + 0.01))
+        size = round(record.stat['exposure'][-1] * (1000.0 * (leverage or 1.0) + 0.01))
         value = record.response.infos[-1]['broker_value']
         assert size > 0 and size * closes[record.row] / value == pytest.approx(0.45, abs=0.005)
 

@@ -429,12 +429,19 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
             self.broker_message = 'new {}_{} order submitted'.format(asset, name)
 
     def _next_target_percent(self, action):
-        """Orders every traded asset to `0.9 * weight` of the portfolio value (keys that are no traded asset, the
-        cash weight among them, are skipped)."""
+        """Orders every traded asset to a position worth `round(0.9 * weight, 2)` of the portfolio value at the
+        current close, in whole units (keys that are no traded asset, the cash weight among them, are skipped).
+
+        The size is computed here, not by backtrader's `order_target_percent`, which sizes orders with the
+        broker's leverage but values the held position without it, so with leverage above 1 positions overshoot
+        their targets and swing between them on every re-sent order.
+        """
+        portfolio_value = self.broker.get_value()
         for asset, value in action.items():
             if asset not in self.traded_datas or self.is_done_enabled:
                 continue
             target = round(0.9 * float(np.asarray(value).reshape(-1)[0]), 2)
-            self.order = self.order_target_percent(data=asset, target=target)
+            data = self.traded_datas[asset]
+            self.order = self.order_target_size(data=data, target=int(target * portfolio_value / data.close[0]))
             self.broker_message = 'new {} target percent order: {}'.format(asset, target)
 
