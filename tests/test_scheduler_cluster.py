@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from btgym_aac.cli import main as cli_main
+from btgym_aac.cli import _configs_from_args, build_parser, main as cli_main
 from btgym_aac.distributed.cluster import free_ports
 from btgym_aac.distributed.scheduler_cluster import EVALUATOR, role_from_slurm, role_from_tf_config
 from test_launcher import CKPT, checkpoint_step
@@ -149,3 +149,16 @@ def test_a_cluster_started_only_through_slurm_variables_trains_to_its_max_steps(
     if base > 65000:
         pytest.skip('the free port found leaves no room for three consecutive ports')
     run_nodes(tmp_path, [{'port': base, 'vars': slurm_env(rank, 3)} for rank in range(3)])
+
+
+def test_the_kubernetes_example_config_loads_and_its_manifest_runs_cluster_node_with_it():
+    folder = os.path.join(os.path.dirname(__file__), os.pardir, 'examples', 'kubernetes')
+    args = build_parser().parse_args(['cluster-node', os.path.join(folder, 'config.py')])
+    configs = _configs_from_args(args)
+    assert configs['cluster_config']['log_dir'] == '/runs/btgym_aac'
+    assert configs['launcher_config']['max_env_steps'] == 2000000
+    with open(os.path.join(folder, 'tfjob.yaml')) as f:
+        manifest = f.read()
+    assert manifest.count('args: ["cluster-node", "/etc/btgym_aac/config.py"]') == 3
+    with open(os.path.join(folder, 'Dockerfile')) as f:
+        assert 'cp examples/kubernetes/config.py /etc/btgym_aac/config.py' in f.read()
