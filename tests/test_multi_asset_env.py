@@ -98,6 +98,28 @@ def test_portfolio_env_reaches_the_target_weights():
         env.close()
 
 
+def test_portfolio_episode_of_random_weights_on_three_assets():
+    """Random weights from the action space every step: observations stay in the space, no position is ever
+    short, the held value never exceeds 0.9 of the portfolio (plus price moves), and all is closed at the end."""
+    env = PortfolioEnv(**env_kwargs(order_size=None, fixed_stake=1, commission=0.0001))
+    env.action_space.seed(0)
+    try:
+        observation, _ = env.reset()
+        steps, done = 0, False
+        while not done:
+            observation, reward, done, _, info = env.step(env.action_space.sample())
+            assert env.observation_space.contains(observation) and np.isfinite(reward)
+            for bar in info['bars']:
+                assert all(size >= 0 for size in bar['positions'].values())
+                held = sum(size * close_at(env, asset, bar['time']) for asset, size in bar['positions'].items())
+                assert held <= 0.92 * bar['broker_value']
+            steps += 1
+        assert steps > 10
+        assert info['positions'] == {asset: 0 for asset in ASSETS}
+    finally:
+        env.close()
+
+
 def test_portfolio_env_refuses_bad_actions_and_settings():
     env = PortfolioEnv(**env_kwargs())
     try:
