@@ -429,8 +429,10 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
             self.broker_message = 'new {}_{} order submitted'.format(asset, name)
 
     def _next_target_percent(self, action):
-        """Orders every traded asset to a position worth `round(0.9 * weight, 2)` of the portfolio value at the
-        current close, in whole units (keys that are no traded asset, the cash weight among them, are skipped).
+        """Orders every traded asset towards a position worth `round(0.9 * weight, 2)` of the portfolio value at the
+        current close (keys that are no traded asset, the cash weight among them, are skipped). The order is the
+        value missing from the target in whole units, truncated toward zero, so a position less than one unit's
+        price away from its target is left alone.
 
         The size is computed here, not by backtrader's `order_target_percent`, which sizes orders with the
         broker's leverage but values the held position without it, so with leverage above 1 positions overshoot
@@ -442,6 +444,10 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
                 continue
             target = round(0.9 * float(np.asarray(value).reshape(-1)[0]), 2)
             data = self.traded_datas[asset]
-            self.order = self.order_target_size(data=data, target=int(target * portfolio_value / data.close[0]))
+            units = int(target * portfolio_value / data.close[0] - self.getposition(data).size)
+            if units > 0:
+                self.order = self.buy(data=data, size=units)
+            elif units < 0:
+                self.order = self.sell(data=data, size=-units)
             self.broker_message = 'new {} target percent order: {}'.format(asset, target)
 
