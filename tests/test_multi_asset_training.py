@@ -1,6 +1,7 @@
 """Training on several assets: the trainers on MultiDiscreteEnv and PortfolioEnv in-process, `btgym-aac train
 --assets` through the launcher, and its bad input."""
 import glob
+import json
 import os
 
 import numpy as np
@@ -24,6 +25,7 @@ def small_env_config(portfolio, num_bars=3000):
     return config
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize('portfolio, trainer', [(False, PPO), (True, A3C)], ids=['multi-discrete-ppo',
                                                                               'portfolio-a3c'])
 def test_trainers_train_on_multi_asset_envs_in_process(portfolio, trainer):
@@ -101,6 +103,10 @@ def test_cli_trains_two_workers_on_asset_files_and_checkpoints(tmp_path, capsys)
                                                    '--seed', '0']) == 0
     assert checkpoint_steps(str(run)) and checkpoint_steps(str(run))[-1] >= 120
     assert 'done:' in capsys.readouterr().out
+    assert cli_main(['evaluate', str(run), '--episodes', '1']) == 0
+    with open(run / 'evaluation' / 'report.json') as f:
+        report = json.load(f)
+    assert report['assets'] == ['X', 'Y'] and set(report['agents']['policy']['assets']) == {'X', 'Y'}
 
 
 @pytest.mark.slow

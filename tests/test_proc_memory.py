@@ -5,7 +5,8 @@ from btgym_aac.proc_memory import proc_memory_mb
 
 
 def test_the_peak_resident_memory_of_this_process_is_at_least_its_current_one():
-    peak, current = proc_memory_mb(os.getpid(), 'status', 'VmHWM'), proc_memory_mb(os.getpid(), 'status', 'VmRSS')
+    current = proc_memory_mb(os.getpid(), 'status', 'VmRSS')  # read first: the peak read after it includes it
+    peak = proc_memory_mb(os.getpid(), 'status', 'VmHWM')
     assert 0 < current <= peak
     assert 0 < proc_memory_mb(os.getpid(), 'smaps_rollup', 'Pss') <= peak
 
