@@ -52,14 +52,9 @@ def multi_asset_env_config(assets=None, portfolio=False, **dataset_kwargs):
         **dataset_kwargs: more kwargs of every data line's `BTgymDataset` (e.g. `target_period` for test episodes).
 
     Returns:
-        dict with `class_ref` and `kwargs`.
-
-    Raises:
-        DataError (a ValueError): a file cannot be read, or the data lines cannot be aligned (checked on a copy of
-            the dataset, which itself stays unloaded: every env loads its own).
+        dict with `class_ref` and `kwargs` (the dataset unloaded: the Launcher reads and aligns its files before
+        any task starts, see `launcher_config.read_data_files`).
     """
-    import copy
-
     import pandas as pd
 
     from btgym_aac.data import BTgymDataset, BTgymMultiData, make_cointegrated_pair
@@ -73,7 +68,6 @@ def multi_asset_env_config(assets=None, portfolio=False, **dataset_kwargs):
     dataset = BTgymMultiData(data_class_ref=BTgymDataset, data_config=data_config,
                              episode_duration=REFERENCE_ENV_KWARGS['episode_duration'],
                              time_gap=REFERENCE_ENV_KWARGS['time_gap'], **dataset_kwargs)
-    copy.deepcopy(dataset).read_csv()
     kwargs = {key: REFERENCE_ENV_KWARGS[key] for key in (
         'start_cash', 'commission', 'leverage', 'drawdown_call', 'target_call', 'gamma', 'reward_scale')}
     kwargs.update(dataset=dataset, strategy=MultiAssetStrategy, asset_names=list(assets),

@@ -11,7 +11,8 @@ from btgym_aac.algorithms.aac import A3C, PPO, Unreal
 from btgym_aac.algorithms.in_process import train_in_process
 from btgym_aac.algorithms.policy import AacStackedRL2Policy
 from btgym_aac.cli import main as cli_main
-from btgym_aac.data import make_cointegrated_pair, make_correlated_walks, write_histdata_csv
+from btgym_aac.data import (BTgymDataset, BTgymMultiData, make_cointegrated_pair, make_correlated_walks,
+                            write_histdata_csv)
 from btgym_aac.distributed.launcher import Launcher
 from btgym_aac.env import MultiDiscreteEnv, PortfolioEnv
 from btgym_aac.run_configs import multi_asset_env_config
@@ -68,6 +69,20 @@ def test_misaligned_asset_files_fail_before_any_task_starts(tmp_path, capsys):
     error = capsys.readouterr().err
     assert "'A'" in error and "'B'" in error and 'absent from' in error, error
     assert not run.exists()
+
+
+def test_a_launcher_refuses_misaligned_data_lines_before_any_task_starts(tmp_path):
+    """Not only `--assets`: any env config holding a BTgymMultiData has its lines aligned when the Launcher is made."""
+    frames = make_correlated_walks(num_bars=500, names=('A', 'B'), seed=0)
+    frames['B'] = frames['B'].set_axis(frames['B'].index + np.timedelta64(30, 's'))
+    dataset = BTgymMultiData(data_class_ref=BTgymDataset, data_config={
+        name: {'filename': None, 'dataframe': frame} for name, frame in frames.items()})
+    env_config = {'class_ref': MultiDiscreteEnv, 'kwargs': {'dataset': dataset, 'asset_names': ['A', 'B']}}
+    with pytest.raises(ValueError, match="cannot align data lines 'A' and 'B'"):
+        Launcher(env_config=env_config, policy_config=SMALL_POLICY,
+                 trainer_config={'class_ref': A3C, 'kwargs': {}},
+                 cluster_config={'num_workers': 1, 'log_dir': str(tmp_path / 'run')}, max_env_steps=10)
+    assert not (tmp_path / 'run').exists()
 
 
 @pytest.mark.parametrize('flags, message', [

@@ -128,15 +128,19 @@ def _data_sources(env_config):
 def read_data_files(env_config):
     """Reads the data files named by `env_config` (its `filename`, or its `dataset`'s, or those of every data line
     of a `BTgymMultiData`) once, so that a missing or unusable file stops the run here, before any task starts
-    (see `data.parsing.read_ohlcv` and `data.sanity`).
+    (see `data.parsing.read_ohlcv` and `data.sanity`). The data lines of a `BTgymMultiData` are also aligned, on a
+    copy of it (the config's own stays unloaded: every env loads its own), so lines that cannot be aligned stop
+    the run here too.
 
     Returns:
         list of (the bars of a source as a DataFrame, its `data.shared.source_key`), one per source read from files.
 
     Raises:
         FileNotFoundError: a data file is not a file here.
-        DataError (a ValueError): a file cannot be read, or fails a data check set to 'error'.
+        DataError (a ValueError): a file cannot be read, fails a data check set to 'error', or the data lines of a
+            BTgymMultiData cannot be aligned.
     """
+    from btgym_aac.data.multi import BTgymMultiData
     from btgym_aac.data.parsing import read_ohlcv, resolve_parsing_params
     from btgym_aac.data.shared import source_key
 
@@ -150,4 +154,7 @@ def read_data_files(env_config):
                 raise FileNotFoundError('data file {!r} (env_config filename) {}'.format(os.fspath(filename), what))
         sources.append((read_ohlcv(filenames, parsing_params), source_key(filenames,
                                                                           resolve_parsing_params(parsing_params))))
+    dataset = env_config.get('kwargs', {}).get('dataset')
+    if isinstance(dataset, BTgymMultiData):
+        copy.deepcopy(dataset).read_csv()
     return sources
