@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: train demo test test-slow bench clean
 
-$(STAMP): setup.py
+$(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet -e '.[test]'

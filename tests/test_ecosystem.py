@@ -103,6 +103,38 @@ def test_envs_pickle_and_copy_between_episodes_but_not_during_one():
         clone.close()
 
 
+def itertools_objects(obj, path='engine', seen=None):
+    """Paths of the itertools objects reachable from `obj` through dicts, lists, tuples and instance dicts."""
+    seen = set() if seen is None else seen
+    if id(obj) in seen:
+        return []
+    seen.add(id(obj))
+    if type(obj).__module__ == 'itertools':
+        return [path]
+    if isinstance(obj, dict):
+        children = obj.items()
+    elif isinstance(obj, (list, tuple)):
+        children = enumerate(obj)
+    elif hasattr(obj, '__dict__') and not isinstance(obj, type):
+        children = vars(obj).items()
+    else:
+        return []
+    return [found for key, child in children for found in itertools_objects(child, '{}.{}'.format(path, key), seen)]
+
+
+def test_the_engine_copies_without_itertools_which_python_3_14_cannot_copy():
+    # Cerebro keeps an itertools.count; deep-copying or pickling one warns on 3.12-3.13 and fails from 3.14.
+    env = walk_env(render_enabled=False)
+    assert itertools_objects(env.engine) == []
+    data_ids = []
+    for seed in (0, 1):
+        env.reset(seed=seed)
+        env.close()
+        data_ids.append([data._id for data in env._finished_strategy.datas])
+    assert data_ids == [[1], [1]]  # every episode's copy numbers its data from the template's next id
+    assert next(env.engine._dataid) == 1 and next(env.engine._dataid) == 2
+
+
 def test_a_copy_of_a_data_master_env_serves_nothing(tmp_path, monkeypatch):
     monkeypatch.setenv('XDG_RUNTIME_DIR', str(tmp_path))
     master = walk_env(render_enabled=False, data_master=True, data_port=5101)

@@ -10,7 +10,7 @@ import gymnasium as gym
 from btgym_aac.data import BTgymDataset, EnvResetConfig, make_sine_data
 from btgym_aac.env.actions import strategy_action
 from btgym_aac.env.data_lines import bars, price_bars
-from btgym_aac.env.engine import Handoff, prepare_cerebro, run_episode
+from btgym_aac.env.engine import Handoff, make_copyable, prepare_cerebro, run_episode
 from btgym_aac.env.observations import check_state, observation_space, space_dtypes, state_arrays
 from btgym_aac.env.original_api import DataMasterSettings, StepInfo, original_params
 from btgym_aac.env.rendering import BTgymNullRendering, BTgymRendering
@@ -84,7 +84,7 @@ class BTgymEnv(gym.Env):
         self._data_master = DataMasterSettings(kwargs, self.log)
         self._set_rendering(kwargs)
         self.dataset = self._make_dataset(kwargs)
-        self.engine = self._make_engine(kwargs)
+        self.engine = make_copyable(self._make_engine(kwargs))
         self.strategy_class, strategy_kwargs = self.engine.strats[0][0][0], self.engine.strats[0][0][2]
         self.strategy = self.strategy_class
         self._set_line_state_shape(strategy_kwargs)

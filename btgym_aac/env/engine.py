@@ -24,6 +24,39 @@ PER_DATA_OBSERVERS = (bt.observers.BuySell,)
 STOP = object()
 
 
+class DataIdCounter:
+    """Cerebro's data-id counter (`next()` gives 1, 2, ...) as a plain object: the `itertools.count` Cerebro makes
+    cannot be deep-copied or pickled from Python 3.14 on (3.12 and 3.13 warn), and every episode copies the engine.
+
+    Args:
+        start: the next id.
+    """
+
+    def __init__(self, start=1):
+        self.next_id = start
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        self.next_id += 1
+        return self.next_id - 1
+
+
+def make_copyable(cerebro):
+    """Replaces `cerebro`'s data-id counter by a `DataIdCounter` at the same position.
+
+    Args:
+        cerebro: bt.Cerebro (modified in place).
+
+    Returns:
+        the same cerebro.
+    """
+    if not isinstance(cerebro._dataid, DataIdCounter):
+        cerebro._dataid = DataIdCounter(next(cerebro._dataid))
+    return cerebro
+
+
 class EngineError(RuntimeError):
     """The backtrader episode failed; the message carries its exception."""
 
