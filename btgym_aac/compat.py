@@ -23,9 +23,11 @@ def _check_legacy_keras_possible():
     """Raises ImportError when tensorflow was imported before legacy Keras could be selected."""
     if 'tensorflow' in sys.modules and os.environ.get('TF_USE_LEGACY_KERAS') not in _LEGACY_KERAS_ON:
         raise ImportError(
-            'tensorflow was imported before btgym_aac could select legacy Keras. '
-            'Import btgym_aac.compat (or any btgym_aac trainer module) before tensorflow, '
-            'or set the environment variable TF_USE_LEGACY_KERAS=1 before starting Python.'
+            'tensorflow was imported before btgym_aac could select legacy Keras (tf-keras), which its TF1-style '
+            'graphs need. Fix, either: put `import btgym_aac.compat` above the first `import tensorflow` (or '
+            'above any import that imports tensorflow) in your script; or start Python with the environment '
+            'variable set: `TF_USE_LEGACY_KERAS=1 python your_script.py`. Either makes tf.keras Keras 2 and turns '
+            'TF2 behaviour off for the whole process (README, "In one process with other libraries").'
         )
 
 

@@ -1,8 +1,12 @@
 """Logbook loggers named ``<Component>_<task>`` with levels chosen by ``verbose`` or ``log_level``.
 
-Logbook drops every record while no handler is set up, so the first logger made in a process where the
-application has pushed no logbook handler pushes one that writes to stderr.
+Every logger is in the group `LOGGERS`. Logbook drops every record while no handler is set up, so the first logger
+made in a process pushes a fallback handler that writes the package's records to stderr while, and only while,
+no other logbook handler is set up: an application's own handlers, bubbling or not, get every record once.
+`send_to_stdlib_logging()` hands the records to the standard library's `logging` instead.
 """
+import logging
+
 import logbook
 
 TRACE, DEBUG, INFO, NOTICE, WARNING, ERROR, CRITICAL = (
@@ -10,6 +14,21 @@ TRACE, DEBUG, INFO, NOTICE, WARNING, ERROR, CRITICAL = (
 )
 _VERBOSE_LEVELS = {0: NOTICE, 1: INFO, 2: DEBUG}
 STDERR_FORMAT = '[{record.time:%H:%M:%S}] {record.level_name} {record.channel}: {record.message}'
+STDLIB_PREFIX = 'btgym_aac'
+OUR_RECORD = 'btgym_aac'
+"""The key in `record.extra` that marks the records of the package's loggers."""
+
+
+class _PackageLoggers(logbook.LoggerGroup):
+    """The package's loggers; marks their records."""
+
+    def process_record(self, record):
+        super().process_record(record)
+        record.extra[OUR_RECORD] = True
+
+
+LOGGERS = _PackageLoggers()
+"""The group of every btgym_aac logger (``LOGGERS.disabled = True`` silences them all)."""
 
 
 def level_from(verbose=0, log_level=None):
@@ -40,7 +59,9 @@ def get_logger(component, task=0, verbose=0, log_level=None):
         logbook.Logger
     """
     _ensure_a_handler()
-    return logbook.Logger('{}_{}'.format(component, task), level=level_from(verbose, log_level))
+    logger = logbook.Logger('{}_{}'.format(component, task), level=level_from(verbose, log_level))
+    LOGGERS.add_logger(logger)
+    return logger
 
 
 GENERIC_LINES = ('Graph execution error:',)  # TensorFlow's heading above the real message
@@ -54,7 +75,57 @@ def error_summary(error):
     return '{}: {}'.format(type(error).__name__, lines[0]) if lines else type(error).__name__
 
 
+def _is_ours(record):
+    return bool(record.extra.get(OUR_RECORD))
+
+
+def _alone_and_ours(record, handler):
+    """Filter of the fallback handler: a record of the package, and no other handler set up."""
+    return _is_ours(record) and all(
+        other is handler for other in logbook.Handler.stack_manager.iter_context_objects())
+
+
+class StdlibLoggingHandler(logbook.Handler):
+    """Passes the package's records to stdlib `logging` loggers named ``btgym_aac.<channel>``, e.g.
+    ``btgym_aac.Launcher_shell``, honouring their levels (logbook's NOTICE becomes INFO)."""
+
+    def __init__(self):
+        super().__init__(filter=lambda record, handler: _is_ours(record), bubble=True)
+
+    def emit(self, record):
+        logger = logging.getLogger('{}.{}'.format(STDLIB_PREFIX, record.channel))
+        level = _stdlib_level(record.level)
+        if logger.isEnabledFor(level):
+            logger.handle(logger.makeRecord(logger.name, level, record.filename, record.lineno, record.message,
+                                            (), record.exc_info, func=record.func_name))
+
+
+def _stdlib_level(level):
+    for logbook_level, stdlib_level in ((CRITICAL, logging.CRITICAL), (ERROR, logging.ERROR),
+                                        (WARNING, logging.WARNING), (INFO, logging.INFO)):
+        if level >= logbook_level:
+            return stdlib_level
+    return logging.DEBUG
+
+
+def send_to_stdlib_logging():
+    """Sends btgym_aac's records in this process to stdlib `logging` (loggers ``btgym_aac.<channel>``) instead of
+    stderr. A Launcher's tasks are other processes: they keep writing to stderr.
+
+    Returns:
+        the pushed `StdlibLoggingHandler` (``handler.pop_application()`` undoes it).
+    """
+    handler = StdlibLoggingHandler()
+    handler.push_application()
+    return handler
+
+
 def _ensure_a_handler():
-    """Pushes an application-wide stderr handler unless some logbook handler is already set up."""
-    if next(iter(logbook.Handler.stack_manager.iter_context_objects()), None) is None:
-        logbook.StderrHandler(format_string=STDERR_FORMAT, bubble=True).push_application()
+    """Pushes the fallback stderr handler once per process."""
+    global _FALLBACK
+    if _FALLBACK is None:
+        _FALLBACK = logbook.StderrHandler(format_string=STDERR_FORMAT, filter=_alone_and_ours, bubble=True)
+        _FALLBACK.push_application()
+
+
+_FALLBACK = None

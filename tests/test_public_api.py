@@ -53,7 +53,14 @@ def test_tensorflow_imported_first_without_legacy_keras_gives_a_clear_error():
     result = run_python('import os\nos.environ.pop("TF_USE_LEGACY_KERAS", None)\nimport tensorflow\n'
                         'import btgym_aac.compat')
     assert result.returncode != 0
-    assert 'TF_USE_LEGACY_KERAS=1' in result.stderr
+    assert 'put `import btgym_aac.compat` above the first `import tensorflow`' in result.stderr
+    assert '`TF_USE_LEGACY_KERAS=1 python your_script.py`' in result.stderr
+    # Both fixes the message names work.
+    compat_first = run_python('import btgym_aac.compat\nimport tensorflow\nprint(tensorflow.executing_eagerly())')
+    assert compat_first.returncode == 0 and compat_first.stdout.strip() == 'False', compat_first.stderr[-2000:]
+    variable_set = run_python('import os\nos.environ["TF_USE_LEGACY_KERAS"] = "1"\nimport tensorflow\n'
+                              'import btgym_aac.compat\nprint(tensorflow.executing_eagerly())')
+    assert variable_set.returncode == 0 and variable_set.stdout.strip() == 'False', variable_set.stderr[-2000:]
 
 
 def test_tensorflow_start_up_notices_and_rnn_cell_deprecations_stay_out_of_stderr():
