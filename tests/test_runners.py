@@ -308,6 +308,7 @@ def test_episode_summaries_average_the_env_statistics():
             'cpu_time': np.mean([record['stat']['runtime'].total_seconds() for record in records]),
             'final_value': np.mean([record['final_value'] for record in records]),
             'steps': np.mean([record['stat']['length'] for record in records]),
+            'agent_steps': np.mean([record['steps'] for record in records]),
         }
     assert summaries[0] == pytest.approx(expected(env.records[:1]))
     assert summaries[2] == pytest.approx(expected(env.records[1:3]))
@@ -327,7 +328,8 @@ def test_test_episodes_are_summarised_apart_and_never_reach_memory():
     assert first['ep_summary']['total_r'] == pytest.approx(env.records[0]['reward'])
     assert first['test_ep_summary'] == pytest.approx({'total_r': env.records[1]['reward'],
                                                       'final_value': env.records[1]['final_value'],
-                                                      'steps': env.records[1]['stat']['length']})
+                                                      'steps': env.records[1]['stat']['length'],
+                                                      'agent_steps': env.records[1]['steps']})
     items = [first]
     while len(env.records) < 5:
         items.append(next(generator))

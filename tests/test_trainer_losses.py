@@ -99,7 +99,12 @@ def test_unreal_total_loss_is_the_on_policy_loss_plus_each_weighted_auxiliary_lo
         names = ['policy_loss', 'value_loss', 'entropy'] + list(lambdas)
         total, values, head_grads = sess.run([trainer.loss, {name: parts[name] for name in names},
                                               [grad for _, grad in heads]], feed)
+        tags = sess.run([summary.op.inputs[0] for summary in trainer.loss_summaries])
         used = {'v_loss': trainer.vr_lambda, 'class_loss': trainer.rp_lambda, 'q_loss': trainer.pc_lambda}
+    # One level of the trainer's name in the tags (TensorBoard groups them by their first component).
+    assert sorted(tag.decode() for tag in tags) == ['{}/{}'.format(trainer.name, tag) for tag in (
+        'aux/pixel_control/q_loss', 'aux/reward_prediction/class_loss', 'aux/value_replay/v_loss',
+        'on_policy/aac/entropy', 'on_policy/aac/policy_loss', 'on_policy/aac/value_fn', 'on_policy/aac/value_loss')]
     for name, weight in lambdas.items():
         assert used[name] == pytest.approx(weight, rel=1e-9)
     on_policy = values['policy_loss'] + values['value_loss'] - BETA * values['entropy']

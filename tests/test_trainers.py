@@ -439,39 +439,54 @@ def test_train_in_process_cartpole_smoke(tmp_path):
 def test_episode_summaries_hold_the_runners_statistics(tmp_path):
     """Summaries every episode, train and test episodes alternating: TensorBoard's `episode_train/*` and
     `episode_test/*` scalars are the runner's statistics of each episode, in order; each episode's total reward is
-    the sum of the rewards of its rollouts."""
+    the sum of the rewards of its rollouts and its agent steps their lengths. The same scalars are written again
+    under `*_by_step/` at the global step of the write."""
     dataset = BTgymDataset(dataframe=make_sine_data(num_bars=8000), episode_duration=SHORT_EPISODE,
                            target_period={'days': 2, 'hours': 0, 'minutes': 0})
     env = BTgymEnv(dataset=dataset, strategy=DevStrat_4_11, render_enabled=False, random_seed=0)
     session = Session(A3C, env, Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path, rollout_length=20,
                       episode_train_test_cycle=(1, 1), episode_summary_freq=1, model_summary_freq=100)
     stats = {'ep_summary': [], 'test_ep_summary': []}
-    reward_sum = 0.0
+    written_at = {'ep_summary': [], 'test_ep_summary': []}
+    reward_sum, agent_steps = 0.0, 0
     try:
         for _ in range(100):
             if min(len(episodes) for episodes in stats.values()) >= 2:
                 break
+            step_before = session.sess.run(session.trainer.global_step)
             session.trainer.process(session.sess)
             rollout, data = session.data['on_policy'][0], session.data
             reward_sum += float(np.sum(np.asarray(rollout['reward'], dtype=np.float64)))
+            agent_steps += len(rollout['reward'])
             ended = [data[key][0] for key in stats if data[key][0] is not None]
             assert len(ended) == int(bool(rollout['terminal'][-1]))
             for key in stats:
                 if data[key][0] is not None:
                     assert data[key][0]['total_r'] == pytest.approx(reward_sum, abs=1e-9)
+                    assert data[key][0]['agent_steps'] == agent_steps
                     stats[key].append(data[key][0])
-                    reward_sum = 0.0
+                    written_at[key].append((step_before, session.sess.run(session.trainer.global_step)))
+                    reward_sum, agent_steps = 0.0, 0
         assert [len(episodes) for episodes in stats.values()] == [2, 2]
         session.writer.flush()
         events = scalar_events(session.log_dir)
     finally:
         session.close()
-    names = {'ep_summary': ('episode_train/', {'total_reward': 'total_r', 'cpu_time_sec': 'cpu_time',
-                                               'final_value': 'final_value', 'env_steps': 'steps'}),
-             'test_ep_summary': ('episode_test/', {'total_reward': 'total_r', 'final_value': 'final_value',
-                                                   'env_steps': 'steps'})}
-    for key, (prefix, tags) in names.items():
+    names = {'ep_summary': ('episode_train', {'total_reward': 'total_r', 'cpu_time_sec': 'cpu_time',
+                                              'final_value': 'final_value', 'env_steps': 'steps',
+                                              'agent_steps': 'agent_steps'}),
+             'test_ep_summary': ('episode_test', {'total_reward': 'total_r', 'final_value': 'final_value',
+                                                  'env_steps': 'steps', 'agent_steps': 'agent_steps'})}
+    for key, (family, tags) in names.items():
         assert set(stats[key][0]) == set(tags.values())
         for tag, stat in tags.items():
-            written = [value for _, value in tagged(events, prefix + tag)]
-            assert written == pytest.approx([episode[stat] for episode in stats[key]], rel=1e-6), (prefix + tag)
+            expected = [episode[stat] for episode in stats[key]]
+            by_episode = tagged(events, '{}/{}'.format(family, tag))
+            by_step = tagged(events, '{}_by_step/{}'.format(family, tag))
+            assert [value for _, value in by_episode] == pytest.approx(expected, rel=1e-6), (family, tag)
+            assert [value for _, value in by_step] == pytest.approx(expected, rel=1e-6), (family, tag)
+            # Written in the train step that ended the episode: at its global step, not the episode count.
+            assert all(before <= step <= after for (step, _), (before, after) in zip(by_step, written_at[key]))
+            assert [step for step, _ in by_step] != [step for step, _ in by_episode]
+    assert not [tag for tag in events if tag.startswith('A3C/A3C/')], sorted(events)
+    assert 'A3C/on_policy/aac/policy_loss' in events and 'A3C/model/total_loss' in events, sorted(events)

@@ -14,6 +14,8 @@ Extension points for a subclass (walked through in docs/custom-algorithms.md):
     * your own policy (`policy_config`; the contract is `policy.interface.AacPolicy`) and runner (`runner_config`).
 Everything else (devices, parameter-server transfers, sync and step ordering) stays inside the framework.
 """
+import contextlib
+
 import numpy as np
 
 from btgym_aac.algorithms.finite_guard import first_non_finite
@@ -239,16 +241,17 @@ class BaseAAC:
         Returns:
             (scalar loss tensor, list of summaries for the model summary).
         """
-        return self._make_base_loss(pi=pi, pi_prime=pi_prime, name=self.name)
+        return self._make_base_loss(pi=pi, pi_prime=pi_prime, name=None)
 
     def _make_base_loss(self, pi, pi_prime, name='base', verbose=True):
         """The on-policy loss plus the enabled off-policy and auxiliary terms (see `trainer_losses.base_loss`),
-        under name scope `name`; PPO's clip range anneals with the learn rate.
+        under name scope `name` inside the trainer's (None: directly in the trainer's, so the summary tags are
+        `<trainer name>/on_policy/...`); PPO's clip range anneals with the learn rate.
 
         Returns:
             (loss tensor, list of summaries).
         """
-        with tf.name_scope(name):
+        with tf.name_scope(name) if name is not None else contextlib.nullcontext():
             clip_epsilon = tf.cast(self.clip_epsilon * self.learn_rate_decayed / self.opt_learn_rate, tf.float32)
             return base_loss(self, pi, pi_prime, clip_epsilon, verbose)
 

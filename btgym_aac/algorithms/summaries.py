@@ -1,12 +1,31 @@
 """Episode summaries of the trainers: placeholders, merged summary ops and the writer helpers.
 
-TensorBoard tags (those of the original BTGym): `episode_train/{total_reward, cpu_time_sec, final_value, env_steps}`,
-`episode_test/{total_reward, final_value, env_steps}`, test mode `episode/{total_reward, steps}`, and one image
-summary per rendering mode (test mode: `model/state`).
+TensorBoard tags, each under the trainer's name scope (e.g. `A3C/`): the original BTGym's
+`episode_train/{total_reward, cpu_time_sec, final_value, env_steps}`, `episode_test/{total_reward, final_value,
+env_steps}` and test mode `episode/{total_reward, steps}`, plotted against the global episode count, plus
+`agent_steps` (env steps of the agent; `env_steps` counts bars, as in the original) in both BTGym families; the
+same scalars again against the global step under `episode_train_by_step/`, `episode_test_by_step/` and
+`episode_by_step/`; one image summary per rendering mode (test mode: `model/state`).
 """
 import numpy as np
 
 from btgym_aac.compat import tf
+
+
+TRAIN_SCALARS = (('total_reward', 'total_r'), ('cpu_time_sec', 'cpu_time'), ('final_value', 'final_value'),
+                 ('env_steps', 'steps'), ('agent_steps', 'agent_steps'))
+TEST_SCALARS = (('total_reward', 'total_r'), ('final_value', 'final_value'), ('env_steps', 'steps'),
+                ('agent_steps', 'agent_steps'))
+ATARI_SCALARS = (('total_reward', 'total_r'), ('steps', 'steps'))
+EPISODE_SCALARS = (('episode_train', TRAIN_SCALARS, 'btgym_stat_op'),
+                   ('episode_test', TEST_SCALARS, 'test_btgym_stat_op'),
+                   ('episode', ATARI_SCALARS, 'atari_stat_op'))
+"""(tag family, (tag, placeholder key) pairs, op key) of the episode scalars."""
+
+
+def _merged_scalars(summary, family, tags):
+    return tf.summary.merge([tf.summary.scalar('{}/{}'.format(family, tag), summary[key]) for tag, key in tags],
+                            name=family)
 
 
 def make_episode_summaries(render_modes, test_mode):
@@ -17,8 +36,9 @@ def make_episode_summaries(render_modes, test_mode):
         test_mode: True for gymnasium test environments (Atari-style tags and state image).
 
     Returns:
-        dict: placeholders `total_r`, `cpu_time`, `final_value`, `steps`, `render_atari`, one uint8 image
-        placeholder per render mode, and ops `render_op`, `btgym_stat_op`, `test_btgym_stat_op`, `atari_stat_op`.
+        dict: placeholders `total_r`, `cpu_time`, `final_value`, `steps`, `agent_steps`, `render_atari`, one
+        uint8 image placeholder per render mode, and ops `render_op`, `btgym_stat_op`, `test_btgym_stat_op`,
+        `atari_stat_op` and their `*_by_step_op` twins (e.g. `btgym_stat_by_step_op`).
     """
     summary = dict(
         render_atari=tf.placeholder(tf.uint8, [None, None, None, 1], name='render_atari_pl'),
@@ -26,6 +46,7 @@ def make_episode_summaries(render_modes, test_mode):
         cpu_time=tf.placeholder(tf.float32, name='cpu_time_pl'),
         final_value=tf.placeholder(tf.float32, name='final_value_pl'),
         steps=tf.placeholder(tf.int32, name='steps_pl'),
+        agent_steps=tf.placeholder(tf.int32, name='agent_steps_pl'),
     )
     if test_mode:
         summary['render_op'] = tf.summary.image('model/state', summary['render_atari'])
@@ -35,21 +56,9 @@ def make_episode_summaries(render_modes, test_mode):
             summary[mode] = tf.placeholder(tf.uint8, [None, None, None, None], name='{}_pl'.format(mode))
             images.append(tf.summary.image(mode, summary[mode]))
         summary['render_op'] = tf.summary.merge(images) if images else None
-    summary['btgym_stat_op'] = tf.summary.merge([
-        tf.summary.scalar('episode_train/total_reward', summary['total_r']),
-        tf.summary.scalar('episode_train/cpu_time_sec', summary['cpu_time']),
-        tf.summary.scalar('episode_train/final_value', summary['final_value']),
-        tf.summary.scalar('episode_train/env_steps', summary['steps']),
-    ], name='episode_train_btgym')
-    summary['test_btgym_stat_op'] = tf.summary.merge([
-        tf.summary.scalar('episode_test/total_reward', summary['total_r']),
-        tf.summary.scalar('episode_test/final_value', summary['final_value']),
-        tf.summary.scalar('episode_test/env_steps', summary['steps']),
-    ], name='episode_test_btgym')
-    summary['atari_stat_op'] = tf.summary.merge([
-        tf.summary.scalar('episode/total_reward', summary['total_r']),
-        tf.summary.scalar('episode/steps', summary['steps']),
-    ], name='episode_atari')
+    for family, tags, op_key in EPISODE_SCALARS:
+        summary[op_key] = _merged_scalars(summary, family, tags)
+        summary[op_key.replace('_op', '_by_step_op')] = _merged_scalars(summary, family + '_by_step', tags)
     return summary
 
 
@@ -88,26 +97,35 @@ def write_runner_summaries(sess, writer, ep_summary, data, model_data, test_mode
         render: write the first runner's renderings (the chief does).
         step, episode: ints, or tensors to read them from.
     """
-    summaries = []
+    by_episode, by_step = [], []
     train_stats = average_stats(data['ep_summary'])
     if train_stats:
-        op = ep_summary['atari_stat_op' if test_mode else 'btgym_stat_op']
-        summaries.append(sess.run(op, stat_feed(ep_summary, train_stats)))
+        op = 'atari_stat_op' if test_mode else 'btgym_stat_op'
+        _add_scalars(sess, ep_summary, op, train_stats, by_episode, by_step)
     test_stats = average_stats(data['test_ep_summary'])
     if test_stats:
-        summaries.append(sess.run(ep_summary['test_btgym_stat_op'], stat_feed(ep_summary, test_stats)))
+        _add_scalars(sess, ep_summary, 'test_btgym_stat_op', test_stats, by_episode, by_step)
     renderings = next((images for images in data['render_summary'] if images), None)
     if render and renderings and ep_summary['render_op'] is not None:
         feed = {ep_summary[mode]: image for mode, image in renderings.items() if mode in ep_summary}
-        summaries.append(sess.run(ep_summary['render_op'], feed))
-    if summaries:
-        episode = _counter_value(sess, episode)
-        for summary in summaries:
-            writer.add_summary(summary, episode)
+        by_episode.append(sess.run(ep_summary['render_op'], feed))
     if model_data is not None:
-        writer.add_summary(tf.Summary.FromString(model_data), _counter_value(sess, step))
-    if summaries or model_data is not None:
+        by_step.append(tf.Summary.FromString(model_data))
+    for summaries, counter in ((by_episode, episode), (by_step, step)):
+        if summaries:
+            counter = _counter_value(sess, counter)
+            for summary in summaries:
+                writer.add_summary(summary, counter)
+    if by_episode or by_step:
         writer.flush()
+
+
+def _add_scalars(sess, ep_summary, op_key, stats, by_episode, by_step):
+    """Evaluates an episode-scalar op and its by-step twin on `stats`, appending their summaries."""
+    ops = [ep_summary[op_key], ep_summary[op_key.replace('_op', '_by_step_op')]]
+    per_episode, per_step = sess.run(ops, stat_feed(ep_summary, stats))
+    by_episode.append(per_episode)
+    by_step.append(per_step)
 
 
 def _counter_value(sess, counter):

@@ -106,15 +106,15 @@ def base_loss(trainer, pi, pi_prime, clip_epsilon, verbose=True):
     if trainer.use_pixel_control:
         pc = targets.pixel_control
         terms.append((trainer.pc_lambda, trainer.pc_loss(
-            actions=pc.action, targets=trainer.pc_q_target, pi_pc_q=pi.pc_q, name='pixel_control', verbose=True,
+            actions=pc.action, targets=trainer.pc_q_target, pi_pc_q=pi.pc_q, name='aux', verbose=True,
             mask=pc.mask)))
     if trainer.use_value_replay:
         terms.append((trainer.vr_lambda, trainer.vr_loss(
-            r_target=targets.value_replay, pi_vf=pi.vr_value, name='value_replay', verbose=True,
+            r_target=targets.value_replay, pi_vf=pi.vr_value, name='aux', verbose=True,
             mask=targets.off_policy.mask)))
     if trainer.use_reward_prediction:
         terms.append((trainer.rp_lambda, trainer.rp_loss(
-            rp_targets=targets.reward_prediction, pi_rp_logits=pi.rp_logits, name='reward_prediction',
+            rp_targets=targets.reward_prediction, pi_rp_logits=pi.rp_logits, name='aux',
             verbose=True)))
     for weight, (term, term_summaries) in terms:
         loss = loss + weight * term

@@ -23,9 +23,9 @@ import numpy as np
 from btgym_aac.algorithms.memory import DummyMemory
 from btgym_aac.algorithms.rollout import Rollout
 
-TRAIN_STAT_KEYS = ('total_r', 'cpu_time', 'final_value', 'steps')
+TRAIN_STAT_KEYS = ('total_r', 'cpu_time', 'final_value', 'steps', 'agent_steps')
 TEST_MODE_STAT_KEYS = ('total_r', 'steps')
-TEST_EPISODE_STAT_KEYS = ('total_r', 'final_value', 'steps')
+TEST_EPISODE_STAT_KEYS = ('total_r', 'final_value', 'steps', 'agent_steps')
 
 Transition = collections.namedtuple(
     'Transition', ['experience', 'state', 'context', 'action_code', 'reward', 'terminal', 'info', 'logits'])
@@ -222,8 +222,9 @@ class EpisodeStatistics:
     """Episode statistics of one runner.
 
     Train episodes are accumulated and averaged every `summary_freq` local episodes: BTGym ``total_r, cpu_time,
-    final_value, steps`` (``steps`` = bars, from ``env.get_stat()``), test mode ``total_r, steps`` (env steps).
-    A test episode gives its own ``total_r, final_value, steps`` and is not counted in the train averages.
+    final_value, steps, agent_steps`` (``steps`` = bars, from ``env.get_stat()``; ``agent_steps`` = env steps),
+    test mode ``total_r, steps`` (env steps). A test episode gives its own ``total_r, final_value, steps,
+    agent_steps`` and is not counted in the train averages.
     """
 
     def __init__(self, test_mode, summary_freq):
@@ -242,6 +243,7 @@ class EpisodeStatistics:
             'cpu_time': stat['runtime'].total_seconds(),
             'final_value': float(last_info['broker_value']),
             'steps': stat['length'],
+            'agent_steps': int(length),
         }
 
     def add_episode(self, env, local_episode, reward_sum, length, last_info, is_test):
