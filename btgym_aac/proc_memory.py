@@ -17,3 +17,27 @@ def proc_memory_mb(pid, file, field):
     except OSError:
         return None
     return None
+
+
+def memory_split_mb(pid):
+    """Resident (RSS), proportional (PSS: shared pages divided among their users) and unique (USS: pages of this
+    process alone) memory of a process, in MB.
+
+    Args:
+        pid: process id.
+
+    Returns:
+        dict with 'rss', 'pss' and 'uss', or None where the process is gone (or /proc has no smaps_rollup).
+    """
+    fields = {}
+    try:
+        with open('/proc/{}/smaps_rollup'.format(pid)) as f:
+            for line in f:
+                name, _, rest = line.partition(':')
+                if name in ('Rss', 'Pss', 'Private_Clean', 'Private_Dirty'):
+                    fields[name] = int(rest.split()[0]) / 1024.0
+    except OSError:
+        return None
+    if len(fields) < 4:
+        return None
+    return {'rss': fields['Rss'], 'pss': fields['Pss'], 'uss': fields['Private_Clean'] + fields['Private_Dirty']}
