@@ -8,6 +8,7 @@ no other logbook handler is set up: an application's own handlers, bubbling or n
 import logging
 
 import logbook
+import logbook.compat
 
 TRACE, DEBUG, INFO, NOTICE, WARNING, ERROR, CRITICAL = (
     logbook.TRACE, logbook.DEBUG, logbook.INFO, logbook.NOTICE, logbook.WARNING, logbook.ERROR, logbook.CRITICAL
@@ -19,16 +20,13 @@ OUR_RECORD = 'btgym_aac'
 """The key in `record.extra` that marks the records of the package's loggers."""
 
 
-class _PackageLoggers(logbook.LoggerGroup):
-    """The package's loggers; marks their records."""
-
-    def process_record(self, record):
-        super().process_record(record)
-        record.extra[OUR_RECORD] = True
+def _mark_as_ours(record):
+    record.extra[OUR_RECORD] = True
 
 
-LOGGERS = _PackageLoggers()
-"""The group of every btgym_aac logger (``LOGGERS.disabled = True`` silences them all)."""
+LOGGERS = logbook.LoggerGroup(processor=_mark_as_ours)
+"""The group of every btgym_aac logger: it marks their records, and ``LOGGERS.disabled = True`` silences them
+all."""
 
 
 def level_from(verbose=0, log_level=None):
@@ -60,7 +58,8 @@ def get_logger(component, task=0, verbose=0, log_level=None):
     """
     _ensure_a_handler()
     logger = logbook.Logger('{}_{}'.format(component, task), level=level_from(verbose, log_level))
-    LOGGERS.add_logger(logger)
+    # Joined without `LOGGERS.add_logger`, whose list would keep every logger alive: datasets make two per episode.
+    logger.group = LOGGERS
     return logger
 
 
@@ -85,27 +84,21 @@ def _alone_and_ours(record, handler):
         other is handler for other in logbook.Handler.stack_manager.iter_context_objects())
 
 
-class StdlibLoggingHandler(logbook.Handler):
+class StdlibLoggingHandler(logbook.compat.LoggingHandler):
     """Passes the package's records to stdlib `logging` loggers named ``btgym_aac.<channel>``, e.g.
     ``btgym_aac.Launcher_shell``, honouring their levels (logbook's NOTICE becomes INFO)."""
 
     def __init__(self):
         super().__init__(filter=lambda record, handler: _is_ours(record), bubble=True)
 
+    def get_logger(self, record):
+        return logging.getLogger('{}.{}'.format(STDLIB_PREFIX, record.channel))
+
     def emit(self, record):
-        logger = logging.getLogger('{}.{}'.format(STDLIB_PREFIX, record.channel))
-        level = _stdlib_level(record.level)
+        logger, level = self.get_logger(record), self.convert_level(record.level)
         if logger.isEnabledFor(level):
             logger.handle(logger.makeRecord(logger.name, level, record.filename, record.lineno, record.message,
                                             (), record.exc_info, func=record.func_name))
-
-
-def _stdlib_level(level):
-    for logbook_level, stdlib_level in ((CRITICAL, logging.CRITICAL), (ERROR, logging.ERROR),
-                                        (WARNING, logging.WARNING), (INFO, logging.INFO)):
-        if level >= logbook_level:
-            return stdlib_level
-    return logging.DEBUG
 
 
 def send_to_stdlib_logging():

@@ -86,6 +86,18 @@ def test_the_logger_group_silences_every_package_logger():
     assert finished.returncode == 0 and 'silenced' not in finished.stderr, finished.stderr
 
 
+def test_the_group_keeps_no_logger_alive():
+    # Datasets make two loggers per episode: a group holding them all would grow for the whole run.
+    finished = run_python('''
+        import gc, weakref
+        from btgym_aac.logs import LOGGERS, get_logger
+        made = [weakref.ref(get_logger('BTgymDataset', episode)) for episode in range(100)]
+        gc.collect()
+        assert [ref for ref in made if ref() is not None] == [] and LOGGERS.loggers == [], LOGGERS.loggers
+    ''')
+    assert finished.returncode == 0, finished.stderr
+
+
 def test_error_summary_is_the_type_and_first_line_of_the_message():
     assert error_summary(ValueError('bad shape\n  details below')) == 'ValueError: bad shape'
     assert error_summary(KeyError()) == 'KeyError'
