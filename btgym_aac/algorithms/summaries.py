@@ -23,6 +23,11 @@ EPISODE_SCALARS = (('episode_train', TRAIN_SCALARS, 'btgym_stat_op'),
 """(tag family, (tag, placeholder key) pairs, op key) of the episode scalars."""
 
 
+def by_step_key(op_key):
+    """The key of the by-step twin of an episode-scalar op, e.g. 'btgym_stat_op' -> 'btgym_stat_by_step_op'."""
+    return op_key[:-len('_op')] + '_by_step_op'
+
+
 def _merged_scalars(summary, family, tags):
     return tf.summary.merge([tf.summary.scalar('{}/{}'.format(family, tag), summary[key]) for tag, key in tags],
                             name=family)
@@ -58,7 +63,7 @@ def make_episode_summaries(render_modes, test_mode):
         summary['render_op'] = tf.summary.merge(images) if images else None
     for family, tags, op_key in EPISODE_SCALARS:
         summary[op_key] = _merged_scalars(summary, family, tags)
-        summary[op_key.replace('_op', '_by_step_op')] = _merged_scalars(summary, family + '_by_step', tags)
+        summary[by_step_key(op_key)] = _merged_scalars(summary, family + '_by_step', tags)
     return summary
 
 
@@ -122,7 +127,7 @@ def write_runner_summaries(sess, writer, ep_summary, data, model_data, test_mode
 
 def _add_scalars(sess, ep_summary, op_key, stats, by_episode, by_step):
     """Evaluates an episode-scalar op and its by-step twin on `stats`, appending their summaries."""
-    ops = [ep_summary[op_key], ep_summary[op_key.replace('_op', '_by_step_op')]]
+    ops = [ep_summary[op_key], ep_summary[by_step_key(op_key)]]
     per_episode, per_step = sess.run(ops, stat_feed(ep_summary, stats))
     by_episode.append(per_episode)
     by_step.append(per_step)
