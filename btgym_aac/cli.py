@@ -12,7 +12,21 @@ from btgym_aac.logs import error_summary
 from btgym_aac.run_configs import (CONFIG_NAMES, DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS, default_configs, make_launcher,
                                    multi_asset_env_config)
 
-STARTED = time.time()
+
+
+def _process_start_time():
+    """When this process started (`time.time()` scale, to 10 ms), from /proc (Linux: its start in clock ticks
+    after boot); elsewhere, now."""
+    try:
+        with open('/proc/self/stat') as stat:
+            ticks = int(stat.read().rpartition(')')[2].split()[19])
+        since_start = time.clock_gettime(time.CLOCK_BOOTTIME) - ticks / os.sysconf('SC_CLK_TCK')
+    except (OSError, ValueError, IndexError, AttributeError):
+        return time.time()
+    return time.time() - since_start
+
+
+STARTED = _process_start_time()
 
 def load_config_file(path):
     """Runs a Python config file as a module of its own (see `config_modules`: the classes it defines reach the
@@ -52,15 +66,15 @@ def load_config_file(path):
 
 
 def _configs_from_args(args):
-    configs = default_configs(args.algo or 'a3c')
+    configs = default_configs(args.algo or 'a3c', import_classes=False)
     file_configs = load_config_file(args.config) if args.config else {}
     if file_configs:
         for name, config in file_configs.items():
             merged = name in ('cluster_config', 'launcher_config')
             configs[name] = dict(configs[name], **config) if merged else config
         if args.algo:
-            configs['trainer_config'] = dict(configs['trainer_config'],
-                                             class_ref=default_configs(args.algo)['trainer_config']['class_ref'])
+            trainer = default_configs(args.algo, import_classes=False)['trainer_config']['class_ref']
+            configs['trainer_config'] = dict(configs['trainer_config'], class_ref=trainer)
     cluster = configs['cluster_config'] = dict(configs['cluster_config'])
     launcher = configs['launcher_config'] = dict(configs.get('launcher_config', {}))
     env_kwargs = dict(configs['env_config'].get('kwargs', {}))
@@ -134,10 +148,11 @@ def _warn_of_changed_data(launcher, allow_untrusted=False):
     """Warns when a resumed run's data files differ from those it was trained on (its saved run config, read only
     when this user owns it: see `read_run_config`)."""
     from btgym_aac.distributed.checkpoints import latest_checkpoint
-    from btgym_aac.evaluation.loading import read_run_config
 
     if launcher.purged or latest_checkpoint(launcher.current_ckpt_dir) is None:
         return
+    from btgym_aac.evaluation.loading import read_run_config  # (unpickling the saved classes imports them)
+
     try:
         saved = read_run_config(launcher.log_dir, allow_untrusted)
     except (FileNotFoundError, ValueError):

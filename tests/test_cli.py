@@ -16,8 +16,9 @@ from btgym_aac import cli as cli_module
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
-from btgym_aac.distributed.checkpoints import (CheckpointStateError, FastSaver, check_checkpoint_fits,
-                                               latest_checkpoint, restore_order)
+from btgym_aac.distributed.checkpoint_state import CheckpointStateError
+from btgym_aac.distributed.checkpoints import check_checkpoint_fits, latest_checkpoint, restore_order
+from btgym_aac.distributed.fast_saver import FastSaver
 from btgym_aac.distributed.cluster import free_ports, port_is_free
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.run_config import pickle_run_config, write_run_config
@@ -494,3 +495,34 @@ def test_data_flag_refuses_to_replace_a_configs_dataset_object(tmp_path, capsys)
     assert cli_main(['train', path, '--data', str(data), '--log-dir', str(tmp_path / 'run')]) == 2
     assert '--data would replace the config\'s `dataset` (a BTgymSequentialDataDomain)' in capsys.readouterr().err
     assert not (tmp_path / 'run').exists()
+
+
+def test_train_runs_its_launcher_without_tensorflow_and_saves_the_real_classes(tmp_path):
+    from btgym_aac.algorithms.aac import A3C
+    from btgym_aac.algorithms.policy import AacStackedRL2Policy
+    from btgym_aac.evaluation.loading import read_run_config
+
+    run = tmp_path / 'run'
+    code = ('import sys\n'
+            'from btgym_aac.cli import main\n'
+            'status = main(["train", "--workers", "1", "--max-steps", "40", "--log-dir", sys.argv[1]])\n'
+            'print("tensorflow imported:", "tensorflow" in sys.modules)\n'
+            'sys.exit(status)\n')
+    finished = subprocess.run([sys.executable, '-c', code, str(run)], capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    assert 'tensorflow imported: False' in finished.stdout
+    saved = read_run_config(str(run))
+    assert saved['trainer_config']['class_ref'] is A3C
+    assert saved['policy_config']['class_ref'] is AacStackedRL2Policy
+    assert latest_checkpoint(str(run / CKPT)) is not None
+
+
+def test_the_command_is_timed_from_its_process_start():
+    code = ('import time\n'
+            'time.sleep(0.5)\n'
+            'now = time.time()\n'
+            'from btgym_aac.cli import STARTED\n'
+            'print(now - STARTED)\n')
+    finished = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=60)
+    assert finished.returncode == 0, finished.stderr
+    assert 0.5 <= float(finished.stdout) < 5.0  # the sleep before the import counts

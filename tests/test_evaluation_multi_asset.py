@@ -13,7 +13,7 @@ from btgym_aac.algorithms.policy import StackedLstmPolicy
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import BTgymDataset, BTgymMultiData, make_correlated_walks
-from btgym_aac.distributed.checkpoints import FastSaver
+from btgym_aac.distributed.fast_saver import FastSaver
 from btgym_aac.distributed.run_config import pickle_run_config, write_run_config
 from btgym_aac.env import MultiDiscreteEnv, PortfolioEnv
 from btgym_aac.evaluation import evaluate, load_policy

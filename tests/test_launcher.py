@@ -25,6 +25,7 @@ from btgym_aac import cli as cli_module
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
+from btgym_aac.distributed.fast_saver import FastSaver
 from btgym_aac.distributed.cluster import PortInUseError, free_ports
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirInUseError, LogDirLock
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, pickle_run_config, write_run_config
@@ -97,7 +98,7 @@ def saved_checkpoint_dir(directory):
     with graph.as_default(), tf.Session(graph=graph) as sess:
         variable = tf.Variable(1.0)
         sess.run(variable.initializer)
-        checkpoints_module.FastSaver().save(sess, str(directory / 'model_parameters'), global_step=1)
+        FastSaver().save(sess, str(directory / 'model_parameters'), global_step=1)
     return directory
 
 
@@ -118,6 +119,11 @@ def test_run_finishes_resumes_exports_and_starts_pretrained(tmp_path):
     assert result['global_step'] >= 1500 and result['restarts'] == {}
     assert set(result['peak_rss_mb']) == {'worker_0', 'worker_1', 'ps_0'}
     assert all(100 < rss < 20000 for rss in result['peak_rss_mb'].values())  # MB: TF processes, not bytes or GB
+    phases = ['started', 'imported', 'envs_made', 'graph_built', 'session_ready', 'first_step']
+    startup = result['startup_seconds']
+    assert list(startup) == phases
+    assert 0 < startup['started'] and [startup[phase] for phase in phases] == sorted(startup.values())
+    assert startup['first_step'] <= result['first_step_seconds'] < result['seconds']  # (the report comes after)
     assert multiprocessing.active_children() == []
     first_step = checkpoint_step(str(log_dir / CKPT))
     assert first_step >= 1500
@@ -615,10 +621,10 @@ def test_a_new_saver_keeps_rotating_the_checkpoints_a_previous_one_listed(tmp_pa
         variable = tf.Variable(1.0)
         with tf.Session(graph=graph) as sess:
             sess.run(variable.initializer)
-            previous = checkpoints_module.FastSaver(max_to_keep=2)
+            previous = FastSaver(max_to_keep=2)
             for step in (1, 2):
                 previous.save(sess, str(tmp_path / 'model_parameters'), global_step=step)
-            saver = checkpoints_module.FastSaver(max_to_keep=2)  # a resumed run's, or a restarted chief's
+            saver = FastSaver(max_to_keep=2)  # a resumed run's, or a restarted chief's
             checkpoints_module.recover_checkpoints(saver, str(tmp_path))
             saver.save(sess, str(tmp_path / 'model_parameters'), global_step=3)
     state = tf.train.get_checkpoint_state(str(tmp_path))
@@ -677,8 +683,9 @@ def test_worker_session_fails_a_run_that_waits_past_the_timeout(monkeypatch):
         assert time.time() - start < 30
 
 
-def test_worker_session_config_sees_only_the_ps_and_itself_with_idle_threads_asleep():
+def test_worker_session_config_sees_only_the_ps_and_itself_with_idle_threads_asleep_and_no_rewrites():
     config = worker_module.worker_session_config(3)
+    assert config.graph_options.rewrite_options.disable_meta_optimizer
     assert list(config.device_filters) == ['/job:ps', '/job:worker/task:3/cpu:0']
     assert config.intra_op_parallelism_threads == 1
     assert config.experimental.disable_thread_spinning

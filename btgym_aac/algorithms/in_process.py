@@ -7,6 +7,7 @@ import time
 
 import numpy as np
 
+from btgym_aac.algorithms.session_config import session_config
 from btgym_aac.algorithms.training_loop import train_until
 from btgym_aac.compat import tf
 from btgym_aac.env.construction import build_from_config, env_seed_kwargs, training_env_config
@@ -87,7 +88,7 @@ def _train(envs, policy_config, trainer_config, max_env_steps, log_dir, random_s
             reached.append(step)
         return bool(reached)
 
-    with tf.Session(graph=graph, config=tf.ConfigProto(intra_op_parallelism_threads=1,
+    with tf.Session(graph=graph, config=session_config(intra_op_parallelism_threads=1,
                                                        inter_op_parallelism_threads=2)) as sess:
         sess.run(init_op)
         trainer.start(sess, writer)

@@ -1,81 +1,21 @@
-"""Checkpoints: saving without meta-graphs, the restore order of a worker, and exporting a trained model.
+"""Checkpoints: the restore order of a worker, checks of a checkpoint's contents, and exporting a trained model.
 
 TensorFlow's Saver writes the checkpoint files first and then replaces the `checkpoint` state file atomically,
-so a process killed while saving leaves the previous checkpoint as the latest usable one.
+so a process killed while saving leaves the previous checkpoint as the latest usable one. TensorFlow is imported
+only by the functions that read or write checkpoint files (the state file is read without it, see
+`checkpoint_state`), so that the launcher process can check a log dir without importing it.
 """
 import os
 import re
 import shutil
 import tempfile
 
-from btgym_aac.compat import tf
+from btgym_aac.distributed.checkpoint_state import latest_checkpoint, read_checkpoint_state, resumable_checkpoint
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
 from btgym_aac.paths import file_in_the_way
 
 CHECKPOINT_PREFIX = 'model_parameters'
 MISMATCHES_NAMED = 5
-
-
-class FastSaver(tf.train.Saver):
-    """Saver that never writes the meta-graph (`save` ignores `write_meta_graph`): writing it stalls the saving
-    worker, and restoring needs only the variables, since every process builds its graph in code.
-
-    Attributes:
-        variables: {checkpoint name: variable} of what it saves and restores.
-    """
-
-    def __init__(self, var_list=None, **kwargs):
-        super().__init__(var_list=var_list, **kwargs)
-        variables = tf.global_variables() if var_list is None else var_list
-        self.variables = dict(variables) if isinstance(variables, dict) else {v.op.name: v for v in variables}
-
-    def save(self, sess, save_path, global_step=None, latest_filename=None, meta_graph_suffix='meta',
-             write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
-        return super().save(sess, save_path, global_step=global_step, latest_filename=latest_filename,
-                            meta_graph_suffix=meta_graph_suffix, write_meta_graph=False, write_state=write_state,
-                            strip_default_attrs=strip_default_attrs, save_debug_info=save_debug_info)
-
-
-class CheckpointStateError(ValueError):
-    """A checkpoint folder a run cannot resume from: its state file is unreadable or lists a checkpoint whose files
-    are gone."""
-
-
-def resumable_checkpoint(directory):
-    """Path prefix of the latest checkpoint in `directory`, None when there is none; raises CheckpointStateError
-    when it holds checkpoints that cannot be resumed from, and changes nothing.
-
-    Without this check TensorFlow reads such a folder as holding no checkpoint, so a run would start from scratch
-    and its saves would abandon the checkpoints there.
-
-    Args:
-        directory: a checkpoint folder (one without a state file holds none: a chief killed in its first save
-            leaves checkpoint files that no state file lists yet).
-
-    Returns:
-        path prefix or None.
-    """
-    if not directory or not os.path.isfile(os.path.join(directory, 'checkpoint')):
-        return None
-    state_file = os.path.join(directory, 'checkpoint')
-    left = 'it is left as it is: repair or remove it, or train in another log dir (or start fresh)'
-    try:
-        state = tf.train.get_checkpoint_state(directory)
-    except ValueError:
-        state = None
-    if state is None or not state.model_checkpoint_path:
-        raise CheckpointStateError('the checkpoint state file {} cannot be read; {}'.format(state_file, left))
-    if not os.path.isfile(state.model_checkpoint_path + '.index'):
-        raise CheckpointStateError('the latest checkpoint listed in {} ({}) has lost its files; {}'.format(
-            state_file, os.path.basename(state.model_checkpoint_path), left))
-    return state.model_checkpoint_path
-
-
-def latest_checkpoint(directory):
-    """Path prefix of the latest checkpoint in `directory`, or None when there is none (or no directory)."""
-    if not directory or not os.path.isdir(directory):
-        return None
-    return tf.train.latest_checkpoint(directory)
 
 
 def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt_dir, log, resume_step=None):
@@ -124,7 +64,7 @@ def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt
 def recover_checkpoints(saver, ckpt_dir):
     """Has `saver` take over the checkpoints listed in `ckpt_dir`'s state file, so its saves keep rotating them
     (`max_to_keep`) instead of leaving them on disk unlisted (a resumed run, a restarted chief)."""
-    state = tf.train.get_checkpoint_state(ckpt_dir)
+    state = read_checkpoint_state(ckpt_dir)
     if state is not None:
         saver.recover_last_checkpoints(list(state.all_model_checkpoint_paths))
 
@@ -144,7 +84,7 @@ def remove_save_leftovers(ckpt_dir, log, prefix=CHECKPOINT_PREFIX):
     """
     if not os.path.isdir(ckpt_dir):
         return []
-    state = tf.train.get_checkpoint_state(ckpt_dir) if os.path.isfile(os.path.join(ckpt_dir, 'checkpoint')) else None
+    state = read_checkpoint_state(ckpt_dir)
     listed = {os.path.basename(path) for path in (state.all_model_checkpoint_paths if state else [])}
     checkpoint_file = re.compile(r'({}-\d+)\.(index|meta|data-\d{{5}}-of-\d{{5}})$'.format(re.escape(prefix)))
     temporary_file = re.compile(r'({}-\d+\..*\.tempstate\d+|checkpoint\.tmp[0-9a-f]+)$'.format(re.escape(prefix)))
@@ -167,7 +107,7 @@ def is_within(path, directory):
 
 def _holds_only_an_export(directory):
     """True when every entry of `directory` is a file of a checkpoint its state file lists (an earlier export)."""
-    state = tf.train.get_checkpoint_state(directory)
+    state = read_checkpoint_state(directory)
     if state is None:
         return False
     names = {os.path.basename(path) for path in state.all_model_checkpoint_paths}
@@ -208,6 +148,8 @@ def check_checkpoint_readable(path):
         ValueError: a file of the checkpoint is truncated or damaged, naming the checkpoint and TensorFlow's
             reason.
     """
+    from btgym_aac.compat import tf
+
     try:
         reader = tf.train.load_checkpoint(path)
         for name in reader.get_variable_to_shape_map():
@@ -227,6 +169,8 @@ def check_checkpoint_fits(path, variables, model):
     Raises:
         ValueError: a variable is missing or has another shape; the checkpoint cannot be read.
     """
+    from btgym_aac.compat import tf
+
     named = variables if isinstance(variables, dict) else {variable.op.name: variable for variable in variables}
     try:
         saved = tf.train.load_checkpoint(path).get_variable_to_shape_map()
@@ -264,6 +208,8 @@ def export_checkpoint(source_dir, target_dir):
         ValueError: `target_dir` is, or contains, `source_dir`, or lies in a run's log dir; the checkpoint's
             files are truncated or damaged.
     """
+    from btgym_aac.compat import tf
+
     path = latest_checkpoint(source_dir)
     if path is None:
         raise FileNotFoundError('no checkpoint to export in {!r}'.format(source_dir))

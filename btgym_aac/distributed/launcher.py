@@ -214,7 +214,8 @@ class Launcher:
             dict with `global_step`, `completed` (False where every worker was stopped by a signal from outside
             before `max_env_steps`), `episodes`, `mean_reward` (recent train episodes), `seconds`, `restarts`,
             `first_step_seconds` (from `run()` to the first progress report of a trained step; None where
-            none was trained), `peak_rss_mb` per process (Linux) and `log_dir`.
+            none was trained), `startup_seconds` (the chief's start-up stamps, see `worker.Worker.startup`, in
+            seconds from `run()`), `peak_rss_mb` per process (Linux) and `log_dir`.
 
         Raises:
             RuntimeError: a worker kept crashing, could not set up, or a parameter server died.
@@ -403,11 +404,16 @@ class Launcher:
             'seconds': time.time() - start,
             'restarts': dict(self.restarts),
             'first_step_seconds': self.first_step_seconds,
+            'startup_seconds': {phase: stamp - start for phase, stamp in self._chief_startup().items()},
             'peak_rss_mb': dict({'worker_{}'.format(task): report.get('peak_rss_mb')
                                  for task, report in self.progress.items()},
                                 **{'ps_{}'.format(task): rss for task, rss in self.ps_peak_rss_mb.items()}),
             'log_dir': self.log_dir,
         }
+
+    def _chief_startup(self):
+        """The start-up stamps of worker 0's last report ({} before it reports)."""
+        return self.progress.get(0, {}).get('startup', {})
 
     def _print_progress(self, start, final=False):
         if not self.show_progress:

@@ -3,6 +3,7 @@ task starts (settings of the right kind, data files that can be read)."""
 import copy
 import os
 
+from btgym_aac.class_refs import ClassRef, same_class
 from btgym_aac.distributed.network_namespace import check_isolation_mode
 from btgym_aac.validation import check_whole_number, is_finite_real
 
@@ -10,8 +11,7 @@ CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config
 
 
 def _default_configs():
-    from btgym_aac.algorithms.aac import A3C
-    from btgym_aac.algorithms.policy import BaseAacPolicy
+    """The defaults; the trainer and policy classes as ClassRefs (the launcher process does not import them)."""
     from btgym_aac.env import BTgymEnv
 
     return dict(
@@ -19,8 +19,9 @@ def _default_configs():
         cluster_config={'host': '127.0.0.1', 'port': None, 'num_workers': 1, 'num_ps': 1, 'num_envs': 1,
                         'log_dir': './tmp/btgym_aac_log', 'initial_ckpt_dir': None,
                         'log_ckpt_subdir': 'current_train_checkpoint', 'network_isolation': 'auto'},
-        policy_config={'class_ref': BaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}},
-        trainer_config={'class_ref': A3C, 'kwargs': {}},
+        policy_config={'class_ref': ClassRef('btgym_aac.algorithms.policy.base', 'BaseAacPolicy'),
+                       'kwargs': {'lstm_layers': (256,)}},
+        trainer_config={'class_ref': ClassRef('btgym_aac.algorithms.aac', 'A3C'), 'kwargs': {}},
     )
 
 
@@ -51,7 +52,8 @@ def launcher_configs(**updates):
             or missing: the default).
 
     Returns:
-        dict name -> merged config; `cluster_config`'s `num_envs`, `num_workers`, `num_ps` and `port` are ints.
+        dict name -> merged config (a default trainer or policy class is a `class_refs.ClassRef`, imported where it
+        is used); `cluster_config`'s `num_envs`, `num_workers`, `num_ps` and `port` are ints.
         A class config naming another class than the default's starts from that class alone: the default's
         kwargs are for the default class (`lstm_layers=(256,)` of BaseAacPolicy, say) and would override the
         user's class's own defaults.
@@ -62,8 +64,8 @@ def launcher_configs(**updates):
     defaults = _default_configs()
     for name in ('env_config', 'policy_config', 'trainer_config'):
         update = updates.get(name)
-        if isinstance(update, dict) and update.get('class_ref', defaults[name]['class_ref']) is not \
-                defaults[name]['class_ref']:
+        if isinstance(update, dict) and not same_class(update.get('class_ref', defaults[name]['class_ref']),
+                                                       defaults[name]['class_ref']):
             defaults[name] = {'class_ref': update['class_ref'], 'kwargs': {}}
     configs = {name: merge_config(defaults[name], updates.get(name)) for name in CONFIG_NAMES}
     for name in ('env_config', 'policy_config', 'trainer_config'):

@@ -23,12 +23,18 @@ def run_pickled_task(pickled_config, progress_queue=None):
     The launcher starts it with Ctrl-C blocked, so none interrupts its start-up; it is unblocked once ignored (one
     pending meanwhile is dropped).
 
+    The config gets `startup`: when the task started and when its config was loaded (which imports its classes,
+    and with them TensorFlow), as `time.time()` stamps (see `worker.Worker.startup`).
+
     Returns:
         what `run_task` returns.
     """
+    started = time.time()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
-    return run_task(load_with_sources(pickled_config), progress_queue)
+    config = load_with_sources(pickled_config)
+    config['startup'] = {'started': started, 'imported': time.time()}
+    return run_task(config, progress_queue)
 
 
 def run_task(config, progress_queue=None):

@@ -55,11 +55,11 @@ def _accepts_connections(address):
 
 
 def quiet_threads_config(**kwargs):
-    """ConfigProto of `kwargs` whose idle TensorFlow threads sleep at once instead of spinning: on a machine with
+    """`session_config(**kwargs)` whose idle TensorFlow threads sleep at once instead of spinning: on a machine with
     a core per worker, spinning pool threads of one process take CPU from the other processes' env runners."""
-    from btgym_aac.compat import tf
+    from btgym_aac.algorithms.session_config import session_config
 
-    config = tf.ConfigProto(**kwargs)
+    config = session_config(**kwargs)
     config.experimental.disable_thread_spinning = True
     return config
 
@@ -97,6 +97,9 @@ class Worker:
         log: logbook logger.
         progress_queue: multiprocessing queue or None.
         stop: threading.Event set to stop training (None: never).
+
+    Attribute `startup`: `time.time()` stamps of its start-up, sent with every progress report: `started` and
+    `imported` (from `config['startup']`, where given), `envs_made`, `graph_built`, `session_ready`, `first_step`.
     """
 
     def __init__(self, config, server, log, progress_queue=None, stop=None):
@@ -109,6 +112,7 @@ class Worker:
         self.is_chief = self.task == 0
         self.envs = []
         self.start_step = self.step = None
+        self.startup = dict(config.get('startup', {}))
 
     def run(self):
         from btgym_aac.env.episode_recorder import EpisodeRecorder
@@ -123,6 +127,7 @@ class Worker:
                 except Exception as error:
                     raise _setup_error('cannot make environment {} from env_config'.format(index), error) from error
                 self.envs.append(EpisodeRecorder(env))
+            self.startup['envs_made'] = time.time()
             self._train()
         finally:
             for env in self.envs:
@@ -130,7 +135,7 @@ class Worker:
 
     def _build(self):
         from btgym_aac.compat import tf
-        from btgym_aac.distributed.checkpoints import FastSaver
+        from btgym_aac.distributed.fast_saver import FastSaver
 
         config = self.config
         trainer_config = config['trainer_config']
@@ -225,11 +230,13 @@ class Worker:
                 raise _setup_error('cannot build the trainer and policy from trainer_config and policy_config',
                                    error) from error
         graph.finalize()
+        self.startup['graph_built'] = time.time()
         if not self._wait_for_parameter_servers():
             self.log.notice('stop requested while waiting for the parameter servers')
             return
         with graph.as_default():
             sess = self._chief_session() if self.is_chief else self._worker_session()
+        self.startup['session_ready'] = time.time()
         if self.is_chief:
             self._write_run_config()
         summary_dir = os.path.join(self.config['log_dir'], 'worker_{}'.format(self.task))
@@ -258,6 +265,7 @@ class Worker:
 
         def after_step(step):
             self.step, now = step, time.time()
+            self.startup.setdefault('first_step', now)
             if self.is_chief and now - times['save'] >= self.config['save_secs']:
                 self._save(sess, ckpt_path, start_time)
                 times['save'] = now
@@ -327,5 +335,5 @@ class Worker:
         self.progress_queue.put({
             'task': self.task, 'step': step, 'start_step': self.start_step, 'seconds': seconds, 'finished': finished,
             'episodes': len(episodes), 'recent_rewards': [episode['total_reward'] for episode in episodes[-10:]],
-            'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0,
+            'peak_rss_mb': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0, 'startup': self.startup,
         })

@@ -12,6 +12,7 @@ import pickle
 import numpy as np
 
 from btgym_aac.algorithms.aac import BaseAAC
+from btgym_aac.algorithms.session_config import session_config
 from btgym_aac.compat import tf
 from btgym_aac.config_modules import ConfigModuleError, load_with_sources
 from btgym_aac.distributed.checkpoints import (check_checkpoint_fits, latest_checkpoint, resumable_checkpoint,
@@ -345,7 +346,7 @@ def load_policy(log_dir, checkpoint=None, env=None, noisy=False, allow_untrusted
         saver = tf.train.Saver(var_list=variables)
         silence_noise = tf.group(*[scale.assign(tf.zeros_like(scale)) for scale in noise_scale_variables(variables)])
     graph.finalize()
-    session = tf.Session(graph=graph, config=tf.ConfigProto(intra_op_parallelism_threads=1,
+    session = tf.Session(graph=graph, config=session_config(intra_op_parallelism_threads=1,
                                                             inter_op_parallelism_threads=2))
     try:
         saver.restore(session, path)

@@ -13,6 +13,7 @@ callbacks) is the local policy's, run in the worker session.
 from btgym_aac.algorithms.policy.acting import resolve_session
 from btgym_aac.algorithms.session_callables import CallableCache, feed_callable
 from btgym_aac.algorithms.placeholders import check_variable_pairing
+from btgym_aac.algorithms.session_config import session_config
 from btgym_aac.compat import tf
 
 
@@ -49,7 +50,7 @@ class ActingReplica:
             self._load = tf.group(*[var.assign(value) for var, value in zip(self.policy.var_list, self._values_in)])
             init_op = tf.global_variables_initializer()
         self.graph.finalize()
-        self.session = tf.Session(graph=self.graph, config=tf.ConfigProto(
+        self.session = tf.Session(graph=self.graph, config=session_config(
             intra_op_parallelism_threads=1, inter_op_parallelism_threads=-1))
         self.session.run(init_op)
         self._load_values = feed_callable(self.session, None, self._values_in, targets=[self._load])

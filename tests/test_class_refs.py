@@ -1,0 +1,70 @@
+"""ClassRef: a class named by module and name that is imported only when used, and pickles as the class."""
+import copy
+import pickle
+import subprocess
+import sys
+import textwrap
+
+from btgym_aac.class_refs import ClassRef, class_name, same_class
+from btgym_aac.distributed.launcher_config import launcher_configs
+from btgym_aac.run_configs import default_configs
+
+
+def run_python(code):
+    return subprocess.run([sys.executable, '-c', textwrap.dedent(code)], capture_output=True, text=True, timeout=300)
+
+
+def test_a_ref_imports_nothing_until_used_and_pickles_as_the_class():
+    finished = run_python('''
+        import copy, pickle, sys
+        from btgym_aac.class_refs import ClassRef
+        ref = ClassRef('btgym_aac.algorithms.aac', 'A3C')
+        assert (ref.__name__, ref.__qualname__) == ('A3C', 'A3C')
+        copied = copy.deepcopy({'class_ref': ref})['class_ref']
+        assert copied is ref
+        data = pickle.dumps(ref)
+        print('imported before:', 'btgym_aac.algorithms.aac' in sys.modules, 'tensorflow' in sys.modules)
+        from btgym_aac.algorithms.aac import A3C
+        print('unpickled is the class:', pickle.loads(data) is A3C, ref.resolve() is A3C)
+    ''')
+    assert finished.returncode == 0, finished.stderr
+    assert 'imported before: False False' in finished.stdout
+    assert 'unpickled is the class: True True' in finished.stdout
+
+
+def test_a_ref_equals_its_class_calls_it_and_reads_its_attributes():
+    ref = ClassRef('collections', 'OrderedDict')
+    import collections
+
+    assert ref == collections.OrderedDict and same_class(collections.OrderedDict, ref)
+    assert hash(ref) == hash(ClassRef('collections', 'OrderedDict'))
+    assert ref != ClassRef('collections', 'Counter') and not same_class(ref, dict)
+    assert ref(a=1) == collections.OrderedDict(a=1)
+    assert ref.fromkeys('ab') == collections.OrderedDict.fromkeys('ab')
+    assert class_name(ref) == class_name(collections.OrderedDict) == ('collections', 'OrderedDict')
+    assert class_name(3) is None and same_class(3, 3) and not same_class(3, 4)
+    assert copy.copy(ref) is ref and pickle.loads(pickle.dumps(ref)) is collections.OrderedDict
+    assert repr(ref) == "ClassRef('collections', 'OrderedDict')"
+
+
+def test_default_class_refs_name_the_classes_they_stand_for():
+    from btgym_aac.algorithms.aac import A3C, PPO, Unreal
+    from btgym_aac.algorithms.policy import AacStackedRL2Policy, BaseAacPolicy
+
+    for algo, trainer in (('a3c', A3C), ('unreal', Unreal), ('ppo', PPO)):
+        lazy, imported = default_configs(algo, import_classes=False), default_configs(algo)
+        assert isinstance(lazy['trainer_config']['class_ref'], ClassRef)
+        assert lazy['trainer_config']['class_ref'].resolve() is trainer is imported['trainer_config']['class_ref']
+        assert lazy['policy_config']['class_ref'].resolve() is AacStackedRL2Policy
+    defaults = launcher_configs()
+    assert defaults['trainer_config']['class_ref'].resolve() is A3C
+    assert defaults['policy_config']['class_ref'].resolve() is BaseAacPolicy
+
+
+def test_a_default_class_given_as_itself_keeps_the_default_kwargs():
+    from btgym_aac.algorithms.policy import AacDensePolicy, BaseAacPolicy
+
+    same = launcher_configs(policy_config={'class_ref': BaseAacPolicy})
+    assert same['policy_config'] == {'class_ref': BaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}}
+    other = launcher_configs(policy_config={'class_ref': AacDensePolicy})
+    assert other['policy_config'] == {'class_ref': AacDensePolicy, 'kwargs': {}}
