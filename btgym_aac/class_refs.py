@@ -13,6 +13,11 @@ def import_class(module, name):
     return getattr(importlib.import_module(module), name)
 
 
+def resolved(value):
+    """The class a ClassRef names, imported; any other value as it is."""
+    return value.resolve() if isinstance(value, ClassRef) else value
+
+
 def class_name(value):
     """`(module, qualified name)` of a class or ClassRef, None for anything else."""
     if isinstance(value, ClassRef):

@@ -197,9 +197,22 @@ def _train(args):
     print('done: {global_step} env steps, {episodes} episodes in {seconds:.0f} s; checkpoint in {ckpt}'.format(
         ckpt=launcher.current_ckpt_dir, **result))
     if result['first_step_seconds'] is not None:
-        print('first trained step {:.1f} s after the command started'.format(
-            run_started - STARTED + result['first_step_seconds']))
+        before_run = run_started - STARTED
+        print('first trained step {:.1f} s after the command started{}'.format(
+            before_run + result['first_step_seconds'], _startup_phases(result['startup_seconds'], before_run)))
     return 0
+
+
+STARTUP_PHASES = (('imported', 'configs and TensorFlow imported'), ('graph_built', 'graph built'),
+                  ('session_ready', 'session ready'))
+
+
+def _startup_phases(startup_seconds, before_run):
+    """' (worker 0: ... at X s, ...)': when the chief passed its start-up phases, from the command's start."""
+    phases = ['{} at {:.1f} s'.format(words, before_run + startup_seconds[phase])
+              for phase, words in STARTUP_PHASES if phase in startup_seconds]
+    return ' (worker 0: {})'.format(', '.join(phases)) if phases else ''
+
 
 
 def _cluster_role(args, cluster_config):
@@ -240,8 +253,10 @@ def _cluster_node(args):
     --task), by the TF_CONFIG environment variable of Kubeflow's TFJob, Vertex AI or SageMaker (its chief is worker
     0; an evaluator task exits at once), or by a SLURM job step (the first num_ps tasks are parameter servers).
     Its port is open on every interface of its host (the other nodes must reach it): run the cluster on a network
-    that it alone uses, or firewall the ports to the cluster's hosts (docs/distributed.md, "Security")."""
+    that it alone uses, or firewall the ports to the cluster's hosts (docs/distributed.md, "Security"). A worker
+    runs in a child process, started again when a parameter server's loss ends its session (`cluster_node`)."""
     from btgym_aac.distributed.cluster import address_port, check_own_port
+    from btgym_aac.distributed.cluster_node import run_node_worker
     from btgym_aac.distributed.network_namespace import NetworkIsolationError, open_ports_warning
     from btgym_aac.distributed.scheduler_cluster import EVALUATOR
     from btgym_aac.distributed.task_process import run_task
@@ -264,14 +279,18 @@ def _cluster_node(args):
                                     'hold it'.format(reason))
     if isolation == 'auto':
         launcher.log.warning(open_ports_warning([address_port(cluster_spec[job][task])], reason))
+    status = 0
     try:
-        stopped = run_task(launcher.task_config(job, task))
+        if job == 'ps':
+            stopped = run_task(launcher.task_config(job, task))
+        else:
+            stopped, status = run_node_worker(launcher.task_config(job, task), launcher.max_restarts, launcher.log)
     except KeyboardInterrupt:
         stopped = True
     if stopped:
         print('\n{} {} stopped by Ctrl-C or SIGTERM'.format(job, task), file=sys.stderr)
         return 130
-    return 0
+    return status
 
 
 def _export(args):

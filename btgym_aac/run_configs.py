@@ -11,8 +11,9 @@ def default_configs(algo='a3c', import_classes=True):
 
     Args:
         algo: 'a3c', 'unreal' or 'ppo'.
-        import_classes: False gives the trainer and policy classes as `class_refs.ClassRef`s, which a Launcher
-            passes to its tasks without importing them (and TensorFlow) itself; `btgym-aac train` does so.
+        import_classes: False gives the env, strategy, policy and trainer classes as `class_refs.ClassRef`s, which
+            a Launcher passes to its tasks without importing them (TensorFlow, backtrader, matplotlib) itself;
+            `btgym-aac train` does so.
 
     Returns:
         dict of env_config, cluster_config, policy_config, trainer_config, launcher_config.
@@ -22,22 +23,23 @@ def default_configs(algo='a3c', import_classes=True):
     import numpy as np
 
     from btgym_aac.class_refs import ClassRef
-    from btgym_aac.env import BTgymEnv
     from btgym_aac.registration import REFERENCE_ENV_KWARGS
-    from btgym_aac.strategy import DevStrat_4_11
 
-    trainer = ClassRef('btgym_aac.algorithms.aac', {'a3c': 'A3C', 'unreal': 'Unreal', 'ppo': 'PPO'}[algo])
-    policy = ClassRef('btgym_aac.algorithms.policy.stacked_lstm', 'AacStackedRL2Policy')
+    classes = {
+        'env': ClassRef('btgym_aac.env.base', 'BTgymEnv'),
+        'strategy': ClassRef('btgym_aac.strategy.gen4', 'DevStrat_4_11'),
+        'policy': ClassRef('btgym_aac.algorithms.policy.stacked_lstm', 'AacStackedRL2Policy'),
+        'trainer': ClassRef('btgym_aac.algorithms.aac', {'a3c': 'A3C', 'unreal': 'Unreal', 'ppo': 'PPO'}[algo]),
+    }
     if import_classes:
-        trainer, policy = trainer.resolve(), policy.resolve()
+        classes = {role: ref.resolve() for role, ref in classes.items()}
     env_kwargs = copy.deepcopy(REFERENCE_ENV_KWARGS)
-    env_kwargs.update(strategy=DevStrat_4_11, state_ext_scale=np.asarray(env_kwargs['state_ext_scale']))
+    env_kwargs.update(strategy=classes['strategy'], state_ext_scale=np.asarray(env_kwargs['state_ext_scale']))
     return dict(
-        env_config={'class_ref': BTgymEnv, 'kwargs': env_kwargs},
+        env_config={'class_ref': classes['env'], 'kwargs': env_kwargs},
         cluster_config={'num_workers': 2, 'num_ps': 1, 'num_envs': 1, 'log_dir': DEFAULT_LOG_DIR},
-        policy_config={'class_ref': policy, 'kwargs': {'lstm_layers': (256, 256),
-                                                                    'lstm_2_init_period': 60}},
-        trainer_config={'class_ref': trainer, 'kwargs': dict(
+        policy_config={'class_ref': classes['policy'], 'kwargs': {'lstm_layers': (256, 256), 'lstm_2_init_period': 60}},
+        trainer_config={'class_ref': classes['trainer'], 'kwargs': dict(
             opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99,
             model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=10,
             episode_summary_freq=1, env_render_freq=10)},

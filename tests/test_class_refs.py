@@ -50,13 +50,18 @@ def test_a_ref_equals_its_class_calls_it_and_reads_its_attributes():
 def test_default_class_refs_name_the_classes_they_stand_for():
     from btgym_aac.algorithms.aac import A3C, PPO, Unreal
     from btgym_aac.algorithms.policy import AacStackedRL2Policy, BaseAacPolicy
+    from btgym_aac.env import BTgymEnv
+    from btgym_aac.strategy import DevStrat_4_11
 
     for algo, trainer in (('a3c', A3C), ('unreal', Unreal), ('ppo', PPO)):
         lazy, imported = default_configs(algo, import_classes=False), default_configs(algo)
         assert isinstance(lazy['trainer_config']['class_ref'], ClassRef)
         assert lazy['trainer_config']['class_ref'].resolve() is trainer is imported['trainer_config']['class_ref']
         assert lazy['policy_config']['class_ref'].resolve() is AacStackedRL2Policy
+        assert lazy['env_config']['class_ref'].resolve() is BTgymEnv is imported['env_config']['class_ref']
+        assert lazy['env_config']['kwargs']['strategy'].resolve() is DevStrat_4_11
     defaults = launcher_configs()
+    assert defaults['env_config']['class_ref'].resolve() is BTgymEnv
     assert defaults['trainer_config']['class_ref'].resolve() is A3C
     assert defaults['policy_config']['class_ref'].resolve() is BaseAacPolicy
 

@@ -506,11 +506,17 @@ def test_train_runs_its_launcher_without_tensorflow_and_saves_the_real_classes(t
     code = ('import sys\n'
             'from btgym_aac.cli import main\n'
             'status = main(["train", "--workers", "1", "--max-steps", "40", "--log-dir", sys.argv[1]])\n'
-            'print("tensorflow imported:", "tensorflow" in sys.modules)\n'
+            'print("imported:", [name for name in ("tensorflow", "matplotlib") if name in sys.modules])\n'
             'sys.exit(status)\n')
     finished = subprocess.run([sys.executable, '-c', code, str(run)], capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr
-    assert 'tensorflow imported: False' in finished.stdout
+    assert 'imported: []' in finished.stdout
+    timed = re.search(r'first trained step ([\d.]+) s after the command started \(worker 0: configs and TensorFlow '
+                      r'imported at ([\d.]+) s, graph built at ([\d.]+) s, session ready at ([\d.]+) s\)',
+                      finished.stdout)
+    assert timed, finished.stdout
+    first_step, *phases = [float(seconds) for seconds in timed.groups()]
+    assert 0 < phases[0] <= phases[1] <= phases[2] <= first_step
     saved = read_run_config(str(run))
     assert saved['trainer_config']['class_ref'] is A3C
     assert saved['policy_config']['class_ref'] is AacStackedRL2Policy

@@ -693,7 +693,7 @@ def test_worker_session_config_sees_only_the_ps_and_itself_with_idle_threads_asl
 
 
 def test_a_killed_parameter_server_is_the_one_cause_the_workers_report(tmp_path, capfd):
-    launcher = cartpole_launcher(tmp_path / 'run', 100000, num_workers=2)
+    launcher = cartpole_launcher(tmp_path / 'run', 100000, num_workers=2, max_restarts=0)
     killed = []
 
     def kill_the_parameter_server():
@@ -740,11 +740,10 @@ def test_a_worker_that_lost_its_session_waits_for_the_parameter_server_death_tha
     launcher = object.__new__(Launcher)
     launcher.processes = {('ps', 0): EndingProcess(0.3, -9),
                           ('worker', 0): EndingProcess(0, task_process.SESSION_LOST_EXIT_CODE)}
-    with pytest.raises(RuntimeError, match='parameter server 0 died with exit code -9'):
-        launcher._raise_if_a_parameter_server_dies()
+    assert launcher._dead_parameter_server() == (0, -9)
     launcher.processes[('ps', 0)] = EndingProcess(60, 0)
     started = time.monotonic()
-    launcher._raise_if_a_parameter_server_dies()  # a live parameter server: the worker alone is to blame
+    assert launcher._dead_parameter_server() is None  # a live parameter server: the worker alone is to blame
     assert launcher_module.PS_DEATH_WAIT_SECONDS <= time.monotonic() - started < 60
 
 
@@ -757,3 +756,81 @@ def test_a_policy_class_of_the_users_keeps_its_own_defaults_and_the_default_clas
     assert configs['trainer_config'] == {'class_ref': A3C, 'kwargs': {'rollout_length': 5}}
     assert launcher_configs(policy_config={'kwargs': {'lstm_2_init_period': 3}})['policy_config']['kwargs'] == {
         'lstm_layers': (256,), 'lstm_2_init_period': 3}
+
+
+def test_two_parameter_servers_share_the_global_variables_with_their_adam_slots():
+    env = gym_wrappers.TestModeEnv(env_id='CartPole-v1', seed=0)
+    cluster = {'ps': ['127.0.0.1:1', '127.0.0.1:2'], 'worker': ['127.0.0.1:3']}
+    with tf.Graph().as_default():
+        trainer = A3C(env=env, task=0, policy_config={'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,),
+                                                                                            'lstm_layers': (16,)}},
+                      test_mode=True, cluster_spec=cluster)
+        placed = {variable.op.name: variable.device for variable in tf.global_variables()}
+        slots = [(variable, trainer.optimizer.get_slot(variable, name)) for variable in trainer.network.var_list
+                 for name in ('m', 'v')]
+        slots = [(variable, slot) for variable, slot in slots if slot is not None]  # (trained variables only)
+    trainer.stop()
+    env.close()
+    global_devices = {device for name, device in placed.items() if not name.startswith('A3C/local')}
+    assert global_devices == {'/job:ps/task:0', '/job:ps/task:1'}
+    on_each = [sum(1 for variable in trainer.network.var_list if variable.device == device)
+               for device in sorted(global_devices)]
+    assert min(on_each) >= len(trainer.network.var_list) // 3  # round-robin: neither server gets them all
+    assert len(slots) >= 16 and all(slot.device == variable.device for variable, slot in slots)
+    assert all(device.startswith('/job:worker/task:0') for name, device in placed.items()
+               if name.startswith('A3C/local'))
+
+
+def test_a_run_on_two_parameter_servers_trains_saves_and_resumes_every_variable(tmp_path):
+    log_dir = tmp_path / 'run'
+    result = cartpole_launcher(log_dir, 600, cluster={'num_ps': 2}).run()
+    assert result['completed'] and set(result['peak_rss_mb']) == {'worker_0', 'worker_1', 'ps_0', 'ps_1'}
+    first_step = checkpoint_step(str(log_dir / CKPT))
+    saved = tf.train.load_checkpoint(latest_checkpoint(str(log_dir / CKPT)))
+    before = {name: saved.get_tensor(name) for name in saved.get_variable_to_shape_map()}
+
+    cartpole_launcher(log_dir, first_step + 100, learn_rate=1e-12, cluster={'num_ps': 2}).run()
+    resumed = tf.train.load_checkpoint(latest_checkpoint(str(log_dir / CKPT)))
+    after = {name: resumed.get_tensor(name) for name in resumed.get_variable_to_shape_map()}
+    assert after.keys() == before.keys()
+    assert first_step + 100 <= after['global/global_step'] < first_step + 600  # counted on from the saved step
+    weights = [name for name in before if name.startswith('global/') and 'Adam' not in name
+               and name not in ('global/global_step', 'global/global_episode')]
+    assert len(weights) >= 6
+    for name in weights:  # restored from both servers' variables, then moved by a learn rate of 1e-12 only
+        np.testing.assert_allclose(after[name], before[name], atol=1e-6, err_msg=name)
+
+
+def test_a_killed_parameter_server_is_restarted_and_training_goes_on_from_the_checkpoint(tmp_path):
+    launcher = cartpole_launcher(tmp_path / 'run', 3000, num_workers=2, save_secs=2)
+    killed, reports = [], []
+    drain = launcher._drain
+
+    def drain_and_keep(progress, start):
+        drain(progress, start)
+        reports.extend(dict(report) for report in launcher.progress.values())
+
+    def kill_the_parameter_server_after_a_checkpoint():
+        deadline = time.time() + 120
+        while time.time() < deadline and not killed:
+            if latest_checkpoint(str(tmp_path / 'run' / CKPT)) and launcher.summary(time.time())['global_step'] > 800:
+                os.kill(launcher.processes[('ps', 0)].pid, signal.SIGKILL)
+                killed.append(len(reports))
+            time.sleep(0.2)
+
+    launcher._drain = drain_and_keep
+    thread = threading.Thread(target=kill_the_parameter_server_after_a_checkpoint, daemon=True)
+    thread.start()
+    with logbook.TestHandler(level=logbook.NOTICE) as handler:
+        result = launcher.run()
+    thread.join(5)
+    assert killed and result['completed'] and result['global_step'] >= 3000
+    assert result['ps_restarts'] == {0: 1} and result['restarts'] == {}  # the workers' restarts are not counted
+    warnings = [record.message for record in handler.records if 'parameter server 0 died' in record.message]
+    assert len(warnings) == 1 and 'died with exit code -9: restarting it (1 of 3)' in warnings[0], warnings
+    resumed_at = int(re.search(r'goes on from the checkpoint at step (\d+), losing the (\d+) env steps',
+                               warnings[0]).group(1))
+    assert resumed_at > 0
+    restarted_chief = [report['start_step'] for report in reports if report['task'] == 0 and report['start_step']]
+    assert restarted_chief and set(restarted_chief) == {resumed_at}  # it went on from the step it restored
+    assert multiprocessing.active_children() == []

@@ -2,9 +2,11 @@
 SLURM job step instead of --cluster/--job/--task; malformed descriptions named."""
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -108,22 +110,30 @@ CONFIG = '''
     policy_config = {'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}}
     trainer_config = {'class_ref': A3C, 'kwargs': {'rollout_length': 20}}
     cluster_config = {'log_dir': %r, 'num_ps': 1, 'port': %d}
-    launcher_config = {'test_mode': True, 'max_env_steps': 600, 'save_secs': 5}
+    launcher_config = {'test_mode': True, 'max_env_steps': %d, 'save_secs': %d}
 '''
 
 
-def run_nodes(tmp_path, environments):
-    """Starts one `cluster-node CONFIG.py` process per environment (ps first); waits for the workers to exit 0."""
+def start_node(config_path, environment, log):
+    return subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli', 'cluster-node', str(config_path)],
+                            env=dict(os.environ, **environment['vars']), stdout=subprocess.DEVNULL, stderr=log)
+
+
+def run_nodes(tmp_path, environments, max_env_steps=600, save_secs=5, during=None):
+    """Starts one `cluster-node CONFIG.py` process per environment (ps first), calls `during(nodes, start)` (the
+    list of node processes, which it may change, and a function starting a node by index) if given, and waits for
+    the workers to exit 0."""
     config_path = tmp_path / 'config.py'
-    config_path.write_text(textwrap.dedent(CONFIG % (str(tmp_path / 'run'), environments[0]['port'])))
+    config_path.write_text(textwrap.dedent(CONFIG % (str(tmp_path / 'run'), environments[0]['port'], max_env_steps,
+                                                     save_secs)))
     logs = [open(tmp_path / 'node_{}.log'.format(index), 'w+') for index in range(len(environments))]
-    nodes = [subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli', 'cluster-node', str(config_path)],
-                              env=dict(os.environ, **environment['vars']), stdout=subprocess.DEVNULL, stderr=log)
-             for environment, log in zip(environments, logs)]
+    nodes = [start_node(config_path, environment, log) for environment, log in zip(environments, logs)]
     try:
+        if during is not None:
+            during(nodes, lambda index: start_node(config_path, environments[index], logs[index]))
         codes = [node.wait(timeout=240) for node in nodes[1:]]
-        assert codes == [0, 0], [open(log.name).read()[-2000:] for log in logs]
-        assert checkpoint_step(str(tmp_path / 'run' / CKPT)) >= 600
+        assert codes == [0, 0], [open(log.name).read()[-3000:] for log in logs]
+        assert checkpoint_step(str(tmp_path / 'run' / CKPT)) >= max_env_steps
     finally:
         for node, log in zip(nodes, logs):
             if node.poll() is None:
@@ -132,14 +142,18 @@ def run_nodes(tmp_path, environments):
             log.close()
 
 
-@pytest.mark.slow
-def test_a_cluster_started_only_through_tf_config_trains_to_its_max_steps(tmp_path):
+def tf_config_nodes():
+    """The environments of a ps, a chief and a worker node on free loopback ports, as TFJob sets them."""
     ports = free_ports(3)
     cluster = {'ps': ['127.0.0.1:{}'.format(ports[0])], 'chief': ['127.0.0.1:{}'.format(ports[1])],
                'worker': ['127.0.0.1:{}'.format(ports[2])]}
     roles = (('ps', 0), ('chief', 0), ('worker', 0))
-    run_nodes(tmp_path, [{'port': ports[0], 'vars': {'TF_CONFIG': tf_config(cluster, job, index)}}
-                         for job, index in roles])
+    return [{'port': ports[0], 'vars': {'TF_CONFIG': tf_config(cluster, job, index)}} for job, index in roles]
+
+
+@pytest.mark.slow
+def test_a_cluster_started_only_through_tf_config_trains_to_its_max_steps(tmp_path):
+    run_nodes(tmp_path, tf_config_nodes())
 
 
 @pytest.mark.slow
@@ -162,3 +176,29 @@ def test_the_kubernetes_example_config_loads_and_its_manifest_runs_cluster_node_
     assert manifest.count('args: ["cluster-node", "/etc/btgym_aac/config.py"]') == 3
     with open(os.path.join(folder, 'Dockerfile')) as f:
         assert 'cp examples/kubernetes/config.py /etc/btgym_aac/config.py' in f.read()
+
+
+@pytest.mark.slow
+def test_workers_wait_for_a_parameter_server_node_the_scheduler_restarts_and_resume(tmp_path):
+    checkpoints = tmp_path / 'run' / CKPT
+    seen = {}
+
+    def kill_and_restart_the_ps_node(nodes, start):
+        deadline = time.time() + 180
+        while time.time() < deadline and not (checkpoints / 'checkpoint').exists():
+            time.sleep(0.2)
+        time.sleep(2)
+        seen['saved'] = checkpoint_step(str(checkpoints))
+        nodes[0].kill()  # the node and, as its launcher dies, its parameter server
+        nodes[0].wait(30)
+        time.sleep(3)  # the workers lose their sessions and wait
+        nodes[0] = start(0)
+
+    run_nodes(tmp_path, tf_config_nodes(), max_env_steps=4000, save_secs=1, during=kill_and_restart_the_ps_node)
+    chief_log = (tmp_path / 'node_1.log').read_text()
+    assert 'its cluster session failed' in chief_log
+    assert 'worker 0 lost its cluster session (a parameter server is gone or cannot be reached): starting it again ' \
+           '(1 of 3); it waits for the parameter servers' in chief_log
+    resumed = [int(step) for step in re.findall(r'resumed from .*model_parameters-(\d+)', chief_log)]
+    assert resumed and resumed[0] >= seen['saved']
+    assert 'Traceback' not in chief_log

@@ -35,6 +35,7 @@ from btgym_aac.algorithms.trainer_losses import base_loss, make_train_targets, p
 from btgym_aac.algorithms.trainer_runners import make_runners
 from btgym_aac.algorithms.trainer_settings import (IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks, fixed_kwargs,
                                                    trainer_attributes)
+from btgym_aac.class_refs import resolved
 from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger
 from btgym_aac.nonfinite import NonFiniteTrainingError, data_explanation
@@ -138,7 +139,7 @@ class BaseAAC:
             tf.set_random_seed(random_seed)
         vars(self).update(trainer_attributes(settings))
         self._log_drawn_settings()
-        self.policy_class = policy_config['class_ref']
+        self.policy_class = resolved(policy_config['class_ref'])
         self.policy_kwargs = self._policy_kwargs(policy_config)
         self.runner_config = runner_config or {'class_ref': RunnerThread, 'kwargs': {'runner_fn_ref': runner_fn_ref}}
         self.global_step, self.global_episode, self.inc_episode = global_step_op, global_episode_op, inc_episode_op

@@ -85,6 +85,12 @@ def latest_checkpoint(directory):
     return state.model_checkpoint_path
 
 
+def checkpoint_step(path):
+    """The global step a checkpoint path prefix `<name>-<step>` was saved at, None for None (or no step)."""
+    step = path.rpartition('-')[2] if path else ''
+    return int(step) if step.isdigit() else None
+
+
 def resumable_checkpoint(directory):
     """Path prefix of the latest checkpoint in `directory`, None when there is none; raises CheckpointStateError
     when it holds checkpoints that cannot be resumed from, and changes nothing.

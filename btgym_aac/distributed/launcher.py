@@ -2,7 +2,9 @@
 
 `run()` returns when the workers reach `max_env_steps` (they save, close their environments and exit; the
 parameter servers are then stopped). A worker that dies is reported with its exit status and restarted, up to
-`max_restarts` times, and so is one that stops reporting progress for `stall_seconds`. Ctrl-C or SIGTERM stops
+`max_restarts` times, and so is one that stops reporting progress for `stall_seconds`. A parameter server that
+dies is restarted too (up to `max_restarts` times): the workers, whose sessions fail with it, are restarted without
+counting, and the chief restores the global variables from the latest checkpoint. Ctrl-C or SIGTERM stops
 everything cleanly (the chief saves first), and no task outlives the launcher. Only processes this launcher
 started are ever stopped. A launcher holds its log dir's lock (`log_dir_lock`) while it empties the folder and
 while it runs, so a second run on the same log dir is refused instead of overwriting the first one's checkpoints.
@@ -23,6 +25,7 @@ import numpy as np
 
 from btgym_aac.config_modules import dumps_with_sources
 from btgym_aac.data.shared import CACHE_DIR, publish
+from btgym_aac.distributed.checkpoint_state import checkpoint_step
 from btgym_aac.distributed.checkpoints import check_checkpoint_readable, export_checkpoint, latest_checkpoint
 from btgym_aac.distributed.cluster import make_cluster_spec
 from btgym_aac.distributed.launcher_config import (check_purge_previous, launcher_configs, positive_seconds,
@@ -67,7 +70,8 @@ class Launcher:
         log_level, verbose: logging (0 notice, 1 info, 2 debug).
         max_restarts: restarts allowed per worker task after a crash or a stall (a worker that cannot set up is
             never restarted: the run stops, see `worker.WorkerSetupError`; nor is one that dies before training
-            of the same error as before its last restart).
+            of the same error as before its last restart), and per parameter server after it died (the workers'
+            restarts that follow do not count).
         stall_seconds: a worker that has reported training progress and then reports nothing for this long (a
             deadlocked env, say) is stopped and restarted like a crashed one; None: never.
         show_progress: print a progress line.
@@ -156,6 +160,8 @@ class Launcher:
         time, episodes of its previous lives and errors; the peak memory of the parameter servers."""
         self.processes = {}
         self.restarts = {}
+        self.ps_restarts = {}
+        self.started_at = {}
         self.progress = {}
         self.last_report_time = {}
         self.episodes_before_restart = {}
@@ -203,6 +209,7 @@ class Launcher:
             name = self.namespace_holder.task_name(name)
         process = context.Process(target=run_pickled_task, args=(dumps_with_sources(config), progress), name=name)
         self.processes[(job_name, task)] = process
+        self.started_at[(job_name, task)] = time.monotonic()
         with ctrl_c_held():
             process.start()
         return process
@@ -212,13 +219,14 @@ class Launcher:
 
         Returns:
             dict with `global_step`, `completed` (False where every worker was stopped by a signal from outside
-            before `max_env_steps`), `episodes`, `mean_reward` (recent train episodes), `seconds`, `restarts`,
-            `first_step_seconds` (from `run()` to the first progress report of a trained step; None where
-            none was trained), `startup_seconds` (the chief's start-up stamps, see `worker.Worker.startup`, in
-            seconds from `run()`), `peak_rss_mb` per process (Linux) and `log_dir`.
+            before `max_env_steps`), `episodes`, `mean_reward` (recent train episodes), `seconds`, `restarts` (the
+            counted restarts per worker), `ps_restarts` (per parameter server), `first_step_seconds` (from `run()`
+            to the first trained step a worker reported, timed when it was done; None where none was trained),
+            `startup_seconds` (the chief's start-up stamps, see
+            `worker.Worker.startup`, in seconds from `run()`), `peak_rss_mb` per process (Linux) and `log_dir`.
 
         Raises:
-            RuntimeError: a worker kept crashing, could not set up, or a parameter server died.
+            RuntimeError: a worker kept crashing or could not set up, or a parameter server kept dying.
             LogDirInUseError (an OSError): another run holds the log dir.
             KeyboardInterrupt: after stopping everything on Ctrl-C (`stop_signals.StopRequested`, a subclass, on
                 SIGTERM).
@@ -279,9 +287,16 @@ class Launcher:
                     raise RuntimeError('{} {} could not join the run\'s network namespace (see its message '
                                        'above)'.format(job_name, task))
                 if job_name == 'ps':
-                    raise RuntimeError('parameter server {} died with exit code {}'.format(task, process.exitcode))
+                    self._restart_parameter_server(context, task, process.exitcode)
+                    continue
                 if process.exitcode == SESSION_LOST_EXIT_CODE:
-                    self._raise_if_a_parameter_server_dies()
+                    dead = self._dead_parameter_server()
+                    if dead is not None:
+                        self._restart_parameter_server(context, *dead)
+                    if self._restarted_parameter_server_since(('worker', task)):
+                        self._restart(context, task, 'lost its cluster session to the parameter server\'s restart',
+                                      progress, counted=False)
+                        continue
                 if process.exitcode == 0:
                     finished.add((job_name, task))
                     continue
@@ -301,16 +316,42 @@ class Launcher:
             time.sleep(POLL_SECONDS)
         self._drain(progress, start)
 
-    def _raise_if_a_parameter_server_dies(self):
-        """Waits up to PS_DEATH_WAIT_SECONDS for a parameter server to end, and raises RuntimeError naming it if
-        one does: a worker whose cluster session failed may exit before the parameter server that caused it can be
-        reaped."""
+    def _dead_parameter_server(self):
+        """Waits up to PS_DEATH_WAIT_SECONDS for a parameter server to end (a worker whose cluster session failed
+        may exit before the parameter server that caused it can be reaped).
+
+        Returns:
+            (task, exit code) of one that ended, or None.
+        """
         deadline = time.monotonic() + PS_DEATH_WAIT_SECONDS
         servers = [(task, process) for (job_name, task), process in self.processes.items() if job_name == 'ps']
         for task, process in servers:
             process.join(max(deadline - time.monotonic(), 0))
             if not process.is_alive():
-                raise RuntimeError('parameter server {} died with exit code {}'.format(task, process.exitcode))
+                return task, process.exitcode
+        return None
+
+    def _restart_parameter_server(self, context, task, exitcode):
+        """Starts parameter server `task` again, up to `max_restarts` times (then raises RuntimeError), saying
+        from which checkpoint training goes on and how many env steps are lost: the workers lose their sessions
+        (and are restarted), and the chief restores the global variables from the latest checkpoint."""
+        reason = 'parameter server {} died with exit code {}'.format(task, exitcode)
+        count = self.ps_restarts.get(task, 0)
+        if count >= self.max_restarts:
+            raise RuntimeError(reason + (' after {} restarts'.format(count) if count else '') +
+                               '; {}'.format(self._log_dir_state()))
+        self.ps_restarts[task] = count + 1
+        reached = self.summary(time.time())['global_step']
+        saved = checkpoint_step(latest_checkpoint(self.current_ckpt_dir))
+        resume = 'scratch (no checkpoint yet)' if saved is None else 'the checkpoint at step {}'.format(saved)
+        self.log.warning('{}: restarting it ({} of {}); training goes on from {}, losing the {} env steps trained '
+                         'since'.format(reason, count + 1, self.max_restarts, resume, max(reached - (saved or 0), 0)))
+        self._start(context, 'ps', task, None)
+
+    def _restarted_parameter_server_since(self, job_task):
+        """True when a parameter server was (re)started after task `job_task` was."""
+        return any(started > self.started_at[job_task] for (job, _), started in self.started_at.items()
+                   if job == 'ps')
 
     def _stalled_workers(self):
         """Tasks of live workers whose last (unfinished) progress report is older than `stall_seconds`."""
@@ -329,11 +370,18 @@ class Launcher:
             process.kill()
             process.join()
 
-    def _restart(self, context, task, reason, progress):
+    def _restart(self, context, task, reason, progress, counted=True):
+        """Starts worker `task` again; one `counted` uses up one of its `max_restarts` (RuntimeError when none is
+        left, or when it died again before training of the error it died of before)."""
         count = self.restarts.get(task, 0)
         error = self.last_errors.pop(task, None)
-        cause = '; its error: {}'.format(error) if error else ''
+        cause = '; its error: {}'.format(error) if error and counted else ''
         self.log.warning('worker {} {}{}'.format(task, reason, cause))
+        if not counted:
+            self._forget_progress(task)
+            self.log.notice('restarting worker {}'.format(task))
+            self._start(context, 'worker', task, progress)
+            return
         if count >= self.max_restarts:
             raise RuntimeError('worker {} {} after {} restarts{}; see the log above'.format(task, reason, count, cause))
         trained = self.progress.get(task, {}).get('step', 0) > self.progress.get(task, {}).get('start_step', 0)
@@ -342,11 +390,15 @@ class Launcher:
                                'a restart would meet it again; {}'.format(task, error, self._log_dir_state()))
         self.error_before_restart[task] = error
         self.restarts[task] = count + 1
+        self._forget_progress(task)
+        self.log.notice('restarting worker {} ({} of {})'.format(task, count + 1, self.max_restarts))
+        self._start(context, 'worker', task, progress)
+
+    def _forget_progress(self, task):
+        """Drops the last progress report of worker `task` (about to restart), keeping its count of episodes."""
         self.last_report_time.pop(task, None)
         self.episodes_before_restart[task] = self.episodes_before_restart.get(task, 0) + \
             self.progress.pop(task, {}).get('episodes', 0)
-        self.log.notice('restarting worker {} ({} of {})'.format(task, count + 1, self.max_restarts))
-        self._start(context, 'worker', task, progress)
 
     def _drain(self, progress, start):
         while True:
@@ -360,7 +412,8 @@ class Launcher:
             self.progress[report['task']] = report
             self.last_report_time[report['task']] = time.time()
             if self.first_step_seconds is None and report['step'] > report['start_step']:
-                self.first_step_seconds = time.time() - start
+                trained_at = report.get('startup', {}).get('first_step') or time.time()
+                self.first_step_seconds = trained_at - start
 
     def _stop_all_uninterrupted(self):
         """`_stop_all` with Ctrl-C and SIGTERM ignored (in the main thread), so a second one cannot cut the stop
@@ -403,6 +456,7 @@ class Launcher:
             'mean_reward': float(np.mean(rewards)) if rewards else None,
             'seconds': time.time() - start,
             'restarts': dict(self.restarts),
+            'ps_restarts': dict(self.ps_restarts),
             'first_step_seconds': self.first_step_seconds,
             'startup_seconds': {phase: stamp - start for phase, stamp in self._chief_startup().items()},
             'peak_rss_mb': dict({'worker_{}'.format(task): report.get('peak_rss_mb')

@@ -11,11 +11,9 @@ CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config
 
 
 def _default_configs():
-    """The defaults; the trainer and policy classes as ClassRefs (the launcher process does not import them)."""
-    from btgym_aac.env import BTgymEnv
-
+    """The defaults; their classes as ClassRefs (the launcher process does not import them)."""
     return dict(
-        env_config={'class_ref': BTgymEnv, 'kwargs': {}},
+        env_config={'class_ref': ClassRef('btgym_aac.env.base', 'BTgymEnv'), 'kwargs': {}},
         cluster_config={'host': '127.0.0.1', 'port': None, 'num_workers': 1, 'num_ps': 1, 'num_envs': 1,
                         'log_dir': './tmp/btgym_aac_log', 'initial_ckpt_dir': None,
                         'log_ckpt_subdir': 'current_train_checkpoint', 'network_isolation': 'auto'},

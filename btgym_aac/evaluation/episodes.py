@@ -3,6 +3,7 @@ episode recorded step by step."""
 import dataclasses
 import os
 
+from btgym_aac.class_refs import resolved
 from btgym_aac.env import BTgymEnv, MultiDiscreteEnv
 from btgym_aac.evaluation.baselines import KEEP_POSITIONS
 from btgym_aac.evaluation.loading import make_env
@@ -30,7 +31,7 @@ def make_evaluation_env(run_config, data=None):
             `data` is given for a multi-asset run (MultiDiscreteEnv, PortfolioEnv: its dataset is one object).
         FileNotFoundError: a data file does not exist or is a folder.
     """
-    env_class = run_config['env_config']['class_ref']
+    env_class = resolved(run_config['env_config']['class_ref'])
     if run_config.get('test_mode') or not issubclass(env_class, BTgymEnv):
         raise ValueError('evaluation needs a run trained on a BTgymEnv; this run used {} (test_mode={})'.format(
             env_class.__name__, bool(run_config.get('test_mode'))))

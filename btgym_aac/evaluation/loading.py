@@ -13,6 +13,7 @@ import numpy as np
 
 from btgym_aac.algorithms.aac import BaseAAC
 from btgym_aac.algorithms.session_config import session_config
+from btgym_aac.class_refs import resolved
 from btgym_aac.compat import tf
 from btgym_aac.config_modules import ConfigModuleError, load_with_sources
 from btgym_aac.distributed.checkpoints import (check_checkpoint_fits, latest_checkpoint, resumable_checkpoint,
@@ -113,7 +114,7 @@ def make_env(run_config, **overrides):
     """
     env_config = run_config['env_config']
     kwargs = dict(env_config.get('kwargs', {}), **overrides)
-    if issubclass(env_config['class_ref'], BTgymEnv):
+    if issubclass(resolved(env_config['class_ref']), BTgymEnv):
         kwargs['render_enabled'] = False
     return env_config['class_ref'](**kwargs)
 

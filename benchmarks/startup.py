@@ -1,0 +1,90 @@
+"""Start-up of `btgym-aac train`: seconds from the command's start to the first trained step, and where they go.
+
+Runs the reference configuration (2 workers, the built-in sine data) `--runs` times, then every config file in
+`examples/` once (with its own worker count), each as `btgym-aac train ... --max-steps 100 --fresh` on a new log
+dir, one at a time. From each run's last line: the first trained step and the chief's start-up phases (its
+configs and TensorFlow imported, graph built, session ready), all timed from the command's process start. Also
+recorded: the machine's 1-minute load average before each run and the CPU count. Medians of the reference runs
+are set beside the original btgym's 18.4-20.9 s, measured for its notebook configuration on the same machine type
+(issue 26). Writes `startup.json` to --out.
+
+Usage: python benchmarks/startup.py [--runs 5] [--no-examples] [--out benchmarks/results]
+"""
+import argparse
+import json
+import os
+import pathlib
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+
+ORIGINAL_SECONDS = (18.4, 20.9)
+STARTUP_LINE = re.compile(r'first trained step ([\d.]+) s after the command started \(worker 0: configs and '
+                          r'TensorFlow imported at ([\d.]+) s, graph built at ([\d.]+) s, session ready at '
+                          r'([\d.]+) s\)')
+PHASES = ('imported', 'graph_built', 'session_ready', 'first_step')
+EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[1] / 'examples').glob('*.py'))
+
+
+def train_once(config_file, log_dir):
+    """Runs `btgym-aac train` once (the reference configuration when `config_file` is None).
+
+    Returns:
+        dict of the phases' seconds from the command's start, the load average before it, and its name.
+    """
+    command = [sys.executable, '-m', 'btgym_aac.cli', 'train'] + ([str(config_file)] if config_file else []) + [
+        '--max-steps', '100', '--log-dir', log_dir, '--fresh', '--seed', '0']
+    load = os.getloadavg()[0]
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    if finished.returncode != 0:
+        raise RuntimeError('{} failed:\n{}'.format(' '.join(command), finished.stderr[-3000:]))
+    match = STARTUP_LINE.search(finished.stdout)
+    if match is None:
+        raise RuntimeError('{} printed no start-up line:\n{}'.format(' '.join(command), finished.stdout[-2000:]))
+    imported, graph_built, session_ready = (float(value) for value in match.groups()[1:])
+    return {'config': config_file.name if config_file else 'reference', 'load_before': load,
+            'imported': imported, 'graph_built': graph_built, 'session_ready': session_ready,
+            'first_step': float(match.group(1))}
+
+
+def medians(runs):
+    return {phase: statistics.median(run[phase] for run in runs) for phase in PHASES}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--runs', type=int, default=5, help='runs of the reference configuration')
+    parser.add_argument('--no-examples', action='store_true', help='skip the examples/ config files')
+    parser.add_argument('--out', default='benchmarks/results')
+    args = parser.parse_args()
+    scratch = tempfile.mkdtemp(prefix='btgym_aac_startup_')
+    try:
+        reference = [train_once(None, os.path.join(scratch, 'reference_{}'.format(run))) for run in range(args.runs)]
+        examples = [] if args.no_examples else [train_once(path, os.path.join(scratch, path.stem))
+                                                for path in EXAMPLES]
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    result = {
+        'description': __doc__.split('\n\n')[0],
+        'machine': {'cpus': os.cpu_count(), 'python': platform.python_version(), 'platform': platform.platform()},
+        'original_btgym_seconds': ORIGINAL_SECONDS,
+        'reference_runs': reference, 'reference_medians': medians(reference), 'examples': examples,
+    }
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, 'startup.json'), 'w') as out:
+        json.dump(result, out, indent=2)
+    print('{:34} {:>9} {:>12} {:>14} {:>11} {:>6}'.format('config', 'imported', 'graph built', 'session ready',
+                                                          'first step', 'load'))
+    for run in reference + examples:
+        print('{config:34} {imported:9.1f} {graph_built:12.1f} {session_ready:14.1f} {first_step:11.1f} '
+              '{load_before:6.2f}'.format(**run))
+    print('reference median: first trained step {first_step:.1f} s after the command started (original btgym: '
+          '{0[0]}-{0[1]} s)'.format(ORIGINAL_SECONDS, **result['reference_medians']))
+
+
+if __name__ == '__main__':
+    sys.exit(main())
