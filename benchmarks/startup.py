@@ -6,9 +6,11 @@ dir, one at a time. From each run's last line: the first trained step and the ch
 configs and TensorFlow imported, graph built, session ready), all timed from the command's process start. Also
 recorded: the machine's 1-minute load average before each run and the CPU count. Medians of the reference runs
 are set beside the original btgym's 18.4-20.9 s, measured for its notebook configuration on the same machine type
-(issue 26). Writes `startup.json` to --out.
+(issue 26). With `--baseline DIR` (the source tree of another version, e.g. from `git worktree add`), that version
+runs the reference configuration too, alternating with this one (its first-step figure only, as it prints it).
+Writes `startup.json` to --out.
 
-Usage: python benchmarks/startup.py [--runs 5] [--no-examples] [--out benchmarks/results]
+Usage: python benchmarks/startup.py [--runs 5] [--no-examples] [--baseline DIR] [--out benchmarks/results]
 """
 import argparse
 import json
@@ -23,6 +25,7 @@ import sys
 import tempfile
 
 ORIGINAL_SECONDS = (18.4, 20.9)
+FIRST_STEP = re.compile(r'first trained step ([\d.]+) s after the command started')
 STARTUP_LINE = re.compile(r'first trained step ([\d.]+) s after the command started \(worker 0: configs and '
                           r'TensorFlow imported at ([\d.]+) s, graph built at ([\d.]+) s, session ready at '
                           r'([\d.]+) s\)')
@@ -30,18 +33,23 @@ PHASES = ('imported', 'graph_built', 'session_ready', 'first_step')
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[1] / 'examples').glob('*.py'))
 
 
-def train_once(config_file, log_dir):
-    """Runs `btgym-aac train` once (the reference configuration when `config_file` is None).
+def train_once(config_file, log_dir, source_tree=None):
+    """Runs `btgym-aac train` once (the reference configuration when `config_file` is None), from `source_tree`
+    when given (then only its first trained step is read).
 
     Returns:
         dict of the phases' seconds from the command's start, the load average before it, and its name.
     """
     command = [sys.executable, '-m', 'btgym_aac.cli', 'train'] + ([str(config_file)] if config_file else []) + [
         '--max-steps', '100', '--log-dir', log_dir, '--fresh', '--seed', '0']
+    environment = dict(os.environ, PYTHONPATH=source_tree) if source_tree else None
     load = os.getloadavg()[0]
-    finished = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=900, env=environment, cwd=source_tree)
     if finished.returncode != 0:
         raise RuntimeError('{} failed:\n{}'.format(' '.join(command), finished.stderr[-3000:]))
+    if source_tree:
+        return {'config': 'reference', 'source_tree': source_tree, 'load_before': load,
+                'first_step': float(FIRST_STEP.search(finished.stdout).group(1))}
     match = STARTUP_LINE.search(finished.stdout)
     if match is None:
         raise RuntimeError('{} printed no start-up line:\n{}'.format(' '.join(command), finished.stdout[-2000:]))
@@ -59,11 +67,16 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--runs', type=int, default=5, help='runs of the reference configuration')
     parser.add_argument('--no-examples', action='store_true', help='skip the examples/ config files')
+    parser.add_argument('--baseline', help='source tree of another version to run alternately')
     parser.add_argument('--out', default='benchmarks/results')
     args = parser.parse_args()
     scratch = tempfile.mkdtemp(prefix='btgym_aac_startup_')
+    reference, baseline = [], []
     try:
-        reference = [train_once(None, os.path.join(scratch, 'reference_{}'.format(run))) for run in range(args.runs)]
+        for run in range(args.runs):
+            if args.baseline:
+                baseline.append(train_once(None, os.path.join(scratch, 'baseline_{}'.format(run)), args.baseline))
+            reference.append(train_once(None, os.path.join(scratch, 'reference_{}'.format(run))))
         examples = [] if args.no_examples else [train_once(path, os.path.join(scratch, path.stem))
                                                 for path in EXAMPLES]
     finally:
@@ -74,6 +87,9 @@ def main():
         'original_btgym_seconds': ORIGINAL_SECONDS,
         'reference_runs': reference, 'reference_medians': medians(reference), 'examples': examples,
     }
+    if baseline:
+        result.update(baseline_source_tree=args.baseline, baseline_runs=baseline,
+                      baseline_median_first_step=statistics.median(run['first_step'] for run in baseline))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'startup.json'), 'w') as out:
         json.dump(result, out, indent=2)
@@ -84,6 +100,8 @@ def main():
               '{load_before:6.2f}'.format(**run))
     print('reference median: first trained step {first_step:.1f} s after the command started (original btgym: '
           '{0[0]}-{0[1]} s)'.format(ORIGINAL_SECONDS, **result['reference_medians']))
+    if baseline:
+        print('baseline {} median: {:.1f} s'.format(args.baseline, result['baseline_median_first_step']))
 
 
 if __name__ == '__main__':
