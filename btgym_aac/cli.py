@@ -13,7 +13,6 @@ from btgym_aac.run_configs import (CONFIG_NAMES, DEFAULT_LOG_DIR, DEFAULT_MAX_ST
                                    multi_asset_env_config)
 
 
-
 def _process_start_time():
     """When this process started (`time.time()` scale, to 10 ms), from /proc (Linux: its start in clock ticks
     after boot); elsewhere, now."""
@@ -27,6 +26,7 @@ def _process_start_time():
 
 
 STARTED = _process_start_time()
+
 
 def load_config_file(path):
     """Runs a Python config file as a module of its own (see `config_modules`: the classes it defines reach the
@@ -212,7 +212,6 @@ def _startup_phases(startup_seconds, before_run):
     phases = ['{} at {:.1f} s'.format(words, before_run + startup_seconds[phase])
               for phase, words in STARTUP_PHASES if phase in startup_seconds]
     return ' (worker 0: {})'.format(', '.join(phases)) if phases else ''
-
 
 
 def _cluster_role(args, cluster_config):

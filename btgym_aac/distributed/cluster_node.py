@@ -10,10 +10,9 @@ import os
 import signal
 
 from btgym_aac.config_modules import dumps_with_sources
-from btgym_aac.distributed.stop_signals import ctrl_c_held, signals_handled, stop_on_signal
+from btgym_aac.distributed.stop_signals import (STOP_GRACE_SECONDS, ctrl_c_held, signals_handled, stop_on_signal,
+                                                stop_process)
 from btgym_aac.distributed.task_process import SESSION_LOST_EXIT_CODE, run_pickled_task
-
-STOP_GRACE_SECONDS = 60
 
 
 def run_node_worker(task_config, max_restarts, log):
@@ -43,7 +42,8 @@ def run_node_worker(task_config, max_restarts, log):
             with signals_handled({signal.SIGINT: stop_on_signal, signal.SIGTERM: stop_on_signal}):
                 process.join()
         except KeyboardInterrupt:
-            _stop(process)
+            with signals_handled({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_IGN}):
+                stop_process(process, STOP_GRACE_SECONDS)  # it finishes its step; the chief saves
             return True, process.exitcode
         if process.exitcode != SESSION_LOST_EXIT_CODE or restarts == max_restarts:
             return False, process.exitcode
@@ -51,12 +51,3 @@ def run_node_worker(task_config, max_restarts, log):
         log.warning('worker {} lost its cluster session (a parameter server is gone or cannot be reached): starting '
                     'it again ({} of {}); it waits for the parameter servers'.format(task, restarts, max_restarts))
 
-
-def _stop(process):
-    """Stops the worker as a signal would (it finishes its step; the chief saves); kills it if it hangs."""
-    with signals_handled({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_IGN}):
-        process.terminate()
-        process.join(STOP_GRACE_SECONDS)
-        if process.is_alive():
-            process.kill()
-            process.join()

@@ -34,7 +34,8 @@ from btgym_aac.distributed.log_dir import checkpoint_report, log_dir_state, prep
 from btgym_aac.distributed.log_dir_lock import LogDirLock
 from btgym_aac.distributed.network_namespace import JOIN_FAILED_EXIT_CODE, isolate_cluster
 from btgym_aac.distributed.run_config import pickle_run_config
-from btgym_aac.distributed.stop_signals import ctrl_c_held, signals_handled, stop_on_signal
+from btgym_aac.distributed.stop_signals import (STOP_GRACE_SECONDS, ctrl_c_held, signals_handled, stop_on_signal,
+                                                stop_process)
 from btgym_aac.distributed.task_process import (NON_FINITE_EXIT_CODE, SESSION_LOST_EXIT_CODE,
                                                 SETUP_FAILED_EXIT_CODE, run_pickled_task)
 from btgym_aac.logs import get_logger
@@ -42,7 +43,6 @@ from btgym_aac.proc_memory import proc_memory_mb
 from btgym_aac.paths import file_in_the_way
 from btgym_aac.validation import check_whole_number
 
-STOP_GRACE_SECONDS = 60
 STALL_STOP_SECONDS = 10
 POLL_SECONDS = 0.5
 PS_DEATH_WAIT_SECONDS = 3.0
@@ -289,14 +289,10 @@ class Launcher:
                 if job_name == 'ps':
                     self._restart_parameter_server(context, task, process.exitcode)
                     continue
-                if process.exitcode == SESSION_LOST_EXIT_CODE:
-                    dead = self._dead_parameter_server()
-                    if dead is not None:
-                        self._restart_parameter_server(context, *dead)
-                    if self._restarted_parameter_server_since(('worker', task)):
-                        self._restart(context, task, 'lost its cluster session to the parameter server\'s restart',
-                                      progress, counted=False)
-                        continue
+                if process.exitcode == SESSION_LOST_EXIT_CODE and self._lost_to_a_parameter_server(context, task):
+                    self._restart(context, task, 'lost its cluster session to the parameter server\'s restart',
+                                  progress, counted=False)
+                    continue
                 if process.exitcode == 0:
                     finished.add((job_name, task))
                     continue
@@ -315,6 +311,17 @@ class Launcher:
                 last_print = time.time()
             time.sleep(POLL_SECONDS)
         self._drain(progress, start)
+
+    def _lost_to_a_parameter_server(self, context, task):
+        """For worker `task`, whose cluster session failed: True when a parameter server was restarted since the
+        worker started, or has died (waited for, see `_dead_parameter_server`) and is restarted now."""
+        if self._restarted_parameter_server_since(('worker', task)):
+            return True
+        dead = self._dead_parameter_server()
+        if dead is None:
+            return False
+        self._restart_parameter_server(context, *dead)
+        return True
 
     def _dead_parameter_server(self):
         """Waits up to PS_DEATH_WAIT_SECONDS for a parameter server to end (a worker whose cluster session failed
@@ -363,12 +370,7 @@ class Launcher:
                 and not self.progress.get(task, {}).get('finished')]
 
     def _stop_stalled(self, task):
-        process = self.processes[('worker', task)]
-        process.terminate()
-        process.join(STALL_STOP_SECONDS)
-        if process.is_alive():
-            process.kill()
-            process.join()
+        stop_process(self.processes[('worker', task)], STALL_STOP_SECONDS)
 
     def _restart(self, context, task, reason, progress, counted=True):
         """Starts worker `task` again; one `counted` uses up one of its `max_restarts` (RuntimeError when none is
@@ -377,21 +379,20 @@ class Launcher:
         error = self.last_errors.pop(task, None)
         cause = '; its error: {}'.format(error) if error and counted else ''
         self.log.warning('worker {} {}{}'.format(task, reason, cause))
-        if not counted:
-            self._forget_progress(task)
-            self.log.notice('restarting worker {}'.format(task))
-            self._start(context, 'worker', task, progress)
-            return
-        if count >= self.max_restarts:
-            raise RuntimeError('worker {} {} after {} restarts{}; see the log above'.format(task, reason, count, cause))
-        trained = self.progress.get(task, {}).get('step', 0) > self.progress.get(task, {}).get('start_step', 0)
-        if error and not trained and error == self.error_before_restart.get(task):
-            raise RuntimeError('worker {} died again before training, of the same error as before its restart ({}): '
-                               'a restart would meet it again; {}'.format(task, error, self._log_dir_state()))
-        self.error_before_restart[task] = error
-        self.restarts[task] = count + 1
+        which = ''
+        if counted:
+            if count >= self.max_restarts:
+                raise RuntimeError('worker {} {} after {} restarts{}; see the log above'.format(
+                    task, reason, count, cause))
+            trained = self.progress.get(task, {}).get('step', 0) > self.progress.get(task, {}).get('start_step', 0)
+            if error and not trained and error == self.error_before_restart.get(task):
+                raise RuntimeError('worker {} died again before training, of the same error as before its restart '
+                                   '({}): a restart would meet it again; {}'.format(task, error, self._log_dir_state()))
+            self.error_before_restart[task] = error
+            self.restarts[task] = count + 1
+            which = ' ({} of {})'.format(count + 1, self.max_restarts)
         self._forget_progress(task)
-        self.log.notice('restarting worker {} ({} of {})'.format(task, count + 1, self.max_restarts))
+        self.log.notice('restarting worker {}{}'.format(task, which))
         self._start(context, 'worker', task, progress)
 
     def _forget_progress(self, task):

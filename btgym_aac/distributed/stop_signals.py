@@ -4,6 +4,9 @@ import contextlib
 import signal
 import threading
 
+STOP_GRACE_SECONDS = 60
+"""How long a stopped worker may take to finish its step and, for the chief, save, before it is killed."""
+
 
 class StopRequested(KeyboardInterrupt):
     """SIGTERM reached the launcher during `run()`: the run stops as on Ctrl-C (the chief saves)."""
@@ -49,3 +52,13 @@ def ctrl_c_held():
         signal.pthread_sigmask(signal.SIG_SETMASK, previous_mask)
         if received and callable(previous_handler):
             previous_handler(signal.SIGINT, None)
+
+
+def stop_process(process, grace_seconds):
+    """Sends `process` (a multiprocessing.Process) SIGTERM, waits up to `grace_seconds` for it to end, and kills
+    it if it has not."""
+    process.terminate()
+    process.join(grace_seconds)
+    if process.is_alive():
+        process.kill()
+        process.join()
