@@ -218,6 +218,37 @@ def test_renderings_are_non_blank_rgb_arrays():
     env.close()
 
 
+def test_an_episode_not_recorded_runs_without_observers_and_trades_the_same():
+    """`record_episode=False` drops the rendering observers of the episodes reset starts, nothing else: the same
+    seed gives the same observations, rewards and broker values, and its 'episode' picture says it was not
+    recorded while the 'human' picture still works."""
+    env = BTgymEnv(strategy=DevStrat_4_11, render_modes=['human', 'episode'])
+    recorded = run_random_episode(env, seed=3)
+    env.get_stat()
+    recorded_observers = {type(observer) for observer in env._finished_strategy.getobservers()}
+    recorded_picture = env.render('episode')
+    env.record_episode = False
+    plain = run_random_episode(env, seed=3)
+    env.get_stat()
+    plain_observers = {type(observer) for observer in env._finished_strategy.getobservers()}
+    assert len(plain) == len(recorded)
+    for (obs_a, reward_a, _, info_a), (obs_b, reward_b, _, info_b) in zip(recorded, plain):
+        np.testing.assert_array_equal(obs_a['external'], obs_b['external'])
+        assert reward_a == reward_b and info_a['broker_value'] == info_b['broker_value']
+    assert {bt.observers.Broker, bt.observers.BuySell, bt.observers.Trades} <= recorded_observers
+    assert plain_observers == {bt.observers.DrawDown}
+    not_recorded = env.render('episode')
+    assert not_recorded.shape != recorded_picture.shape or np.abs(
+        not_recorded.astype(int) - recorded_picture).mean() > 1
+    np.testing.assert_array_equal(not_recorded, env.renderer.render_message(
+        'episode {} was not recorded (record_episode was False at its reset)'.format(env._episode_number)))
+    assert env.render('human').std() > 10
+    env.record_episode = True
+    run_random_episode(env, seed=3)
+    np.testing.assert_array_equal(env.render('episode'), recorded_picture)
+    env.close()
+
+
 def test_each_env_renders_with_its_own_settings_and_its_own_last_step():
     """Renderer settings and the last rendered images belong to each env, not to a class shared by every env of a
     process."""

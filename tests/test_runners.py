@@ -374,6 +374,40 @@ def test_render_summaries_come_from_rendering_envs_of_the_chief(render_enabled, 
         np.testing.assert_array_equal(image, np.full((1, 2, 2, 1), int(0.2 * 255)))
 
 
+class RecordFlagEnv(ToyEnv):
+    """ToyEnv with BTgymEnv's `record_episode` switch, noting its value at every reset."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.record_episode = True
+        self.recorded = []
+
+    def reset(self, seed=None, options=None):
+        self.recorded.append(self.record_episode)
+        return super().reset(seed=seed, options=options)
+
+
+@pytest.mark.parametrize('task, render_enabled, expected', [
+    (0, True, [True, False, False, True, False, False]), (0.02, True, [True, False, False, True, False, False]),
+    (1, True, [False] * 6), (0, False, [False] * 6),
+])
+def test_runners_record_only_the_episodes_they_will_draw(task, render_enabled, expected):
+    """Both runner kinds set `env.record_episode` before each reset to whether that episode is rendered."""
+    env = RecordFlagEnv(episode_length=2, render_enabled=render_enabled, frame_shape=(2, 2, 1))
+    items = take(run_fn(env, ScriptedPolicy(env.action_space), rollout_length=2, test_mode=True, task=task,
+                        env_render_freq=3), 5)
+    assert env.recorded == expected
+    assert [item['render_summary'] is not None for item in items] == expected[:5]
+    synchro_env = RecordFlagEnv(episode_length=2, render_enabled=render_enabled, frame_shape=(2, 2, 1))
+    runner = synchro(synchro_env, ScriptedPolicy(synchro_env.action_space), task=task, env_render_freq=3,
+                     test=True, rollout_length=2)
+    runner.start(None, None)
+    synchro_items = [runner.get_data() for _ in range(6)]
+    assert all(item['terminal'] for item in synchro_items)
+    assert synchro_env.recorded[:6] == [item['render_summary'] is not None for item in synchro_items]
+    assert any(synchro_env.recorded) == any(expected)
+
+
 def test_vector_observations_give_no_test_mode_picture():
     env = ToyEnv(episode_length=2, render_enabled=True)
     items = take(run_fn(env, ScriptedPolicy(env.action_space), rollout_length=2, test_mode=True, task=0,

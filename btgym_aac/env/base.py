@@ -69,6 +69,10 @@ class BTgymEnv(gym.Env):
     Attributes of the original kept for its notebooks: `strategy` (the strategy class), `params` (dict of
     'dataset', 'engine', 'strategy' and 'render' settings; `strategy_params` is its 'strategy' part),
     `metadata['render.modes']`, `network_address` (None: no server listens) and `_force_control_mode()`.
+
+    `record_episode` (default True): whether an episode that `reset()` starts keeps the observers its 'episode'
+    picture draws, which cost about a fifth of an env step's CPU. A trainer's runner sets it before every reset to
+    whether it will draw that episode; the picture of an episode not recorded is a message saying so.
     """
     metadata = {'render_modes': list(GYM_RENDER_MODES), 'render.modes': ['human', 'episode'], 'render_fps': 4}
     network_address = None
@@ -103,6 +107,7 @@ class BTgymEnv(gym.Env):
         """Pops the render kwargs (`render_enabled`, `render_modes`, `render_mode`, `BTgymRendering` settings) and
         sets up the renderer."""
         self.render_enabled = kwargs.pop('render_enabled', True)
+        self.record_episode = True
         self.render_modes = list(kwargs.pop('render_modes', ['human', 'episode']))
         self.render_mode = kwargs.pop('render_mode', None)
         if self.render_mode not in (None,) + GYM_RENDER_MODES:
@@ -234,6 +239,7 @@ class BTgymEnv(gym.Env):
         self._episode_done = True
         self._episode_result = None
         self._finished_strategy = None
+        self._recording = self._finished_recorded = True
         self._last_step = None
         self._finalizer = None
         self.closed = False
@@ -272,7 +278,7 @@ class BTgymEnv(gym.Env):
             trial_stat=self._trial_stat,
             episode_stat=self._episode_stat(episode),
         )
-        observers = RENDER_OBSERVERS if self.render_enabled else ()
+        observers = RENDER_OBSERVERS if self.render_enabled and self.record_episode else ()
         return prepare_cerebro(copy.deepcopy(self.engine), feeds, strategy_params, decide,
                                render_observers=observers, capture_raw_state=self.render_enabled)
 
@@ -290,6 +296,7 @@ class BTgymEnv(gym.Env):
             self._finalizer.detach()
             if self._handoff.result is not None:
                 self._finished_strategy, self._episode_result = self._handoff.result
+                self._finished_recorded = self._recording
             self._handoff = None
         self._episode_done = True
 
@@ -317,6 +324,7 @@ class BTgymEnv(gym.Env):
         self.closed = False
 
         handoff = Handoff()
+        self._recording = self.record_episode
         cerebro = self._new_cerebro(episode, handoff.decide)
         handoff.start(functools.partial(run_episode, cerebro, self._episode_number))
         self._handoff = handoff
@@ -438,6 +446,9 @@ class BTgymEnv(gym.Env):
                 self._finish_episode()
             if self._finished_strategy is None:
                 return self.renderer.render_message('no finished episode to render yet')
+            if not self._finished_recorded:
+                return self.renderer.render_message('episode {} was not recorded (record_episode was False at its '
+                                                    'reset)'.format(self._episode_number))
             return self.renderer.render_episode(self._finished_strategy)
         if self._last_step is None:
             return self.renderer.render_message('nothing to render before the first reset()')

@@ -69,7 +69,7 @@ def make_memory(memory_config):
     return memory_config['class_ref'](**memory_config.get('kwargs', {}))
 
 
-def reset_env(env, policy, test_mode, sample_config=None):
+def reset_env(env, policy, test_mode, sample_config=None, record_episode=True):
     """Starts an episode and returns its first observation.
 
     Args:
@@ -77,7 +77,11 @@ def reset_env(env, policy, test_mode, sample_config=None):
         policy: policy whose `get_sample_config(env=env)` is used when `sample_config` is None.
         test_mode: plain ``env.reset()`` (test-mode envs take no sample configs).
         sample_config: ``{'episode_config', 'trial_config'}`` for BTGym envs.
+        record_episode: whether the episode will be rendered; sets ``env.record_episode`` where the env has one,
+            so that an episode nobody draws runs without the rendering observers.
     """
+    if hasattr(env, 'record_episode'):
+        env.record_episode = bool(record_episode)
     if test_mode:
         observation, _ = env.reset()
     else:
@@ -299,7 +303,8 @@ class _EnvRunner:
         return self.stop_event is not None and self.stop_event.is_set()
 
     def start_episode(self, previous_context=None):
-        self.state = reset_env(self.env, self.policy, self.test_mode)
+        self.state = reset_env(self.env, self.policy, self.test_mode, record_episode=should_render(
+            self.env, self.task, self.local_episode, self.env_render_freq))
         self.is_test = not self.test_mode and has_test_metadata(self.state)
         self.context = self.policy.get_initial_features(state=self.state, context=previous_context, sess=self.sess,
                                                         env=self.env)

@@ -167,7 +167,8 @@ class BaseSynchroRunner:
         count_episode(self.sess, self.policy)
         self.local_episode += 1
         config = data_sample_config if data_sample_config is not None else self.data_sample_config
-        self.state = reset_env(self.env, policy, self.test_mode, config)
+        self.state = reset_env(self.env, policy, self.test_mode, config, record_episode=should_render(
+            self.env, self.task, self.local_episode, self.env_render_freq))
         self.is_test = bool(is_subdict(self.test_conditions, {'state': self.state}))
         self.context = policy.get_initial_features(state=self.state, context=init_context, sess=self.sess,
                                                    env=self.env)
