@@ -55,3 +55,40 @@ def test_arguments_that_could_not_end_the_run_are_refused(flags, message):
     finished = subprocess.run([sys.executable, str(SCRIPT)] + flags, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 2
     assert message in finished.stderr
+
+
+def test_cluster_and_env_cpu_per_env_step_over_the_speed_window(bench, tmp_path):
+    # two envs of worker 0 (tasks 0.00, 0.01) and one of worker 1, as `TimedEnv` writes them
+    process = {'act': [], 'act_batch': [0.002] * 4, 'train': [0.1], 'wait': [0.05]}
+    envs = {'0.00': ([0.001, 0.002, 0.003], [9.0, 10.5, 12.0]), '0.01': ([0.004, 0.005], [11.0, 21.0]),
+            '1.00': ([0.006], [16.0])}
+    for task, (cpu, ends) in envs.items():
+        timers = dict(process, env_step=cpu, env_step_cpu=cpu, env_step_end=ends, env_reset_cpu=[0.01],
+                      env_reset_end=[14.0], env_render_cpu=[0.02], env_render_end=[30.0])
+        (tmp_path / 'worker_{}.json'.format(task)).write_text(bench.json.dumps(timers))
+    timings = bench.read_timings(str(tmp_path))
+    assert sorted(timings) == [0, 1] and len(timings[0]) == 2
+    worker_0 = bench.worker_timers(timings[0])
+    assert worker_0['env_step_cpu'] == [0.001, 0.002, 0.003, 0.004, 0.005] and worker_0['act_batch'] == [0.002] * 4
+    assert bench.cost_split(worker_0)['policy_act_ms'] == pytest.approx(1.6)
+    # reports: (time, global step, machine CPU, all trained, CPU seconds of every task process)
+    first = (10.0, 100, None, True, {'ps_0': 1.0, 'worker_0': 5.0, 'worker_1': 4.0})
+    middle = (15.0, 150, None, True, {'ps_0': 1.1, 'worker_0': 5.5, 'worker_1': 4.3})
+    end = (20.0, 200, None, True, {'ps_0': 1.2, 'worker_0': 6.0, 'worker_1': 4.6})
+    env_timers = [timers for group in timings.values() for timers in group]
+    per_step = bench.cpu_per_env_step(first, end, [first, middle, end], env_timers)
+    # 1.8 CPU seconds over 100 global steps; env steps ending in [10, 20]: 0.002, 0.003, 0.004, 0.006 s, and
+    # three resets of 0.01 s (at 14.0): the env's own cost counts both
+    assert per_step['window'] == 'speed window' and per_step['env_steps'] == 4
+    assert per_step['cluster_cpu_ms_per_env_step'] == pytest.approx(18.0)
+    assert per_step['env_cpu_ms_per_env_step'] == pytest.approx(1e3 * (0.015 + 0.03) / 4)
+    assert per_step['cpu_ratio_cluster_to_env'] == pytest.approx(18.0 / 11.25)
+    assert per_step['env_reset_cpu_ms_per_env_step'] == pytest.approx(30.0 / 4)
+    assert per_step['env_render_cpu_ms_per_env_step'] == 0.0
+    # worker 1 ended before the last report: the window ends at the report before, where all still ran
+    ended = end[:4] + ({'ps_0': 1.2, 'worker_0': 6.0},)
+    per_step = bench.cpu_per_env_step(first, ended, [first, middle, ended], env_timers)
+    assert per_step['window'] != 'speed window' and per_step['global_steps'] == 50
+    assert per_step['cluster_cpu_ms_per_env_step'] == pytest.approx(1e3 * 0.9 / 50)
+    assert per_step['env_cpu_ms_per_env_step'] == pytest.approx(1e3 * (0.009 + 0.03) / 3)
+    assert bench.cpu_per_env_step(first[:4] + (None,), end, [first, end], env_timers) is None

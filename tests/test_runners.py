@@ -22,6 +22,7 @@ from btgym_aac.algorithms.utils import LSTMStateTuple
 from btgym_aac.compat import tf
 from btgym_aac.data import EnvResetConfig, make_sine_data
 from btgym_aac.env import gym_wrappers
+from btgym_aac.env.episode_recorder import EpisodeRecorder
 from btgym_aac.logs import get_logger
 from btgym_aac.spaces import ActionDictSpace
 from btgym_aac.strategy import DevStrat_4_11
@@ -392,11 +393,12 @@ class RecordFlagEnv(ToyEnv):
     (1, True, [False] * 6), (0, False, [False] * 6),
 ])
 def test_runners_record_only_the_episodes_they_will_draw(task, render_enabled, expected):
-    """Both runner kinds set `env.record_episode` before each reset to whether that episode is rendered."""
-    env = RecordFlagEnv(episode_length=2, render_enabled=render_enabled, frame_shape=(2, 2, 1))
+    """Both runner kinds set `env.record_episode` before each reset to whether that episode is rendered (through
+    the `EpisodeRecorder` the trainers wrap envs in)."""
+    env = EpisodeRecorder(RecordFlagEnv(episode_length=2, render_enabled=render_enabled, frame_shape=(2, 2, 1)))
     items = take(run_fn(env, ScriptedPolicy(env.action_space), rollout_length=2, test_mode=True, task=task,
                         env_render_freq=3), 5)
-    assert env.recorded == expected
+    assert env.env.recorded == expected
     assert [item['render_summary'] is not None for item in items] == expected[:5]
     synchro_env = RecordFlagEnv(episode_length=2, render_enabled=render_enabled, frame_shape=(2, 2, 1))
     runner = synchro(synchro_env, ScriptedPolicy(synchro_env.action_space), task=task, env_render_freq=3,

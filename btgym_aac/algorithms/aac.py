@@ -42,7 +42,7 @@ from btgym_aac.nonfinite import NonFiniteTrainingError, data_explanation
 
 _CONSTRUCTION_ARGUMENTS = ('self', 'env', 'task', 'policy_config', 'kwargs', 'log_level', 'runner_config',
                            'runner_fn_ref', 'global_step_op', 'global_episode_op', 'inc_episode_op', 'acting_replica',
-                           'episodes_per_trial')
+                           'batch_acting', 'episodes_per_trial')
 """Constructor arguments that are not settings (`trainer_settings.trainer_attributes`)."""
 
 
@@ -98,6 +98,10 @@ class BaseAAC:
         aux_render_modes: extra rendering modes summarised as images.
         acting_replica: runners act through an `ActingReplica` of the local policy (its own plain session, refreshed
             every rollout) instead of the worker session; None: only in a distributed worker (`cluster_spec` set).
+        batch_acting: with several envs, step them in lockstep in one runner thread that acts for all of them in one
+            policy call (`runner.batched`; the default runners and a policy with `act_batch` only); False: one
+            runner thread per env, each acting on its own (the original's way). Each train step takes one rollout
+            per env either way; batched, noisy layers draw one noise sample per step for all the envs.
         **kwargs: arguments of the original that these trainers do not use (`IGNORED_ORIGINAL_ARGUMENTS`:
             `opt_decay`, `opt_momentum`, `replay_batch_size`) and unknown ones are logged as warnings and ignored.
 
@@ -125,7 +129,8 @@ class BaseAAC:
                  off_aac_lambda=1.0, gamma_pc=0.9, rp_reward_threshold=0.1, rp_sequence_size=3, clip_epsilon=0.1,
                  num_epochs=1, pi_prime_update_period=1, episodes_per_trial=1, global_step_op=None,
                  global_episode_op=None, inc_episode_op=None, _use_global_network=True, _use_target_policy=False,
-                 _use_local_memory=False, aux_render_modes=None, acting_replica=None, **kwargs):
+                 _use_local_memory=False, aux_render_modes=None, acting_replica=None, batch_acting=True,
+                 **kwargs):
         # every argument but the construction ones is a setting, validated and kept under its own name
         settings = {key: value for key, value in locals().items() if key not in _CONSTRUCTION_ARGUMENTS}
         self.task, self.log_level = task, log_level
@@ -153,6 +158,7 @@ class BaseAAC:
         self.episodes_per_trial = episodes_per_trial
         self._sample_cycles = SampleCycles(self.episode_train_test_cycle, self.episodes_per_trial)
         self.acting_replica = None
+        self.batch_acting = batch_acting
         if acting_replica or (acting_replica is None and cluster_spec is not None):
             self.acting_replica = self.acting_replica_class(
                 self.local_network, self.policy_class, self.policy_kwargs, refresh_period=self.rollout_length,

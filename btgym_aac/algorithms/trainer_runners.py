@@ -1,5 +1,7 @@
 """The runners a trainer starts: one per env, each with its replay memory (when the trainer's tasks replay)."""
 from btgym_aac.algorithms.memory import Memory
+from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
+from btgym_aac.algorithms.runner.batched import BatchedRunnerThread
 
 
 def memory_config(trainer, index):
@@ -21,20 +23,41 @@ def memory_config(trainer, index):
         seed=seed))
 
 
-def make_runners(trainer, policy):
-    """One runner of `trainer.runner_config` per env of `trainer.env_list`, acting with `policy`.
+def _common_kwargs(trainer, policy):
+    return dict(policy=policy, rollout_length=trainer.rollout_length, episode_summary_freq=trainer.episode_summary_freq,
+                env_render_freq=trainer.env_render_freq, test=trainer.test_mode, ep_summary=trainer.ep_summary,
+                log_level=trainer.log_level, global_step_op=trainer.global_step,
+                aux_render_modes=trainer.aux_render_modes)
 
-    The runner gets the trainer's rollout length, summary and render periods, episode summaries, memory config
-    and global step, then `runner_config['kwargs']` (which take precedence). Runner of env i has task number
+
+def acts_batched(trainer, policy):
+    """Whether the trainer's envs are stepped by one `BatchedRunnerThread`: `trainer.batch_acting` is set, there
+    are several envs, the runners are the default ones (`RunnerThread` running `BaseEnvRunnerFn`, no other runner
+    kwargs) and `policy` has `act_batch` and `get_value_batch`."""
+    config = trainer.runner_config
+    return (bool(trainer.batch_acting) and len(trainer.env_list) > 1 and config['class_ref'] is RunnerThread
+            and config.get('kwargs', {}) == {'runner_fn_ref': BaseEnvRunnerFn}
+            and all(callable(getattr(policy, name, None)) for name in ('act_batch', 'get_value_batch')))
+
+
+def make_runners(trainer, policy):
+    """The runners of `trainer.env_list`, acting with `policy`: one per env, the env's own task number being
     `task + 0.01 * i`.
+
+    With batched acting (see `acts_batched`) they are the views of one `BatchedRunnerThread`. Otherwise each is a
+    `trainer.runner_config` runner, which gets the trainer's rollout length, summary and render periods, episode
+    summaries, memory config and global step, then `runner_config['kwargs']` (which take precedence).
     """
+    if acts_batched(trainer, policy):
+        thread = BatchedRunnerThread(
+            envs=trainer.env_list, task=trainer.task,
+            memory_configs=[memory_config(trainer, index) for index in range(len(trainer.env_list))],
+            **_common_kwargs(trainer, policy))
+        return thread.views
     runners = []
     for index, env in enumerate(trainer.env_list):
-        kwargs = dict(env=env, policy=policy, task=trainer.task + 0.01 * index,
-                      rollout_length=trainer.rollout_length, episode_summary_freq=trainer.episode_summary_freq,
-                      env_render_freq=trainer.env_render_freq, test=trainer.test_mode, ep_summary=trainer.ep_summary,
-                      memory_config=memory_config(trainer, index), log_level=trainer.log_level,
-                      global_step_op=trainer.global_step, aux_render_modes=trainer.aux_render_modes)
+        kwargs = dict(env=env, task=trainer.task + 0.01 * index, memory_config=memory_config(trainer, index),
+                      **_common_kwargs(trainer, policy))
         kwargs.update(trainer.runner_config.get('kwargs', {}))
         runners.append(trainer.runner_config['class_ref'](**kwargs))
     return runners

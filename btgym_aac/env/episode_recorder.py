@@ -10,7 +10,7 @@ class EpisodeRecorder:
     value (None outside BTgymEnv), the bar time of its first observation (`start_time`, which tells its data
     window; None outside BTgymEnv), this env's cumulative steps and seconds since wrapping.
 
-    All other attributes are the wrapped environment's.
+    All other attributes are the wrapped environment's; `record_episode` is also set on it.
 
     Args:
         env: environment with the gymnasium `reset` / `step` API.
@@ -29,6 +29,15 @@ class EpisodeRecorder:
 
     def __getattr__(self, name):
         return getattr(self.env, name)
+
+    @property
+    def record_episode(self):
+        """The wrapped env's `record_episode` (BTgymEnv: keep what the 'episode' picture draws); set on it too."""
+        return self.env.record_episode
+
+    @record_episode.setter
+    def record_episode(self, value):
+        self.env.record_episode = value
 
     def reset(self, *args, **kwargs):
         observation, info = self.env.reset(*args, **kwargs)

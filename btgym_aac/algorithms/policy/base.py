@@ -28,6 +28,7 @@ from btgym_aac.algorithms.nn.networks import (
 )
 from btgym_aac.algorithms.placeholders import feed_dict_from_nested, feed_dict_rnn_context, nested_placeholders
 from btgym_aac.algorithms.policy.acting import resolve_session, sample_category
+from btgym_aac.algorithms.policy.batching import split_context, stack_contexts, stack_observations
 from btgym_aac.algorithms.policy.checks import check_spaces, checked_layers
 from btgym_aac.algorithms.policy.frames import flatten_frames, static_width, to_sequences
 from btgym_aac.algorithms.session_callables import CallableCache
@@ -280,19 +281,28 @@ class BaseAacPolicy:
 
     def _step_feed(self, observation, lstm_state, last_action, last_reward):
         """Feed dict of one acting step: one frame, one sequence of length 1, `train_phase=False`."""
-        depth = self.ac_space.encoded_depth
-        last_action = np.asarray(last_action, dtype=np.float32)
-        last_reward = np.asarray(last_reward, dtype=np.float32)
-        if last_action.size != depth or last_reward.size != 1:
-            raise ValueError('policy: expected last_action of {} values ([1, {}]) and one last_reward, got shapes '
-                             '{} and {}'.format(depth, depth, last_action.shape, last_reward.shape))
-        feed = feed_dict_rnn_context(self.on_lstm_state_pl_flatten, lstm_state)
-        feed.update(feed_dict_from_nested(self.on_state_in, observation, expand_batch=True))
+        return self._batch_feed([observation], [lstm_state], last_action, last_reward)
+
+    def _batch_feed(self, observations, lstm_states, last_actions, last_rewards):
+        """Feed dict of one acting step of K envs: K frames, K sequences of length 1, `train_phase=False`."""
+        count, depth = len(observations), self.ac_space.encoded_depth
+        last_actions = np.asarray(last_actions, dtype=np.float32)
+        last_rewards = np.asarray(last_rewards, dtype=np.float32)
+        if last_actions.size != count * depth or last_rewards.size != count:
+            raise ValueError('policy: expected last actions of {} values ([{}, {}]) and {} last rewards, got shapes '
+                             '{} and {}'.format(count * depth, count, depth, count, last_actions.shape,
+                                                last_rewards.shape))
+        context = lstm_states[0] if count == 1 else stack_contexts(lstm_states)
+        feed = feed_dict_rnn_context(self.on_lstm_state_pl_flatten, context)
+        if count == 1:
+            feed.update(feed_dict_from_nested(self.on_state_in, observations[0], expand_batch=True))
+        else:
+            feed.update(feed_dict_from_nested(self.on_state_in, stack_observations(observations)))
         feed.update({
-            self.on_last_a_in: last_action.reshape(1, depth),
-            self.on_last_reward_in: last_reward.reshape(1),
-            self.on_batch_size: 1,
-            self.on_time_length: [1],
+            self.on_last_a_in: last_actions.reshape(count, depth),
+            self.on_last_reward_in: last_rewards.reshape(count),
+            self.on_batch_size: count,
+            self.on_time_length: [1] * count,
             self.train_phase: False,
         })
         return feed
@@ -343,6 +353,40 @@ class BaseAacPolicy:
         """Value estimate of one observation (arguments as in `act`); returns a float."""
         feed = self._step_feed(observation, lstm_state, last_action, last_reward)
         return float(self._run_step(sess, 'value', self.on_vf, feed)[0])
+
+    def act_batch(self, observations, lstm_states, last_actions, last_rewards, deterministic=False, sess=None):
+        """`act` for the observations of K envs in one `session.run` (the policy's graph takes any batch).
+
+        Each env's rows are computed as in its own `act` call; the one difference is that noisy layers
+        (`noisy_linear`) draw one noise sample per session run, shared by the K envs.
+
+        Args:
+            observations: list of K observations.
+            lstm_states: list of K contexts, each structured as `on_lstm_init_state`.
+            last_actions: previous action codes [K, E].
+            last_rewards: previous rewards [K].
+            deterministic: act greedily.
+            sess: session (None: the default session).
+
+        Returns:
+            list of K tuples (action pack, logits [A], value [1], context), as `act` returns.
+        """
+        count = len(observations)
+        feed = self._batch_feed(observations, lstm_states, last_actions, last_rewards)
+        logits, values, context = self._run_step(
+            sess, 'act', [self.on_logits, self.on_vf, self.on_lstm_state_out], feed)
+        contexts = split_context(context, count)
+        return [(self._action_pack(logits[index], deterministic), logits[index], values[index:index + 1],
+                 contexts[index]) for index in range(count)]
+
+    def get_value_batch(self, observations, lstm_states, last_actions, last_rewards, sess=None):
+        """Value estimates of the observations of K envs in one `session.run` (arguments as in `act_batch`).
+
+        Returns:
+            float64 array [K].
+        """
+        feed = self._batch_feed(observations, lstm_states, last_actions, last_rewards)
+        return np.asarray(self._run_step(sess, 'value', self.on_vf, feed), dtype=np.float64).reshape(-1)
 
     def get_pc_target(self, state, last_state, sess=None, **kwargs):
         """Pixel-change target between two observations (the runner's pixel-change callback).

@@ -78,10 +78,23 @@ class ActingReplica:
             *args, **kwargs: see the policy's `act`.
             sess: the worker session, used only to read the local variables.
         """
+        self._count_step(sess)
+        return self.policy.act(*args, sess=self.session, **kwargs)
+
+    def _count_step(self, sess):
+        """Refreshes the replica every `refresh_period` acting steps (`sess`: the worker session)."""
         if self._steps % self.refresh_period == 0:
             self.refresh(sess)
         self._steps += 1
-        return self.policy.act(*args, sess=self.session, **kwargs)
+
+    def act_batch(self, *args, sess=None, **kwargs):
+        """`local_policy.act_batch` computed by the replica; a batched call counts as one acting step."""
+        self._count_step(sess)
+        return self.policy.act_batch(*args, sess=self.session, **kwargs)
+
+    def get_value_batch(self, *args, sess=None, **kwargs):
+        """`local_policy.get_value_batch` computed by the replica."""
+        return self.policy.get_value_batch(*args, sess=self.session, **kwargs)
 
     def get_value(self, *args, sess=None, **kwargs):
         """`local_policy.get_value` computed by the replica."""

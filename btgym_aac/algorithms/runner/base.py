@@ -136,26 +136,36 @@ def render_env(env, test_mode, state):
 
 
 def act_and_step(sess, env, policy, state, context, last_action, last_reward, position, deterministic=False):
-    """Acts in `state` and steps the env once.
+    """Acts in `state` and steps the env once (`policy.act`, then `step_with`; arguments as there, plus
+    `deterministic`: act greedily).
+
+    Returns:
+        `Transition`.
+    """
+    acted = policy.act(state, context, np.asarray(last_action)[None], np.asarray(last_reward)[None],
+                       deterministic=deterministic, sess=sess)
+    return step_with(acted, sess, env, policy, state, context, last_action, last_reward, position)
+
+
+def step_with(acted, sess, env, policy, state, context, last_action, last_reward, position):
+    """Steps the env once with the policy's output for `state`.
 
     Policy callbacks are called with keyword arguments ``sess, env, policy, state`` (the new observation),
     ``last_state`` (the observation acted in), ``action`` (action pack), ``reward``, ``terminal``, ``info``,
     ``context``, ``last_context``, ``value``; their results are stored under their keys.
 
     Args:
-        sess: session passed to the policy (None: its default session).
+        acted: what `policy.act` returned for `state`: (action pack, logits, value, next context).
+        sess: session passed to the policy callbacks.
         env, policy: environment and policy.
         state, context, last_action, last_reward: current observation, policy context, previous action code [E]
             and previous reward.
         position: ``{'episode': e, 'step': s}`` of the new frame.
-        deterministic: act greedily.
 
     Returns:
         `Transition`.
     """
-    action, logits, value, next_context = policy.act(
-        state, context, np.asarray(last_action)[None], np.asarray(last_reward)[None],
-        deterministic=deterministic, sess=sess)
+    action, logits, value, next_context = acted
     next_state, reward, terminated, truncated, info = env.step(action['environment'])
     terminal = bool(terminated or truncated)
     experience = {
@@ -178,6 +188,63 @@ def act_and_step(sess, env, policy, state, context, last_action, last_reward, po
                       np.asarray(reward, dtype=np.float64), terminal, info, logits)
 
 
+class RolloutAssembler:
+    """Builds rollouts of at most `rollout_length` frames of one episode from frames pushed one at a time.
+
+    A frame's ``'r'`` is the next frame's value; the last frame of a rollout gets 0 after a terminated step, else
+    the bootstrap value of the state the episode goes on from. Every completed frame goes through `remember`.
+
+    Args:
+        rollout_length: maximum number of frames.
+        remember: callable(frame) called with every completed frame (replay memory).
+    """
+
+    def __init__(self, rollout_length, remember):
+        self.rollout_length = rollout_length
+        self.remember = remember
+        self._start()
+
+    def _start(self):
+        self.rollout = Rollout()
+        self.pending = None
+
+    def _complete(self, frame, r):
+        frame['r'] = np.asarray(r, dtype=np.float64).reshape(1)
+        self.rollout.add(frame)
+        self.remember(frame)
+
+    def add(self, experience):
+        """Adds the frame of the step just taken (without ``'r'``).
+
+        Returns:
+            True when the rollout is due (full, or its episode is over): call `finish` before adding more.
+        """
+        if self.pending is not None:
+            self._complete(self.pending, experience['value'])
+        self.pending = experience
+        return experience['terminal'] or self.rollout.size + 1 >= self.rollout_length
+
+    @property
+    def needs_bootstrap(self):
+        """Whether `finish` will call its `bootstrap_value` (the episode goes on after the last frame)."""
+        return not (self.pending['terminal'] and not self.pending.get('truncated', False))
+
+    def finish(self, bootstrap_value):
+        """Completes the due rollout and starts the next one.
+
+        Args:
+            bootstrap_value: callable() -> V(current state), called only when `needs_bootstrap`.
+
+        Returns:
+            (Rollout, terminal).
+        """
+        last = self.pending
+        self._complete(last, bootstrap_value() if self.needs_bootstrap else 0.0)
+        rollout = self.rollout
+        self._start()
+        return rollout, last['terminal']
+
+
 def collect_rollout(step, bootstrap_value, remember, rollout_length, stop_requested=None):
     """Collects up to `rollout_length` frames of one episode.
 
@@ -195,31 +262,11 @@ def collect_rollout(step, bootstrap_value, remember, rollout_length, stop_reques
     Returns:
         (Rollout, terminal), or None when stopped.
     """
-    rollout = Rollout()
-
-    def complete(frame, r):
-        frame['r'] = np.asarray(r, dtype=np.float64).reshape(1)
-        rollout.add(frame)
-        remember(frame)
-
-    def stopped():
-        return stop_requested is not None and stop_requested()
-
-    def full_or_terminal(frame):
-        return frame['terminal'] or rollout.size + 1 >= rollout_length
-
-    if stopped():
-        return None
-    pending = step()
-    while not full_or_terminal(pending):
-        if stopped():
-            return None
-        experience = step()
-        complete(pending, experience['value'])
-        pending = experience
-    ended = pending['terminal'] and not pending.get('truncated', False)
-    complete(pending, 0.0 if ended else bootstrap_value())
-    return rollout, pending['terminal']
+    assembler = RolloutAssembler(rollout_length, remember)
+    while stop_requested is None or not stop_requested():
+        if assembler.add(step()):
+            return assembler.finish(bootstrap_value)
+    return None
 
 
 class EpisodeStatistics:
@@ -314,9 +361,20 @@ class _EnvRunner:
         self.reward_sum = 0.0
         self.last_info = None
 
-    def step(self):
-        transition = act_and_step(self.sess, self.env, self.policy, self.state, self.context, self.last_action,
-                                  self.last_reward, {'episode': self.local_episode, 'step': self.length})
+    def policy_inputs(self):
+        """(observation, context, last action [1, E], last reward [1]) of the current state, as `act` takes them."""
+        return self.state, self.context, self.last_action[None], self.last_reward[None]
+
+    def step(self, acted=None):
+        """Steps the env with `acted`, the policy's output for the current state (None: `policy.act` now).
+
+        Returns:
+            the step's experience frame (without ``'r'``).
+        """
+        if acted is None:
+            acted = self.policy.act(*self.policy_inputs(), sess=self.sess)
+        transition = step_with(acted, self.sess, self.env, self.policy, self.state, self.context, self.last_action,
+                               self.last_reward, {'episode': self.local_episode, 'step': self.length})
         self.record(transition)
         self.length += 1
         self.reward_sum += float(transition.reward)
@@ -333,8 +391,7 @@ class _EnvRunner:
         return render_env(self.env, self.test_mode, self.state)
 
     def bootstrap_value(self):
-        return self.policy.get_value(self.state, self.context, self.last_action[None], self.last_reward[None],
-                                     sess=self.sess)
+        return self.policy.get_value(*self.policy_inputs(), sess=self.sess)
 
     def remember(self, frame):
         if not self.is_test:
@@ -361,17 +418,25 @@ class _EnvRunner:
                                         stop_requested=self.stop_requested)
             if collected is None:
                 return
-            rollout, terminal = collected
-            if terminal:
-                self.end_episode()
-            if self.memory.is_full():
-                yield dict(
-                    on_policy=rollout,
-                    off_policy=self.memory.sample_uniform(sequence_size=self.rollout_length),
-                    off_policy_rp=self.memory.sample_priority(exact_size=True),
-                    **self.summaries,
-                )
-                self.summaries = self._no_summaries()
+            item = self.rollout_done(*collected)
+            if item is not None:
+                yield item
+
+    def rollout_done(self, rollout, terminal):
+        """Ends the episode after a terminal rollout; returns the rollout's data dict once the memory is full (with
+        the summaries gathered since the last one), else None."""
+        if terminal:
+            self.end_episode()
+        if not self.memory.is_full():
+            return None
+        item = dict(
+            on_policy=rollout,
+            off_policy=self.memory.sample_uniform(sequence_size=self.rollout_length),
+            off_policy_rp=self.memory.sample_priority(exact_size=True),
+            **self.summaries,
+        )
+        self.summaries = self._no_summaries()
+        return item
 
 
 def BaseEnvRunnerFn(sess, env, policy, task, rollout_length, summary_writer, episode_summary_freq, env_render_freq,

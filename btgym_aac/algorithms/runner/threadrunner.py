@@ -16,7 +16,61 @@ class RunnerStopped(RuntimeError):
     """`get_data()` found the queue empty after a stop was asked for: no more data will come."""
 
 
-class RunnerThread(threading.Thread):
+class QueueReader:
+    """`get_data()` of a runner whose data a thread puts in `queue`.
+
+    A class using it provides `queue`, `task`, `ident` (None before the thread starts), `is_alive()`, `error` and
+    `_stop_requested()`.
+    """
+
+    def get_data(self, timeout=600, **kwargs):
+        """Takes the next data dict from the queue.
+
+        Args:
+            timeout: seconds to wait for data while the runner is alive.
+            **kwargs: ignored (the trainer's data-getter keywords).
+
+        Returns:
+            data dict (see `BaseEnvRunnerFn`).
+
+        Raises:
+            RuntimeError: the runner was not started, or it has ended (its exception, if any, is chained).
+            RunnerStopped: the queue is empty and a stop was asked for (`stop()` or the `start_runner` stop event).
+            queue.Empty: no data within `timeout` seconds from a live runner.
+        """
+        if self.ident is None:
+            raise RuntimeError('runner of task {} is not started; call start_runner(sess, summary_writer)'.format(
+                self.task))
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                return self.queue.get(timeout=max(min(POLL_INTERVAL, deadline - time.monotonic()), 0.001))
+            except queue.Empty:
+                if not self.is_alive():
+                    return self._last_item_or_raise()
+                if self._stop_requested():
+                    raise self._stopped_error() from None
+                if time.monotonic() >= deadline:
+                    raise queue.Empty('runner of task {}: no data within {} s'.format(self.task, timeout)) from None
+
+    def _last_item_or_raise(self):
+        """Data the ended thread queued just before it ended, else RuntimeError describing why it ended."""
+        try:
+            return self.queue.get_nowait()
+        except queue.Empty:
+            pass
+        if self.error is not None:
+            raise RuntimeError('runner of task {} died: {}: {}'.format(
+                self.task, type(self.error).__name__, self.error)) from self.error
+        if self._stop_requested():
+            raise self._stopped_error()
+        raise RuntimeError('runner of task {} has stopped and its queue is empty'.format(self.task))
+
+    def _stopped_error(self):
+        return RunnerStopped('runner of task {} was stopped on request and its queue is empty'.format(self.task))
+
+
+class RunnerThread(QueueReader, threading.Thread):
     """Daemon thread collecting environment data into a bounded queue of `QUEUE_SIZE` items.
 
     The env is reset and stepped only inside this thread (`run`), as in-process BTGym episodes require.
@@ -136,48 +190,3 @@ class RunnerThread(threading.Thread):
                     raise queue.Full('runner of task {}: nobody took data for {} s'.format(self.task, PUT_TIMEOUT))
         return False
 
-    def get_data(self, timeout=600, **kwargs):
-        """Takes the next data dict from the queue.
-
-        Args:
-            timeout: seconds to wait for data while the runner is alive.
-            **kwargs: ignored (the trainer's data-getter keywords).
-
-        Returns:
-            data dict (see `BaseEnvRunnerFn`).
-
-        Raises:
-            RuntimeError: the runner was not started, or it has ended (its exception, if any, is chained).
-            RunnerStopped: the queue is empty and a stop was asked for (`stop()` or the `start_runner` stop event).
-            queue.Empty: no data within `timeout` seconds from a live runner.
-        """
-        if self.ident is None:
-            raise RuntimeError('runner of task {} is not started; call start_runner(sess, summary_writer)'.format(
-                self.task))
-        deadline = time.monotonic() + timeout
-        while True:
-            try:
-                return self.queue.get(timeout=max(min(POLL_INTERVAL, deadline - time.monotonic()), 0.001))
-            except queue.Empty:
-                if not self.is_alive():
-                    return self._last_item_or_raise()
-                if self._stop_requested():
-                    raise self._stopped_error() from None
-                if time.monotonic() >= deadline:
-                    raise queue.Empty('runner of task {}: no data within {} s'.format(self.task, timeout)) from None
-
-    def _last_item_or_raise(self):
-        """Data the ended thread queued just before it ended, else RuntimeError describing why it ended."""
-        try:
-            return self.queue.get_nowait()
-        except queue.Empty:
-            pass
-        if self.error is not None:
-            raise RuntimeError('runner of task {} died: {}: {}'.format(
-                self.task, type(self.error).__name__, self.error)) from self.error
-        if self._stop_requested():
-            raise self._stopped_error()
-        raise RuntimeError('runner of task {} has stopped and its queue is empty'.format(self.task))
-
-    def _stopped_error(self):
-        return RunnerStopped('runner of task {} was stopped on request and its queue is empty'.format(self.task))
