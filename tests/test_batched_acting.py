@@ -7,7 +7,9 @@ from btgym_aac import BTgymEnv
 from btgym_aac.algorithms import A3C, AacStackedRL2Policy, BaseAacPolicy
 from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
+from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner.batched import BatchedEnvRunnerFn, RunnerView
+from btgym_aac.algorithms.trainer_runners import has_batch_calls
 from btgym_aac.compat import tf
 from btgym_aac.logs import get_logger
 from btgym_aac.strategy import DevStrat_4_11
@@ -91,7 +93,7 @@ def test_batch_feed_rejects_mismatched_inputs(trading_env):
     observations = observations_of(trading_env, 2)
     context = tf.nest.map_structure(lambda leaf: np.zeros(leaf.get_shape().as_list()), policy.on_lstm_init_state)
     depth = trading_env.action_space.encoded_depth
-    with pytest.raises(ValueError, match='expected last actions of {} values'.format(2 * depth)):
+    with pytest.raises(ValueError, match=r'expected last_action of {} values \(\[2, {}\]\)'.format(2 * depth, depth)):
         policy._batch_feed(observations, [context, context], np.zeros((1, depth)), np.zeros(2))
 
 
@@ -170,5 +172,34 @@ def test_trainer_steps_several_envs_in_one_batched_thread(trading_env):
     envs = [BTgymEnv(strategy=DevStrat_4_11, episode_duration=EIGHT_HOURS, render_enabled=False) for _ in range(2)]
     with started_trainer(A3C, envs, BaseAacPolicy, {'lstm_layers': (8,)}, batch_acting=False,
                          **trainer_kwargs) as (trainer, sess, _):
+        assert all(type(runner) is RunnerThread for runner in trainer.runners)
+        assert trainer.process(sess) > 0
+
+
+class OwnActPolicy(BaseAacPolicy):
+    """A user's policy that acts its own way but has no batch call of its own."""
+
+    def act(self, *args, **kwargs):
+        return super().act(*args, **kwargs)
+
+
+class OwnBatchPolicy(OwnActPolicy):
+    def act_batch(self, *args, **kwargs):
+        return super().act_batch(*args, **kwargs)
+
+
+def test_only_policies_whose_batch_calls_are_their_own_act_batched():
+    """A policy that overrides `act` but inherits `act_batch` acts one env at a time: batching would skip its act."""
+    assert has_batch_calls(BaseAacPolicy.__new__(BaseAacPolicy))
+    assert has_batch_calls(AacStackedRL2Policy.__new__(AacStackedRL2Policy))
+    assert not has_batch_calls(OwnActPolicy.__new__(OwnActPolicy))
+    assert has_batch_calls(OwnBatchPolicy.__new__(OwnBatchPolicy))
+    assert has_batch_calls(GreedyBatchPolicy.__new__(GreedyBatchPolicy))
+    replica = ActingReplica.__new__(ActingReplica)
+    replica.policy = OwnActPolicy.__new__(OwnActPolicy)
+    assert not has_batch_calls(replica)
+    envs = [BTgymEnv(strategy=DevStrat_4_11, episode_duration=EIGHT_HOURS, render_enabled=False) for _ in range(2)]
+    with started_trainer(A3C, envs, OwnActPolicy, {'lstm_layers': (8,)}, rollout_length=5,
+                         time_flat=True) as (trainer, sess, _):
         assert all(type(runner) is RunnerThread for runner in trainer.runners)
         assert trainer.process(sess) > 0

@@ -14,6 +14,7 @@ from btgym_aac import BTgymDataset, BTgymEnv
 from btgym_aac.data import make_random_walk_data, make_sine_data, write_histdata_csv
 from btgym_aac.env.rendering import BTgymRendering
 from btgym_aac.strategy import DevStrat_4_11
+from btgym_aac.strategy.observers import DrawDown
 
 HOLD, BUY, SELL, CLOSE = range(4)
 QUIET = dict(render_enabled=False)
@@ -236,7 +237,7 @@ def test_an_episode_not_recorded_runs_without_observers_and_trades_the_same():
         np.testing.assert_array_equal(obs_a['external'], obs_b['external'])
         assert reward_a == reward_b and info_a['broker_value'] == info_b['broker_value']
     assert {bt.observers.Broker, bt.observers.BuySell, bt.observers.Trades} <= recorded_observers
-    assert plain_observers == {bt.observers.DrawDown}
+    assert plain_observers == {DrawDown}
     not_recorded = env.render('episode')
     assert not_recorded.shape != recorded_picture.shape or np.abs(
         not_recorded.astype(int) - recorded_picture).mean() > 1
@@ -247,6 +248,32 @@ def test_an_episode_not_recorded_runs_without_observers_and_trades_the_same():
     run_random_episode(env, seed=3)
     np.testing.assert_array_equal(env.render('episode'), recorded_picture)
     env.close()
+
+
+def test_drawdown_observer_gives_backtraders_values(monkeypatch):
+    """`strategy.observers.DrawDown` computes backtrader's `DrawDown` observer values itself: the per-bar drawdown
+    and max drawdown of random-action episodes (trades, losses, recoveries) equal those of backtrader's, and so
+    do the observations."""
+    from btgym_aac.env import engine
+
+    def bars(seed):
+        env = BTgymEnv(strategy=DevStrat_4_11, drawdown_call=50, **QUIET)
+        steps = [run_random_episode(env, seed=episode_seed) for episode_seed in (seed, seed + 1)]
+        env.close()
+        return steps
+
+    ours = bars(5)
+    monkeypatch.setattr(engine, 'DrawDown', bt.observers.DrawDown)
+    reference = bars(5)
+    drawdowns = []
+    for our_episode, reference_episode in zip(ours, reference):
+        assert len(our_episode) == len(reference_episode)
+        for (obs_a, _, _, info_a), (obs_b, _, _, info_b) in zip(our_episode, reference_episode):
+            for name in ('drawdown', 'max_drawdown'):
+                assert [bar[name] for bar in info_a['bars']] == [bar[name] for bar in info_b['bars']]
+            drawdowns += [bar['drawdown'] for bar in info_a['bars']]
+            np.testing.assert_array_equal(obs_a['internal'], obs_b['internal'])
+    assert max(drawdowns) > 0.1 and min(drawdowns) == 0.0
 
 
 def test_each_env_renders_with_its_own_settings_and_its_own_last_step():

@@ -1,5 +1,6 @@
 """The runners a trainer starts: one per env, each with its replay memory (when the trainer's tasks replay)."""
 from btgym_aac.algorithms.memory import Memory
+from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
 from btgym_aac.algorithms.runner.batched import BatchedRunnerThread
 
@@ -30,14 +31,30 @@ def _common_kwargs(trainer, policy):
                 aux_render_modes=trainer.aux_render_modes)
 
 
+def _defining_class(cls, name):
+    return next(klass for klass in cls.__mro__ if name in vars(klass))
+
+
+def has_batch_calls(policy):
+    """Whether `policy` (or the policy of an `ActingReplica`) has `act_batch` and `get_value_batch` defined by its
+    class where `act` and `get_value` are, or below: a subclass that overrides `act` alone would not act its own
+    way in a batch."""
+    policy = policy.policy if isinstance(policy, ActingReplica) else policy
+    for single, batched in (('act', 'act_batch'), ('get_value', 'get_value_batch')):
+        if not (callable(getattr(policy, batched, None)) and callable(getattr(policy, single, None))):
+            return False
+        if not issubclass(_defining_class(type(policy), batched), _defining_class(type(policy), single)):
+            return False
+    return True
+
+
 def acts_batched(trainer, policy):
     """Whether the trainer's envs are stepped by one `BatchedRunnerThread`: `trainer.batch_acting` is set, there
     are several envs, the runners are the default ones (`RunnerThread` running `BaseEnvRunnerFn`, no other runner
-    kwargs) and `policy` has `act_batch` and `get_value_batch`."""
+    kwargs) and `policy` has batch calls of its own (`has_batch_calls`)."""
     config = trainer.runner_config
     return (bool(trainer.batch_acting) and len(trainer.env_list) > 1 and config['class_ref'] is RunnerThread
-            and config.get('kwargs', {}) == {'runner_fn_ref': BaseEnvRunnerFn}
-            and all(callable(getattr(policy, name, None)) for name in ('act_batch', 'get_value_batch')))
+            and config.get('kwargs', {}) == {'runner_fn_ref': BaseEnvRunnerFn} and has_batch_calls(policy))
 
 
 def make_runners(trainer, policy):

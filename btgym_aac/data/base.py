@@ -17,6 +17,7 @@ import pandas as pd
 from btgym_aac.data.columns import OHLCV_COLUMNS
 from btgym_aac.data.datetimes import infer_timeframe
 from btgym_aac.data.errors import DataError
+from btgym_aac.data.feeds import ColumnPreloadedData
 from btgym_aac.data.parsing import read_ohlcv, resolve_parsing_params
 from btgym_aac.data.sampling_params import TEST, TRAIN, check_sample_type, resolve_sampling_params
 from btgym_aac.data.statistics import describe_bars
@@ -287,17 +288,16 @@ class BTgymBaseData:
         """Converts the data to a backtrader feed.
 
         Returns:
-            {data_name: backtrader.feeds.PandasDirectData} with timeframe Days (compression = days per bar) for
-            whole-day bars, else Minutes with compression = minutes per bar; column indices datetime=0 (index),
-            open=1, high=2, low=3, close=4, volume=5, no openinterest.
+            {data_name: `feeds.ColumnPreloadedData` (a backtrader PandasDirectData)} with timeframe Days
+            (compression = days per bar) for whole-day bars, else Minutes with compression = minutes per bar; column
+            indices datetime=0 (index), open=1, high=2, low=3, close=4, volume=5, no openinterest.
         """
         if self.data is None or self.data.empty:
             raise DataError('{}: holds no data; call reset() or sample it from a parent first'.format(self.name))
         if self.timeframe is None:
             self._resolve_timeframe()
         timeframe, compression = bt_timeframe(self.timeframe)
-        feed = bt.feeds.PandasDirectData(dataname=self.data, timeframe=timeframe, compression=compression,
-                                         **FEED_COLUMNS)
+        feed = ColumnPreloadedData(dataname=self.data, timeframe=timeframe, compression=compression, **FEED_COLUMNS)
         feed.numrecords = len(self.data)
         return {self.data_name: feed}
 

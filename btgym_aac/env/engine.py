@@ -17,6 +17,7 @@ import backtrader as bt
 import greenlet
 
 from btgym_aac.strategy.base import SKIP_ACTION_KEY
+from btgym_aac.strategy.observers import DrawDown
 
 StepResponse = namedtuple('StepResponse', ['state', 'reward', 'done', 'infos', 'raw_state'])
 PER_DATA_OBSERVERS = (bt.observers.BuySell,)
@@ -120,7 +121,8 @@ def prepare_cerebro(cerebro, feeds, strategy_params, decide, render_observers=()
         strategy_params: dict merged into the strategy's kwargs (metadata, stats, initial actions).
         decide: callable(StepResponse or None) -> action dict or STOP.
         render_observers: observer classes added for episode renderings (those of `PER_DATA_OBSERVERS` once per
-            data line); an observer class the cerebro has already is not added again.
+            data line); an observer the cerebro has already (or a sub- or superclass of it) is not added again. The
+            `observers.DrawDown` the strategies read is always added.
         capture_raw_state: keep the OHLC window of every response (for 'human' renderings).
 
     Returns:
@@ -131,8 +133,8 @@ def prepare_cerebro(cerebro, feeds, strategy_params, decide, render_observers=()
     for name, feed in feeds.items():
         cerebro.adddata(feed, name=name)
     present = {observer_class for _, observer_class, _, _ in cerebro.observers}
-    for observer in (bt.observers.DrawDown,) + tuple(render_observers):
-        if observer in present:
+    for observer in (DrawDown,) + tuple(render_observers):
+        if any(issubclass(observer, kind) or issubclass(kind, observer) for kind in present):
             continue
         if observer in PER_DATA_OBSERVERS and len(feeds) > 1:
             cerebro.addobservermulti(observer)

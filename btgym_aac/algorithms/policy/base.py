@@ -289,9 +289,9 @@ class BaseAacPolicy:
         last_actions = np.asarray(last_actions, dtype=np.float32)
         last_rewards = np.asarray(last_rewards, dtype=np.float32)
         if last_actions.size != count * depth or last_rewards.size != count:
-            raise ValueError('policy: expected last actions of {} values ([{}, {}]) and {} last rewards, got shapes '
-                             '{} and {}'.format(count * depth, count, depth, count, last_actions.shape,
-                                                last_rewards.shape))
+            raise ValueError('policy: expected last_action of {} values ([{}, {}]) and {} last_reward value(s), got '
+                             'shapes {} and {}'.format(count * depth, count, depth, count, last_actions.shape,
+                                                       last_rewards.shape))
         context = lstm_states[0] if count == 1 else stack_contexts(lstm_states)
         feed = feed_dict_rnn_context(self.on_lstm_state_pl_flatten, context)
         if count == 1:
