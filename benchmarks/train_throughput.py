@@ -11,7 +11,9 @@ all on DevStrat_4_11 with skip_frame 10 on the built-in sine data, one parameter
   A3C with its trainer kwargs, its checkpoint interval), rendering as shipped: the Launcher renders on worker 0's
   last env only.
 
-Every worker has `--envs-per-worker` envs (default 1; the cluster's `num_envs`).
+Every worker has `--envs-per-worker` envs (default 1; the cluster's `num_envs`); with several, they are stepped in
+lockstep by one runner thread acting for all of them (batched acting), or with `--no-batch-acting` by a runner
+thread each.
 
 Every configuration and worker count runs `--repeats` times, interleaved; the JSON keeps every run and the
 medians, from which the scaling and the speedup over the original are computed. Speed is measured between the
@@ -40,7 +42,7 @@ JSON says so). Writes `train_throughput.json` and prints a table.
 
 Usage:
     python benchmarks/train_throughput.py [--configs a3c a3c_no_replica reference unreal] [--workers 1 2]
-                                          [--repeats 2] [--max-steps 5000] [--envs-per-worker 1]
+                                          [--repeats 2] [--max-steps 5000] [--envs-per-worker 1] [--no-batch-acting]
                                           [--alternation-pairs 6] [--window-seconds 5] [--out benchmarks/results]
 """
 import argparse
@@ -564,6 +566,8 @@ def main():
                         help='2-worker windows of the alternating run of every configuration (0: no such run)')
     parser.add_argument('--window-seconds', type=float, default=5.0, help='length of an alternating window')
     parser.add_argument('--envs-per-worker', type=int, default=1, help='envs of every worker (cluster num_envs)')
+    parser.add_argument('--no-batch-acting', action='store_true',
+                        help="trainers with batch_acting=False: a runner thread per env (the original's way)")
     parser.add_argument('--out', default='benchmarks/results')
     args = parser.parse_args()
     if args.repeats < 0:
@@ -575,11 +579,15 @@ def main():
     if not args.window_seconds > SETTLE_SECONDS:
         parser.error('--window-seconds must exceed the {} s left out at the start of every window, got {}'.format(
             SETTLE_SECONDS, args.window_seconds))
+    if args.no_batch_acting:
+        for config in CONFIGS.values():
+            config['trainer_config']['kwargs'] = dict(config['trainer_config']['kwargs'], batch_acting=False)
     results = run_all(args.configs, args.workers, args.repeats, args.max_steps, args.alternation_pairs,
                       args.window_seconds, args.envs_per_worker)
     output = {
         'benchmark': 'train_throughput',
         'envs_per_worker': args.envs_per_worker,
+        'batch_acting': not args.no_batch_acting,
         'configurations': results,
         'machine': {'python': platform.python_version(), 'cpus': os.cpu_count()},
     }
