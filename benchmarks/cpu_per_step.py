@@ -24,11 +24,13 @@ import sys
 import tempfile
 
 THROUGHPUT = pathlib.Path(__file__).resolve().with_name('train_throughput.py')
+REPOSITORY = THROUGHPUT.parents[1]
 KEYS = ('cluster_cpu_ms_per_env_step', 'env_cpu_ms_per_env_step', 'cpu_ratio_cluster_to_env', 'env_steps_per_s')
 
 
 def measure(envs, workers, max_steps, source_tree=None, batch_acting=True):
-    """One `train_throughput.py` run of the reference configuration, from `source_tree` when given.
+    """One `train_throughput.py` run of the reference configuration, from `source_tree` when given (its working
+    directory too: the spawned task processes import the package from their working directory first).
 
     Returns:
         dict of `KEYS`, the per-process CPU, the env's reset and render CPU per env step and the load before.
@@ -41,8 +43,7 @@ def measure(envs, workers, max_steps, source_tree=None, batch_acting=True):
         subprocess.run([sys.executable, str(THROUGHPUT), '--configs', 'reference', '--workers', str(workers),
                         '--repeats', '1', '--max-steps', str(max_steps), '--alternation-pairs', '0',
                         '--envs-per-worker', str(envs), '--out', out] + ([] if batch_acting else ['--no-batch-acting']),
-                       check=True, env=environment,
-                       stdout=subprocess.DEVNULL)
+                       check=True, env=environment, cwd=source_tree or REPOSITORY, stdout=subprocess.DEVNULL)
         with open(os.path.join(out, 'train_throughput.json')) as f:
             run = json.load(f)['configurations']['reference']['runs'][0]
     detail = run['cpu_per_env_step']
