@@ -2,6 +2,7 @@
 from btgym_aac.algorithms.memory import Memory
 from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
+from btgym_aac.algorithms.runner.base import env_task
 from btgym_aac.algorithms.runner.batched import BatchedRunnerThread
 
 
@@ -59,7 +60,7 @@ def acts_batched(trainer, policy):
 
 def make_runners(trainer, policy):
     """The runners of `trainer.env_list`, acting with `policy`: one per env, the env's own task number being
-    `task + 0.01 * i`.
+    `runner.base.env_task(task, i)`.
 
     With batched acting (see `acts_batched`) they are the views of one `BatchedRunnerThread`. Otherwise each is a
     `trainer.runner_config` runner, which gets the trainer's rollout length, summary and render periods, episode
@@ -73,7 +74,7 @@ def make_runners(trainer, policy):
         return thread.views
     runners = []
     for index, env in enumerate(trainer.env_list):
-        kwargs = dict(env=env, task=trainer.task + 0.01 * index, memory_config=memory_config(trainer, index),
+        kwargs = dict(env=env, task=env_task(trainer.task, index), memory_config=memory_config(trainer, index),
                       **_common_kwargs(trainer, policy))
         kwargs.update(trainer.runner_config.get('kwargs', {}))
         runners.append(trainer.runner_config['class_ref'](**kwargs))

@@ -44,6 +44,11 @@ def is_session_failure(error):
                               tf.errors.DeadlineExceededError))
 
 
+def env_task(worker_task, env_index):
+    """Task number of a worker's env `env_index`: ``worker_task + 0.01 * env_index`` (renderings, loggers)."""
+    return worker_task + 0.01 * env_index
+
+
 def positive_int(value, name):
     """Returns `value` as an int; raises ValueError naming `name` unless it is an integer >= 1."""
     if isinstance(value, bool) or int(value) != value or value < 1:

@@ -17,13 +17,9 @@ import time
 import numpy as np
 
 from btgym_aac.algorithms.runner.base import (
-    RolloutAssembler, _EnvRunner, logged_runner_data, make_memory, positive_int,
+    RolloutAssembler, _EnvRunner, env_task, logged_runner_data, make_memory, positive_int,
 )
 from btgym_aac.algorithms.runner.threadrunner import POLL_INTERVAL, PUT_TIMEOUT, QUEUE_SIZE, QueueReader, RunnerThread
-
-ENV_TASK_STEP = 0.01
-"""Runner task numbers of a worker's envs: ``worker_task + ENV_TASK_STEP * env_index``."""
-
 
 def _stacked_inputs(slots):
     """The K slots' policy inputs as `act_batch` takes them: observations, contexts, last actions, last rewards."""
@@ -41,7 +37,7 @@ class _LockstepRunners:
         self.sess, self.policy, self.stop_event = sess, policy, stop_event
         rollout_length = positive_int(rollout_length, 'rollout_length')
         self.slots = [
-            _EnvRunner(sess, env, policy, task + ENV_TASK_STEP * index, rollout_length, episode_summary_freq,
+            _EnvRunner(sess, env, policy, env_task(task, index), rollout_length, episode_summary_freq,
                        env_render_freq, test_mode, make_memory(memory_config), stop_event)
             for index, (env, memory_config) in enumerate(zip(envs, memory_configs))]
         self.assemblers = [RolloutAssembler(rollout_length, slot.remember) for slot in self.slots]
@@ -83,7 +79,7 @@ def BatchedEnvRunnerFn(sess, envs, policy, task, rollout_length, summary_writer,
     Arguments as `BaseEnvRunnerFn`'s, except:
         envs: the K environments.
         policy: a policy with `act_batch` and `get_value_batch` (e.g. `BaseAacPolicy`, `ActingReplica`).
-        task: task number of the first env; env i gets ``task + 0.01 * i``.
+        task: task number of the first env; env i gets ``env_task(task, i)``.
         memory_configs: K replay memory configs (or Nones), one per env.
 
     Yields:
@@ -109,7 +105,7 @@ class BatchedRunnerThread(RunnerThread):
     def __init__(self, envs, policy, task, memory_configs, **kwargs):
         kwargs['runner_fn_ref'] = BatchedEnvRunnerFn
         super().__init__(env=list(envs), policy=policy, task=task, memory_config=list(memory_configs), **kwargs)
-        self.views = [RunnerView(self, env, task + ENV_TASK_STEP * index) for index, env in enumerate(envs)]
+        self.views = [RunnerView(self, env, env_task(task, index)) for index, env in enumerate(envs)]
 
     def _put(self, item):
         """Puts a round's data dicts in the views' queues once every queue has room; False if stopped first.
