@@ -11,6 +11,7 @@ Usage::
 
     from btgym_aac.compat import tf
 """
+import contextlib
 import os
 import sys
 import tempfile
@@ -43,31 +44,52 @@ def without_start_up_notices(text):
                    if not any(notice in line for notice in _START_UP_NOTICES))
 
 
-def _import_tensorflow_quietly():
-    """Imports tensorflow and initialises its devices with stderr captured, then passes on every captured line
-    but the start-up notices (a plain import where stderr cannot be duplicated).
-
-    Returns:
-        the tensorflow module.
-    """
+@contextlib.contextmanager
+def _start_up_notices_filtered():
+    """Captures stderr (file descriptor 2) for the block, then passes on every captured line but the start-up
+    notices (nothing is captured where stderr cannot be duplicated)."""
     sys.stderr.flush()
     try:
         saved_stderr = os.dup(2)
     except OSError:
-        import tensorflow
-        return tensorflow
+        yield
+        return
     with tempfile.TemporaryFile() as captured:
         os.dup2(captured.fileno(), 2)
         try:
-            import tensorflow
-            tensorflow.config.list_physical_devices()
+            yield
         finally:
             os.dup2(saved_stderr, 2)
             os.close(saved_stderr)
             captured.seek(0)
             sys.stderr.write(without_start_up_notices(captured.read().decode(errors='replace')))
             sys.stderr.flush()
+
+
+def _import_tensorflow_quietly():
+    """Imports tensorflow with its start-up notices filtered out of stderr.
+
+    Returns:
+        the tensorflow module.
+    """
+    with _start_up_notices_filtered():
+        import tensorflow
     return tensorflow
+
+
+_devices_initialised = False
+
+
+def initialise_devices():
+    """Has TensorFlow find this process's devices (where a CUDA driver exists, this initialises it), with its
+    start-up notices filtered out of stderr; once per process. Importing this module does it, except in a
+    launcher's forkserver (`distributed.task_preload`): a CUDA driver initialised before a fork is unusable in the
+    forked process, so each task process calls this itself."""
+    global _devices_initialised
+    if not _devices_initialised:
+        with _start_up_notices_filtered():
+            _tf2.config.list_physical_devices()
+        _devices_initialised = True
 
 
 _check_legacy_keras_possible()
@@ -76,10 +98,12 @@ os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 warnings.filterwarnings('ignore', message=r'`tf\.nn\.rnn_cell\.\w+` is deprecated', category=UserWarning)
 
 _tf2 = _import_tensorflow_quietly()
+if not getattr(sys.modules.get('btgym_aac.distributed.task_preload'), 'preloading', False):
+    initialise_devices()
 from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 
 _tf2.get_logger().setLevel('ERROR')
 tf = _tf2.compat.v1
 tf.disable_v2_behavior()
 
-__all__ = ['CallableOptions', 'tf']
+__all__ = ['CallableOptions', 'initialise_devices', 'tf']

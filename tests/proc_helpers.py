@@ -17,3 +17,13 @@ def live_processes(field, value):
             if int(fields[field]) == value and fields[0] != 'Z':
                 pids.append(int(entry))
     return pids
+
+
+def live_descendants(pid):
+    """PIDs of the running processes below `pid`: its children, theirs (a forkserver's tasks), and so on."""
+    found, parents = [], [pid]
+    while parents:
+        children = [child for parent in parents for child in live_processes(PARENT, parent)]
+        found += children
+        parents = children
+    return found

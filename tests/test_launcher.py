@@ -115,18 +115,18 @@ def checkpoint_weights(directory):
 
 def test_run_finishes_resumes_exports_and_starts_pretrained(tmp_path):
     log_dir = tmp_path / 'run'
-    result = cartpole_launcher(log_dir, 1500).run()
-    assert result['global_step'] >= 1500 and result['restarts'] == {}
+    result = cartpole_launcher(log_dir, 4000).run()
+    assert result['global_step'] >= 4000 and result['restarts'] == {}
     assert set(result['peak_rss_mb']) == {'worker_0', 'worker_1', 'ps_0'}
     assert all(100 < rss < 20000 for rss in result['peak_rss_mb'].values())  # MB: TF processes, not bytes or GB
     phases = ['started', 'imported', 'envs_made', 'graph_built', 'session_ready', 'first_step']
     startup = result['startup_seconds']
     assert list(startup) == phases
     assert 0 < startup['started'] and [startup[phase] for phase in phases] == sorted(startup.values())
-    assert startup['first_step'] <= result['first_step_seconds'] < result['seconds']  # (the report comes after)
+    assert result['first_step_seconds'] <= startup['first_step'] < result['seconds']  # any worker's, the chief's
     assert multiprocessing.active_children() == []
     first_step = checkpoint_step(str(log_dir / CKPT))
-    assert first_step >= 1500
+    assert first_step >= 4000
     for task in (0, 1):
         assert glob.glob(str(log_dir / 'worker_{}'.format(task) / 'events.*'))
     saved = read_run_config(str(log_dir))
@@ -192,14 +192,14 @@ def test_taken_port_is_reported_and_left_alone(tmp_path):
 
 
 def test_killed_worker_is_restarted_and_the_run_completes(tmp_path):
-    launcher = cartpole_launcher(tmp_path / 'run', 3000)
+    launcher = cartpole_launcher(tmp_path / 'run', 6000)
     killed = []
 
     def kill_worker_1():
         deadline = time.time() + 120
         while time.time() < deadline and not killed:
             report = launcher.progress.get(1)
-            if report and report['step'] > 500:
+            if report and report['step'] > report['start_step']:  # worker 1 trains
                 os.kill(launcher.processes[('worker', 1)].pid, signal.SIGKILL)
                 killed.append(report['step'])
             time.sleep(0.2)
@@ -210,7 +210,7 @@ def test_killed_worker_is_restarted_and_the_run_completes(tmp_path):
     thread.join(5)
     assert killed, 'worker 1 was never seen running'
     assert result['restarts'] == {1: 1}
-    assert result['global_step'] >= 3000
+    assert result['global_step'] >= 6000
     assert multiprocessing.active_children() == []
 
 

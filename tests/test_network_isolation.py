@@ -21,7 +21,7 @@ import pytest
 
 from btgym_aac.distributed.cluster import address_port, free_ports, spec_ports
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE
-from proc_helpers import PARENT, live_processes
+from proc_helpers import live_descendants
 from btgym_aac.distributed.network_namespace import (JOIN_FAILED_EXIT_CODE, NamespaceHolder, NetworkIsolationError,
                                                      check_isolation_mode, isolate_cluster, isolation_obstacle)
 
@@ -130,9 +130,9 @@ class ScriptRun:
         self.wait_for_line(lambda line: line.startswith('env steps ') and int(line.split()[2].split('/')[0]) > 0)
 
     def tasks(self):
-        """{port: pid} of the run's task processes listening now (children of the script), noting every child."""
+        """{port: pid} of the run's task processes listening now (below the script), noting every one of them."""
         found = {}
-        for pid in live_processes(PARENT, self.process.pid):
+        for pid in live_descendants(self.process.pid):
             self.seen_pids.add(pid)
             for port in listening_ports(pid):
                 found[port] = pid
@@ -297,7 +297,7 @@ def test_an_unprivileged_users_run_is_isolated_in_its_own_user_namespace(tmp_pat
     prefix = unprivileged_prefix()
     with tempfile.TemporaryDirectory() as shared:
         os.chmod(shared, 0o777)  # the unprivileged uid writes its log dir here
-        with script_run(prefix, os.path.join(shared, 'run'), 'auto', 1500) as run:
+        with script_run(prefix, os.path.join(shared, 'run'), 'auto', 8000) as run:
             ports = spec_ports(run.spec())
             run.wait_until_trained()
             tasks = run.wait_for_tasks(ports)
@@ -306,7 +306,7 @@ def test_an_unprivileged_users_run_is_isolated_in_its_own_user_namespace(tmp_pat
                 assert net_namespace(pid) != net_namespace(os.getpid())
                 assert net_namespace(pid, 'user') != net_namespace(run.process.pid, 'user')
             result = run.finish()
-    assert result['uid'] != 0 and result['global_step'] >= 1500
+    assert result['uid'] != 0 and result['global_step'] >= 8000
     assert result['owners'] and set(result['owners'].values()) == {result['uid']}
     assert_all_gone(run.seen_pids)
 

@@ -12,7 +12,6 @@ Its tasks run in a private network namespace (`network_namespace`), so their Ten
 graph from anyone, cannot be reached from outside the run.
 """
 import contextlib
-import multiprocessing
 import os
 import pickle
 import queue
@@ -36,6 +35,7 @@ from btgym_aac.distributed.network_namespace import JOIN_FAILED_EXIT_CODE, isola
 from btgym_aac.distributed.run_config import pickle_run_config
 from btgym_aac.distributed.stop_signals import (STOP_GRACE_SECONDS, ctrl_c_held, signals_handled, stop_on_signal,
                                                 stop_process)
+from btgym_aac.distributed.task_start import LauncherSurroundings, task_context
 from btgym_aac.distributed.task_process import (NON_FINITE_EXIT_CODE, SESSION_LOST_EXIT_CODE,
                                                 SETUP_FAILED_EXIT_CODE, run_pickled_task)
 from btgym_aac.logs import get_logger
@@ -57,7 +57,9 @@ class Launcher:
             `num_envs` (per worker), `log_dir`, `initial_ckpt_dir` (pre-trained model), `log_ckpt_subdir`,
             `network_isolation`: 'auto' (default) runs every task in a private network namespace where the system
             allows it (Linux; see `network_namespace`) and warns where not, 'require' refuses to run without it
-            (NetworkIsolationError), 'off' neither isolates nor warns.
+            (NetworkIsolationError), 'off' neither isolates nor warns;
+            `start_method`: 'forkserver' (default where the system has it) forks every task from one process that
+            imported TensorFlow once, 'spawn' starts each in a new interpreter (see `task_start`).
         policy_config: {'class_ref', 'kwargs'} of the policy.
         trainer_config: {'class_ref', 'kwargs'} of the trainer (A3C, Unreal, PPO, ...).
         max_env_steps: training length in env steps over all workers.
@@ -207,7 +209,8 @@ class Launcher:
                 raise RuntimeError('the holder of the run\'s network namespace (process {}) is gone, so {} cannot '
                                    'join its cluster'.format(self.namespace_holder.pid, name))
             name = self.namespace_holder.task_name(name)
-        process = context.Process(target=run_pickled_task, args=(dumps_with_sources(config), progress), name=name)
+        process = context.Process(target=run_pickled_task, name=name,
+                                  args=(dumps_with_sources(config), progress, LauncherSurroundings()))
         self.processes[(job_name, task)] = process
         self.started_at[(job_name, task)] = time.monotonic()
         with ctrl_c_held():
@@ -240,7 +243,7 @@ class Launcher:
                     shutil.rmtree(os.path.join(self.log_dir, CACHE_DIR), ignore_errors=True)
 
     def _run(self):
-        context = multiprocessing.get_context('spawn')
+        context = task_context(self.cluster_config['start_method'])
         progress = context.Queue()
         start = time.time()
         self.log.notice('cluster {}; logs and checkpoints in {}'.format(self.cluster_spec, self.log_dir))

@@ -5,6 +5,7 @@ import os
 
 from btgym_aac.class_refs import ClassRef, same_class
 from btgym_aac.distributed.network_namespace import check_isolation_mode
+from btgym_aac.distributed.task_start import check_start_method, default_start_method
 from btgym_aac.validation import check_whole_number, is_finite_real
 
 CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config')
@@ -16,7 +17,8 @@ def _default_configs():
         env_config={'class_ref': ClassRef('btgym_aac.env.base', 'BTgymEnv'), 'kwargs': {}},
         cluster_config={'host': '127.0.0.1', 'port': None, 'num_workers': 1, 'num_ps': 1, 'num_envs': 1,
                         'log_dir': './tmp/btgym_aac_log', 'initial_ckpt_dir': None,
-                        'log_ckpt_subdir': 'current_train_checkpoint', 'network_isolation': 'auto'},
+                        'log_ckpt_subdir': 'current_train_checkpoint', 'network_isolation': 'auto',
+                        'start_method': default_start_method()},
         policy_config={'class_ref': ClassRef('btgym_aac.algorithms.policy.base', 'BaseAacPolicy'),
                        'kwargs': {'lstm_layers': (256,)}},
         trainer_config={'class_ref': ClassRef('btgym_aac.algorithms.aac', 'A3C'), 'kwargs': {}},
@@ -79,8 +81,8 @@ def launcher_configs(**updates):
 
 
 def _check_cluster_config(config, known):
-    """Raises ValueError naming an unknown `cluster_config` key or a `log_dir`, `log_ckpt_subdir` or `host` of the
-    wrong kind."""
+    """Raises ValueError naming an unknown `cluster_config` key or a `log_dir`, `log_ckpt_subdir`, `host`,
+    `network_isolation` or `start_method` of the wrong kind."""
     unknown = sorted(set(config) - set(known))
     if unknown:
         raise ValueError('unknown cluster_config key(s) {}; known: {}'.format(unknown, sorted(known)))
@@ -94,6 +96,7 @@ def _check_cluster_config(config, known):
     if not isinstance(config['host'], str) or not config['host'].strip():
         raise ValueError('cluster_config host must be a host name or address, got {!r}'.format(config['host']))
     check_isolation_mode(config['network_isolation'])
+    check_start_method(config['start_method'])
 
 
 def positive_seconds(name, value):

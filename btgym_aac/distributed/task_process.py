@@ -1,6 +1,7 @@
 """A cluster task in its own (spawned) process: a parameter server that serves, or a worker that trains (see
 `worker.Worker`), with the signals, exit statuses and launcher reports around them."""
 import os
+import select
 import signal
 import sys
 import threading
@@ -15,9 +16,10 @@ NON_FINITE_EXIT_CODE = 5
 SESSION_LOST_EXIT_CODE = 6
 
 
-def run_pickled_task(pickled_config, progress_queue=None):
+def run_pickled_task(pickled_config, progress_queue=None, surroundings=None):
     """Entry point of a task process a Launcher starts: `run_task` of the config that `pickled_config` holds
-    (from `config_modules.dumps_with_sources`, so the classes of a config file are found).
+    (from `config_modules.dumps_with_sources`, so the classes of a config file are found), in the launcher's
+    `surroundings` (a `task_start.LauncherSurroundings`: its environment variables and output streams).
 
     Such a task ignores Ctrl-C: the launcher, which gets it too, stops its tasks itself (SIGTERM: the chief saves).
     The launcher starts it with Ctrl-C blocked, so none interrupts its start-up; it is unblocked once ignored (one
@@ -32,6 +34,8 @@ def run_pickled_task(pickled_config, progress_queue=None):
     started = time.time()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGINT})
+    if surroundings is not None:
+        surroundings.apply()
     config = load_with_sources(pickled_config)
     config['startup'] = {'started': started, 'imported': time.time()}
     return run_task(config, progress_queue)
@@ -62,9 +66,10 @@ def run_task(config, progress_queue=None):
     rarely, leave a step waiting forever for a parameter server's reply); the worker then exits with an error and
     the launcher restarts it.
     """
-    from btgym_aac.compat import tf
+    from btgym_aac.compat import initialise_devices, tf
     from btgym_aac.logs import get_logger
 
+    initialise_devices()
     log = get_logger('Worker', config['task'], log_level=config.get('log_level'))
     cluster = tf.train.ClusterSpec(config['cluster_spec'])
     if config['job_name'] == 'ps':
@@ -162,14 +167,46 @@ def _serve_until_interrupted(server):
 
 
 def _end_with_launcher(launcher_pid):
-    """Has Linux kill this process when its launcher dies, so no task outlives it (the parameter servers die
-    with the launcher, so a chief could not save anyway); exits at once when the launcher is already gone. Does
-    nothing on other systems."""
+    """Has this process killed (SIGKILL) when its launcher dies, so no task outlives it (the parameter servers die
+    with the launcher, so a chief could not save anyway); exits at once when the launcher is already gone. Linux
+    only; does nothing on other systems.
+
+    A task the launcher started itself gets the parent-death signal. One forked by the launcher's forkserver
+    (see `task_start`) must outlive that forkserver, which a signal to the process group may end while the chief
+    still has its last save to make: a thread of its own watches the launcher instead.
+    """
     if not sys.platform.startswith('linux'):
         return
-    import ctypes
+    parent = os.getppid()
+    if parent == launcher_pid:
+        import ctypes
 
-    set_parent_death_signal = 1  # PR_SET_PDEATHSIG
-    ctypes.CDLL(None).prctl(set_parent_death_signal, int(signal.SIGKILL), 0, 0, 0)
-    if os.getppid() != launcher_pid:
+        set_parent_death_signal = 1  # PR_SET_PDEATHSIG
+        ctypes.CDLL(None).prctl(set_parent_death_signal, int(signal.SIGKILL), 0, 0, 0)
+        if os.getppid() != launcher_pid:
+            os._exit(1)
+        return
+    if _parent_of(parent) != launcher_pid:
         os._exit(1)
+    try:
+        launcher = os.pidfd_open(launcher_pid)
+    except ProcessLookupError:
+        os._exit(1)
+    if _parent_of(parent) != launcher_pid:  # it died before the pidfd was opened, and its pid is someone else's
+        os._exit(1)
+    threading.Thread(target=_die_with, args=(launcher,), name='launcher-watch', daemon=True).start()
+
+
+def _die_with(launcher_pidfd):
+    """Waits until the process behind `launcher_pidfd` ends, then kills this process."""
+    select.select([launcher_pidfd], [], [])
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+def _parent_of(pid):
+    """The parent process id of process `pid` (Linux), or None when it cannot be read."""
+    try:
+        with open('/proc/{}/stat'.format(pid)) as stat:
+            return int(stat.read().rpartition(')')[2].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None

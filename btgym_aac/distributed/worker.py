@@ -16,8 +16,11 @@ import traceback
 
 PROGRESS_SECONDS = 2.0
 SESSION_RUN_TIMEOUT_SECONDS = 120
-PS_POLL_SECONDS = 1.0
+PS_POLL_SECONDS = 0.1
+PS_CONNECT_TIMEOUT_SECONDS = 1.0
 PS_WAIT_NOTICE_SECONDS = 30.0
+CHIEF_WAIT_POLL_SECONDS = 0.2
+"""How often a worker other than the chief checks whether the chief has set up the global variables."""
 
 
 class WorkerSetupError(RuntimeError):
@@ -48,7 +51,7 @@ def _accepts_connections(address):
     """True if a TCP connection to `address` ('host:port') succeeds now."""
     host, _, port = address.rpartition(':')
     try:
-        with socket.create_connection((host, int(port)), timeout=PS_POLL_SECONDS):
+        with socket.create_connection((host, int(port)), timeout=PS_CONNECT_TIMEOUT_SECONDS):
             return True
     except OSError:
         return False
@@ -216,7 +219,8 @@ class Worker:
         from btgym_aac.compat import tf
 
         manager = tf.train.SessionManager(local_init_op=self.local_init_op, ready_op=self.ready_op,
-                                          ready_for_local_init_op=self.ready_op, recovery_wait_secs=1)
+                                          ready_for_local_init_op=self.ready_op,
+                                          recovery_wait_secs=CHIEF_WAIT_POLL_SECONDS)
         return manager.wait_for_session(self.server.target, config=self.session_config, max_wait_secs=600)
 
     def _train(self):

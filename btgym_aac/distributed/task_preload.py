@@ -1,0 +1,33 @@
+"""Imported once by a launcher's forkserver before it forks any task process (see `task_start`): TensorFlow and
+the modules that the tasks of the reference configuration use, so that every task starts with them imported.
+
+TensorFlow's devices are left alone meanwhile (`compat` reads `preloading`): a CUDA driver initialised before a
+fork is unusable in the forked process, so each task initialises them itself (`compat.initialise_devices`).
+
+The forkserver holds no data of its own, so when the launching process ends it exits without the interpreter's
+teardown of these modules (about 1 s). Its forked tasks end by `os._exit` and never run this.
+"""
+import atexit
+import os
+import sys
+
+preloading = True
+
+import btgym_aac.algorithms.aac  # noqa: E402,F401
+import btgym_aac.algorithms.policy.stacked_lstm  # noqa: E402,F401
+import btgym_aac.algorithms.runner.batched  # noqa: E402,F401
+import btgym_aac.distributed.task_process  # noqa: E402,F401
+import btgym_aac.env.base  # noqa: E402,F401
+import btgym_aac.env.episode_recorder  # noqa: E402,F401
+import btgym_aac.strategy.gen4  # noqa: E402,F401
+
+preloading = False
+
+
+def _exit_at_once():
+    for stream in (sys.stdout, sys.stderr):
+        stream.flush()
+    os._exit(0)
+
+
+atexit.register(_exit_at_once)

@@ -1,0 +1,79 @@
+"""How the launcher starts its tasks: forked from a forkserver that preloaded TensorFlow (in the launcher's
+environment and output streams of the moment), or spawned; and the setting that chooses."""
+import multiprocessing
+import os
+import re
+import sys
+
+import pytest
+
+from btgym_aac.algorithms import A3C, Launcher
+from btgym_aac.algorithms.policy import AacDensePolicy
+from btgym_aac.distributed.task_start import LauncherSurroundings, check_start_method, task_context
+from btgym_aac.env import gym_wrappers
+
+
+def report_surroundings(variable):
+    """Task target: writes what it finds to its file descriptors 1 and 2."""
+    import btgym_aac.compat
+
+    os.write(1, 'out {}={} tensorflow={} devices={}\n'.format(
+        variable, os.environ.get(variable), 'tensorflow' in sys.modules,
+        btgym_aac.compat._devices_initialised).encode())
+    os.write(2, b'err line\n')
+
+
+def run_in_task(context, target, args, surroundings):
+    process = context.Process(target=_apply_then_run, args=(surroundings, target, args))
+    process.start()
+    process.join(120)
+    assert process.exitcode == 0
+
+
+def _apply_then_run(surroundings, target, args):
+    surroundings.apply()
+    target(*args)
+
+
+def test_a_forked_task_starts_preloaded_in_the_launchers_environment_and_streams(tmp_path, monkeypatch):
+    context = task_context('forkserver')
+    run_in_task(context, report_surroundings, ('BTGYM_AAC_TEST_VARIABLE',), LauncherSurroundings())  # forkserver up
+    monkeypatch.setenv('BTGYM_AAC_TEST_VARIABLE', 'set after the forkserver started')
+    output = tmp_path / 'output.txt'
+    saved = [os.dup(1), os.dup(2)]
+    try:
+        with open(output, 'wb') as target:
+            os.dup2(target.fileno(), 1)
+            os.dup2(target.fileno(), 2)
+        run_in_task(context, report_surroundings, ('BTGYM_AAC_TEST_VARIABLE',), LauncherSurroundings())
+    finally:
+        os.dup2(saved[0], 1)
+        os.dup2(saved[1], 2)
+        for fd in saved:
+            os.close(fd)
+    lines = output.read_text().splitlines()
+    assert 'out BTGYM_AAC_TEST_VARIABLE=set after the forkserver started tensorflow=True devices=False' in lines
+    assert 'err line' in lines
+
+
+def test_start_method_setting_is_checked():
+    assert check_start_method('spawn') == 'spawn'
+    for wrong in ('fork', 'Spawn', None):
+        with pytest.raises(ValueError, match=r"cluster_config start_method must be one of \('forkserver', "
+                                             r"'spawn'\), got " + re.escape(repr(wrong))):
+            check_start_method(wrong)
+    with pytest.raises(ValueError, match='start_method'):
+        Launcher(cluster_config={'start_method': 'fork', 'log_dir': '/nonexistent/never/made'}, show_progress=False)
+
+
+def test_spawned_tasks_train_too(tmp_path):
+    launcher = Launcher(
+        env_config={'class_ref': gym_wrappers.TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}},
+        cluster_config={'num_workers': 1, 'log_dir': str(tmp_path / 'run'), 'start_method': 'spawn'},
+        policy_config={'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}},
+        trainer_config={'class_ref': A3C, 'kwargs': {'rollout_length': 20}},
+        test_mode=True, max_env_steps=300, save_secs=60, root_random_seed=0, show_progress=False)
+    result = launcher.run()
+    assert result['completed'] and result['global_step'] >= 300
+    assert result['startup_seconds']['imported'] > result['startup_seconds']['started']
+    assert multiprocessing.active_children() == []
