@@ -171,9 +171,9 @@ def _end_with_launcher(launcher_pid):
     with the launcher, so a chief could not save anyway); exits at once when the launcher is already gone. Linux
     only; does nothing on other systems.
 
-    A task the launcher started itself gets the parent-death signal. One forked by the launcher's forkserver
-    (see `task_start`) must outlive that forkserver, which a signal to the process group may end while the chief
-    still has its last save to make: a thread of its own watches the launcher instead.
+    A task the launcher started itself gets the parent-death signal. The parent of one forked by the launcher's
+    forkserver (see `task_start`) is the forkserver, which lives on while any of its tasks does: a thread of the
+    task watches the launcher instead.
     """
     if not sys.platform.startswith('linux'):
         return
