@@ -21,8 +21,8 @@ import numpy as np
 from btgym_aac.algorithms.finite_guard import first_non_finite
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
 from btgym_aac.algorithms.policy.checks import check_spaces
-from btgym_aac.algorithms.policy.interface import check_policy
-from btgym_aac.algorithms.policy.options import unread_policy_kwargs
+from btgym_aac.algorithms.policy.interface import AUXILIARY_MEMBERS, check_policy
+from btgym_aac.algorithms.policy.options import OFF_POLICY_PASS_FLAGS, set_off_policy_pass, unread_policy_kwargs
 from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
 from btgym_aac.algorithms.sample_cycle import SampleCycles
@@ -193,6 +193,7 @@ class BaseAAC:
                       static_rnn=self.time_flat, task=self.task, cluster_spec=self.cluster_spec)
         if self.use_pixel_control:
             kwargs.setdefault('pixel_control', True)
+        set_off_policy_pass(self.policy_class, kwargs, {flag: getattr(self, flag) for flag in OFF_POLICY_PASS_FLAGS})
         return kwargs
 
     # ------------------------------------------------------------------------------------------------ graph
@@ -206,8 +207,7 @@ class BaseAAC:
             self.local_network = pi = self._make_policy('local')
             self.local_network_prime = pi_prime = \
                 self._make_policy('local_prime') if self.use_target_policy else None
-            check_policy(pi, {flag: getattr(self, flag) for flag in
-                              ('use_value_replay', 'use_pixel_control', 'use_reward_prediction')})
+            check_policy(pi, {flag: getattr(self, flag) for flag in AUXILIARY_MEMBERS})
             self.worker_device_callback_0()
             pi.update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS, scope='.*local.*')
             self.learn_rate_decayed = self._decayed_learn_rate()

@@ -109,7 +109,7 @@ def train_feed(trainer, batches, pi, pi_prime=None):
     if pi_prime is not None:
         feed.update(policy_inputs_feed(pi_prime, 'on', batches.on_policy))
     off = batches.off_policy
-    if off is not None:
+    if off is not None and pi.off_lstm_state_pl_flatten is not None:  # (no off-policy pass: no loss reads it)
         feed.update(policy_inputs_feed(pi, 'off', off))
         feed.update(policy_targets_feed(targets.off_policy, off))
         if pi_prime is not None and trainer.use_off_policy_aac:

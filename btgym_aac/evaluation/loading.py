@@ -12,6 +12,7 @@ import pickle
 import numpy as np
 
 from btgym_aac.algorithms.aac import BaseAAC
+from btgym_aac.algorithms.policy.options import set_off_policy_pass
 from btgym_aac.algorithms.session_config import session_config
 from btgym_aac.class_refs import resolved
 from btgym_aac.compat import tf
@@ -138,6 +139,7 @@ def global_policy_kwargs(run_config, ob_space, ac_space):
                   task=0, cluster_spec=None)
     if trainer['use_pixel_control']:
         kwargs.setdefault('pixel_control', True)
+    set_off_policy_pass(resolved(run_config['policy_config']['class_ref']), kwargs, trainer)
     return kwargs
 
 

@@ -64,7 +64,9 @@ class BaseAacPolicy:
     `update_ops`, `train_phase` (bool placeholder, default False), the on-policy tensors `on_state_in`,
     `on_last_a_in`, `on_last_reward_in`, `on_batch_size`, `on_time_length`, `on_lstm_state_pl_flatten`,
     `on_lstm_init_state`, `on_lstm_state_out`, `on_logits`, `on_vf`, `on_sample`, the same `off_*` tensors of the
-    off-policy graph (no init or out state), and the auxiliary `vr_*`, `pc_*` and `rp_*` tensors.
+    off-policy graph (no init or out state; the pass is built with `off_policy_pass` or pixel control, else
+    `off_logits`, `off_vf`, `off_lstm_state_pl_flatten` and `vr_value` are None), and the auxiliary `vr_*`, `pc_*`
+    and `rp_*` tensors.
     """
 
     supports_pixel_control = True
@@ -85,7 +87,8 @@ class BaseAacPolicy:
 
     def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=tf.nn.rnn_cell.BasicLSTMCell,
                  lstm_layers=(256,), action_dp_alpha=200.0, aux_estimate=False, static_rnn=False,
-                 linear_layer_ref=noisy_linear, pixel_control=None, logits_layer_norm=True, **kwargs):
+                 linear_layer_ref=noisy_linear, pixel_control=None, logits_layer_norm=True, off_policy_pass=True,
+                 **kwargs):
         """
         Args:
             ob_space: DictSpace with an `external` [H, W, C] key (optional `internal`, `metadata`, ...).
@@ -101,6 +104,9 @@ class BaseAacPolicy:
             linear_layer_ref: dense layer of the actor-critic, reward-prediction and pixel-control heads.
             pixel_control: build the pixel-control head; None means `aux_estimate`.
             logits_layer_norm: layer-normalised logits (see `networks.dense_aac_network`).
+            off_policy_pass: build the off-policy pass; False leaves it out unless the pixel-control head, which
+                reads it, is built (the trainer passes False when no loss of its reads it: about a quarter fewer ops
+                to build).
             **kwargs: encoder and pixel-control options (`conv_2d_*`, `pc_estimator_stride`, `duell_pc_*`);
                 anything else (e.g. the trainer's `task`, `cluster_spec`) is ignored (the trainer warns of
                 kwargs of its `policy_config` read by nothing).
@@ -119,10 +125,11 @@ class BaseAacPolicy:
         self.logits_layer_norm = logits_layer_norm
         self.network_kwargs = kwargs
 
+        pixel_control = self._wants_pixel_control(pixel_control)
         on_graph = self._build_aac_graph('on', reuse=False)
-        off_graph = self._build_aac_graph('off', reuse=True)
+        off_graph = self._build_aac_graph('off', reuse=True) if off_policy_pass or pixel_control else None
         self._bind_graphs(on_graph, off_graph)
-        self._make_pixel_control(off_graph.lstm_out, pixel_control, linear_layer_ref=linear_layer_ref, **kwargs)
+        self._make_pixel_control(off_graph if pixel_control else None, linear_layer_ref=linear_layer_ref, **kwargs)
         self._make_aux_aliases()
         self._make_reward_prediction(self._encode_external(self.rp_state_in['external'], reuse=True),
                                      linear_layer_ref)
@@ -191,39 +198,50 @@ class BaseAacPolicy:
         return AacGraph(features, logits, vf, sample, lstm_out, init_state, state_out, state_pl_flat)
 
     def _bind_graphs(self, on_graph, off_graph):
-        """Exposes the on- and off-policy passes under the interface attribute names."""
+        """Exposes the on- and off-policy passes under the interface attribute names (the `off_*` outputs are None
+        where `off_graph` is)."""
         self.on_logits, self.on_vf, self.on_sample = on_graph.logits, on_graph.vf, on_graph.sample
         self.on_lstm_init_state = on_graph.init_state
         self.on_lstm_state_out = on_graph.state_out
         self.on_lstm_state_pl_flatten = on_graph.state_pl_flat
-        self.off_logits, self.off_vf = off_graph.logits, off_graph.vf
-        self.off_lstm_state_pl_flatten = off_graph.state_pl_flat
+        self.off_logits = self.off_vf = self.off_lstm_state_pl_flatten = None
+        if off_graph is not None:
+            self.off_logits, self.off_vf = off_graph.logits, off_graph.vf
+            self.off_lstm_state_pl_flatten = off_graph.state_pl_flat
 
-    def _make_pixel_control(self, x, pixel_control, **kwargs):
-        """Builds the pixel-change target and the duelling Q head on `x` [N, D], or sets the `pc_*` ops to None.
+    def _wants_pixel_control(self, pixel_control):
+        """Whether to build the pixel-control head: `pixel_control`, or `aux_estimate` where it is None (False
+        where unsupported).
+
+        Raises:
+            ValueError: pixel control requested from a policy without a pixel-control head.
+        """
+        if pixel_control and not self.supports_pixel_control:
+            raise ValueError('{} has no pixel-control head; pass pixel_control=False'.format(type(self).__name__))
+        return self.aux_estimate and self.supports_pixel_control if pixel_control is None else bool(pixel_control)
+
+    def _make_pixel_control(self, off_graph, **kwargs):
+        """Builds the pixel-change target and the duelling Q head on the LSTM output of the off-policy pass
+        `off_graph` (an AacGraph) [N, D]; sets the `pc_*` ops to None where `off_graph` is None.
 
         Args:
-            x: off-policy features the Q head reads.
-            pixel_control: True/False, or None for `aux_estimate` (False where unsupported).
+            off_graph: the off-policy pass, or None for no pixel control.
             **kwargs: `pc_estimator_stride`, `duell_pc_*`, `linear_layer_ref` (others ignored).
 
         Raises:
-            ValueError: pixel control requested where unsupported, for an `external` observation that is not a
-                single [H, W, C] array, or with a Q map whose size differs from the target map.
+            ValueError: for an `external` observation that is not a single [H, W, C] array, or with a Q map whose
+                size differs from the target map.
         """
-        build = self.aux_estimate and self.supports_pixel_control if pixel_control is None else pixel_control
         self.pc_q = self.pc_target = self.pc_change_state_in = self.pc_change_last_state_in = None
-        if not build:
+        if off_graph is None:
             return
-        if not self.supports_pixel_control:
-            raise ValueError('{} has no pixel-control head; pass pixel_control=False'.format(type(self).__name__))
         external_shape = self.ob_space.shape['external']
         if not isinstance(external_shape, tuple) or len(external_shape) != 3:
             raise ValueError('pixel control needs a single [H, W, C] `external` observation, got shape {}; '
                              'pass pixel_control=False'.format(external_shape))
         self.pc_change_state_in, self.pc_change_last_state_in, self.pc_target = pixel_change_2d_estimator(
             external_shape, **kwargs)
-        self.pc_q = duelling_pc_network(x, self.ac_space.one_hot_depth, **kwargs)
+        self.pc_q = duelling_pc_network(off_graph.lstm_out, self.ac_space.one_hot_depth, **kwargs)
         target_map = self.pc_target.get_shape().as_list()[1:3]
         q_map = self.pc_q.get_shape().as_list()[1:3]
         if target_map != q_map:

@@ -3,18 +3,22 @@
 A policy class is built by the trainer as `policy_class(**kwargs)` inside a variable scope, once for the global
 copy and once per local copy (see `BaseAAC`), with `ob_space`, `ac_space`, `rp_sequence_size`, `aux_estimate`,
 `static_rnn`, `task` and `cluster_spec` added to the user's `policy_config['kwargs']` (and `pixel_control=True`
-unless given, when the trainer uses pixel control). `BaseAacPolicy` and its
+unless given, when the trainer uses pixel control; `off_policy_pass`, unless given, to a class whose `__init__`
+names it: True when a loss reads the off-policy pass, see `options.OFF_POLICY_PASS_FLAGS`). `BaseAacPolicy` and its
 subclasses implement it; a policy written from scratch must provide `AacPolicy`'s members, plus those of
 `AUXILIARY_MEMBERS` for each auxiliary task the trainer enables. `check_policy` names what is missing.
 """
 from typing import Any, Protocol, runtime_checkable
 
+OFF_POLICY_MEMBERS = ('off_lstm_state_pl_flatten', 'off_logits', 'off_vf')
 AUXILIARY_MEMBERS = {
-    'use_value_replay': ('vr_value',),
-    'use_pixel_control': ('pc_q', 'pc_change_state_in', 'pc_change_last_state_in', 'get_pc_target'),
+    'use_off_policy_aac': OFF_POLICY_MEMBERS,
+    'use_value_replay': OFF_POLICY_MEMBERS + ('vr_value',),
+    'use_pixel_control': OFF_POLICY_MEMBERS + ('pc_q', 'pc_change_state_in', 'pc_change_last_state_in',
+                                               'get_pc_target'),
     'use_reward_prediction': ('rp_state_in', 'rp_batch_size', 'rp_logits'),
 }
-"""Members a policy needs for each auxiliary task, by the trainer flag that enables it."""
+"""Members a policy needs for the off-policy loss and each auxiliary task, by the trainer flag that enables it."""
 
 
 @runtime_checkable
@@ -26,7 +30,9 @@ class AacPolicy(Protocol):
     `on_batch_size` (sequences), `on_time_length` (their lengths), `on_lstm_state_pl_flatten` (flat list of RNN
     context placeholders); `train_phase` (bool scalar, default False).
 
-    Outputs read by the losses: `on_logits` / `off_logits` [N, A] and `on_vf` / `off_vf` [N]; `var_list`, the
+    Outputs read by the losses: `on_logits` [N, A] and `on_vf` [N] (and, of the off-policy pass, which only the
+    off-policy, value-replay and pixel-control losses read, `off_logits`, `off_vf` and `off_lstm_state_pl_flatten`:
+    see `AUXILIARY_MEMBERS`); `var_list`, the
     variables the trainer trains and syncs, in creation order (global and local copies pair by position): the
     trainable ones plus any that must travel with them, such as normalisation statistics; `on_lstm_init_state`.
 
@@ -53,9 +59,6 @@ class AacPolicy(Protocol):
     off_last_reward_in: Any
     off_batch_size: Any
     off_time_length: Any
-    off_lstm_state_pl_flatten: Any
-    off_logits: Any
-    off_vf: Any
     callback: dict
 
     def act(self, observation, lstm_state, last_action, last_reward, deterministic=False, sess=None):

@@ -3,6 +3,9 @@ silently dropped (the policies pass their leftover kwargs on to network builders
 """
 import inspect
 
+OFF_POLICY_PASS_FLAGS = ('use_off_policy_aac', 'use_value_replay', 'use_pixel_control')
+"""Trainer flags whose losses read a policy's off-policy pass (`off_logits`, `off_vf`, `vr_value`, `pc_q`)."""
+
 
 def _named_parameters(function):
     """Names of the parameters of `function` other than *args and **kwargs (none when it has no signature)."""
@@ -27,10 +30,29 @@ def unread_policy_kwargs(policy_class, kwargs):
     readers = getattr(policy_class, 'kwargs_readers', None)
     if readers is None:
         return []
+    named = _init_parameters(policy_class)
+    for reader in readers(kwargs):
+        named |= _named_parameters(reader)
+    return sorted(set(kwargs) - named)
+
+
+def _init_parameters(policy_class):
+    """Names of the parameters of the `__init__` of `policy_class` and of its bases."""
     named = set()
     for klass in policy_class.__mro__:
         if '__init__' in vars(klass):
             named |= _named_parameters(vars(klass)['__init__'])
-    for reader in readers(kwargs):
-        named |= _named_parameters(reader)
-    return sorted(set(kwargs) - named)
+    return named
+
+
+def set_off_policy_pass(policy_class, kwargs, trainer_flags):
+    """Sets `kwargs['off_policy_pass']`, unless given, to whether a loss of the trainer reads the off-policy pass
+    (any of `OFF_POLICY_PASS_FLAGS` on), for a policy class whose `__init__` (or a base's) takes it.
+
+    Args:
+        policy_class: policy class.
+        kwargs: policy kwargs, changed in place.
+        trainer_flags: dict flag -> bool with the `OFF_POLICY_PASS_FLAGS`.
+    """
+    if 'off_policy_pass' in _init_parameters(policy_class):
+        kwargs.setdefault('off_policy_pass', any(trainer_flags[flag] for flag in OFF_POLICY_PASS_FLAGS))

@@ -46,7 +46,8 @@ class StackedLstmPolicy(BaseAacPolicy):
     def __init__(self, ob_space, ac_space, rp_sequence_size, state_encoder_class_ref=conv_2d_network,
                  lstm_class_ref=LayerNormBasicLSTMCell, lstm_layers=(256, 256), linear_layer_ref=noisy_linear,
                  share_encoder_params=False, dropout_keep_prob=1.0, action_dp_alpha=200.0, aux_estimate=False,
-                 encode_internal_state=None, static_rnn=True, shared_p_v=False, pixel_control=None, **kwargs):
+                 encode_internal_state=None, static_rnn=True, shared_p_v=False, pixel_control=None,
+                 off_policy_pass=True, **kwargs):
         """
         Args:
             ob_space: DictSpace with an `external` key (optional `internal`, `metadata`, ...).
@@ -64,6 +65,9 @@ class StackedLstmPolicy(BaseAacPolicy):
             static_rnn: single-step static RNNs (the trainer's `time_flat`), dynamic otherwise.
             shared_p_v: policy and value from one head on LSTM 2.
             pixel_control: build the pixel-control head; None means `aux_estimate`.
+            off_policy_pass: build the off-policy pass; False leaves it out unless the pixel-control head, which
+                reads it, is built (the trainer passes False when no loss of its reads it: about a third fewer ops
+                to build).
             **kwargs: encoder / pixel-control options; defaults inserted when absent: `conv_2d_filter_size=(3, 1)`,
                 `conv_2d_stride=(2, 1)`, `conv_2d_num_filters=(32, 32, 64, 64)`, `pc_estimator_stride=(2, 1)`,
                 `duell_pc_x_inner_shape=(6, 1, 32)`, `duell_pc_filter_size=(4, 1)`, `duell_pc_stride=(2, 1)`.
@@ -96,13 +100,14 @@ class StackedLstmPolicy(BaseAacPolicy):
         )
         self.network_kwargs = dict(defaults, **kwargs)
 
+        pixel_control = self._wants_pixel_control(pixel_control)
         on_graph = self._build_stacked_graph('on', reuse=False)
         self.on_simple_logits, self.on_simple_value, _ = dense_aac_network(
             on_graph.features, self.ac_space.one_hot_depth, name='aac_dense_simple_pi_v',
             linear_layer_ref=linear_layer_ref)
-        off_graph = self._build_stacked_graph('off', reuse=True)
+        off_graph = self._build_stacked_graph('off', reuse=True) if off_policy_pass or pixel_control else None
         self._bind_graphs(on_graph, off_graph)
-        self._make_pixel_control(off_graph.lstm_out, pixel_control, linear_layer_ref=linear_layer_ref,
+        self._make_pixel_control(off_graph if pixel_control else None, linear_layer_ref=linear_layer_ref,
                                  **self.network_kwargs)
         self._make_aux_aliases()
         self._make_reward_prediction(self._encode_mode(self.rp_state_in, 'external', reuse=True), linear_layer_ref)
