@@ -8,6 +8,7 @@ import time
 import traceback
 
 from btgym_aac.config_modules import load_config_module
+from btgym_aac.distributed.task_start import start_forkserver_early
 from btgym_aac.logs import error_summary
 from btgym_aac.run_configs import (CONFIG_NAMES, DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS, default_configs, make_launcher,
                                    multi_asset_env_config)
@@ -172,7 +173,9 @@ def _stop_by(interrupt):
 
 
 def _train(args):
-    """Trains with the launcher: the reference configuration, or CONFIG.py's dicts, with flag overrides."""
+    """Trains with the launcher: the reference configuration, or CONFIG.py's dicts, with flag overrides (the
+    tasks' forkserver starts first, so that its imports overlap with the config file's)."""
+    start_forkserver_early()
     configs = _configs_from_args(args)
     purge = 2 if args.fresh else 0
     launcher = make_launcher(configs, purge_previous=purge)

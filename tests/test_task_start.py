@@ -2,8 +2,12 @@
 environment and output streams of the moment), or spawned; and the setting that chooses."""
 import multiprocessing
 import os
+import pathlib
 import re
+import signal
+import subprocess
 import sys
+import time
 
 import pytest
 
@@ -11,6 +15,7 @@ from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import AacDensePolicy
 from btgym_aac.distributed.task_start import LauncherSurroundings, check_start_method, task_context
 from btgym_aac.env import gym_wrappers
+from proc_helpers import GROUP, live_descendants, live_processes
 
 
 def report_surroundings(variable):
@@ -77,3 +82,37 @@ def test_spawned_tasks_train_too(tmp_path):
     assert result['completed'] and result['global_step'] >= 300
     assert result['startup_seconds']['imported'] > result['startup_seconds']['started']
     assert multiprocessing.active_children() == []
+
+
+def command_line(pid):
+    try:
+        return pathlib.Path('/proc/{}/cmdline'.format(pid)).read_bytes()
+    except OSError:
+        return b''
+
+
+def test_train_starts_the_forkserver_first_and_it_ends_after_a_command_that_stops_early(tmp_path):
+    """`btgym-aac train` starts the forkserver before reading its config file; a command that then stops (here: a
+    config file that raises) leaves no process behind once the forkserver's imports are done."""
+    config = tmp_path / 'broken_config.py'
+    config.write_text('import time\ntime.sleep(2)\nraise RuntimeError("broken on purpose")\n')
+    command = subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli', 'train', str(config), '--log-dir',
+                                str(tmp_path / 'run')], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        deadline = time.time() + 20
+        forkservers = []
+        while time.time() < deadline and not forkservers and command.poll() is None:
+            forkservers = [pid for pid in live_descendants(command.pid)
+                           if b'multiprocessing.forkserver' in command_line(pid)]
+            time.sleep(0.05)
+        assert forkservers, 'no forkserver was started while the config file was read'
+        _, err = command.communicate(timeout=60)
+        assert command.returncode == 2 and 'broken on purpose' in err
+        deadline = time.time() + 30
+        while time.time() < deadline and live_processes(GROUP, command.pid):
+            time.sleep(0.2)
+        assert live_processes(GROUP, command.pid) == []
+    finally:
+        if live_processes(GROUP, command.pid):
+            os.killpg(command.pid, signal.SIGKILL)

@@ -44,6 +44,22 @@ def task_context(method):
     return context
 
 
+def start_forkserver_early():
+    """Starts the forkserver now where the default start method is 'forkserver' (and returns at once), so that it
+    imports TensorFlow while this process does other work, such as reading a config file that imports TensorFlow
+    itself. It is started with Ctrl-C blocked, as the launcher starts tasks (see `stop_signals.ctrl_c_held`): the
+    tasks forked from it inherit the block until they ignore Ctrl-C."""
+    if default_start_method() != 'forkserver':
+        return
+    import multiprocessing.forkserver
+
+    from btgym_aac.distributed.stop_signals import ctrl_c_held
+
+    task_context('forkserver')
+    with ctrl_c_held():
+        multiprocessing.forkserver.ensure_running()
+
+
 class LauncherSurroundings:
     """The launcher's environment variables and standard output and error, taken when a task process is started
     (pickled with its arguments) and put in place by the task (`apply`) before it does anything else.
