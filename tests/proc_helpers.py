@@ -27,3 +27,12 @@ def live_descendants(pid):
         found += children
         parents = children
     return found
+
+
+def command_line(pid):
+    """The NUL-separated command line of process `pid` (b'' once it is gone)."""
+    try:
+        with open('/proc/{}/cmdline'.format(pid), 'rb') as f:
+            return f.read()
+    except OSError:
+        return b''

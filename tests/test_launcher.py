@@ -39,7 +39,7 @@ from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from btgym_aac.env import gym_wrappers
 from btgym_aac.evaluation.loading import read_run_config
 from btgym_aac.logs import get_logger
-from proc_helpers import GROUP, live_processes
+from proc_helpers import GROUP, PARENT, command_line, live_processes
 
 CKPT = 'current_train_checkpoint'
 
@@ -472,6 +472,13 @@ def cli_train(tmp_path, max_env_steps, workers=2, settle_seconds=3, **popen_kwar
             os.killpg(cluster.pid, signal.SIGKILL)
 
 
+def forked_tasks(launcher_pid):
+    """PIDs of the task processes the launcher's forkserver forked (its children)."""
+    forkservers = [pid for pid in live_processes(PARENT, launcher_pid)
+                   if b'multiprocessing.forkserver' in command_line(pid)]
+    return [task for forkserver in forkservers for task in live_processes(PARENT, forkserver)]
+
+
 def wait_until_group_ends(group, seconds):
     deadline = time.time() + seconds
     while time.time() < deadline and live_processes_in_group(group):
@@ -502,7 +509,7 @@ def test_ctrl_c_during_start_up_reports_no_saved_checkpoint_and_no_task_tracebac
                                start_new_session=True)
     try:
         deadline = time.time() + 60
-        while time.time() < deadline and len(live_processes_in_group(cluster.pid)) < 3:  # launcher, ps, worker
+        while time.time() < deadline and len(forked_tasks(cluster.pid)) < 2:  # ps, worker
             time.sleep(0.05)
         os.killpg(cluster.pid, signal.SIGINT)
         out, err = cluster.communicate(timeout=120)

@@ -2,7 +2,6 @@
 environment and output streams of the moment), or spawned; and the setting that chooses."""
 import multiprocessing
 import os
-import pathlib
 import re
 import signal
 import subprocess
@@ -15,7 +14,7 @@ from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import AacDensePolicy
 from btgym_aac.distributed.task_start import LauncherSurroundings, check_start_method, task_context
 from btgym_aac.env import gym_wrappers
-from proc_helpers import GROUP, live_descendants, live_processes
+from proc_helpers import GROUP, command_line, live_descendants, live_processes
 
 
 def report_surroundings(variable):
@@ -84,13 +83,6 @@ def test_spawned_tasks_train_too(tmp_path):
     assert multiprocessing.active_children() == []
 
 
-def command_line(pid):
-    try:
-        return pathlib.Path('/proc/{}/cmdline'.format(pid)).read_bytes()
-    except OSError:
-        return b''
-
-
 def test_train_starts_the_forkserver_first_and_it_ends_after_a_command_that_stops_early(tmp_path):
     """`btgym-aac train` starts the forkserver before reading its config file; a command that then stops (here: a
     config file that raises) leaves no process behind once the forkserver's imports are done."""
@@ -116,3 +108,29 @@ def test_train_starts_the_forkserver_first_and_it_ends_after_a_command_that_stop
     finally:
         if live_processes(GROUP, command.pid):
             os.killpg(command.pid, signal.SIGKILL)
+
+
+def test_ctrl_c_while_train_reads_its_config_ends_it_without_a_traceback(tmp_path):
+    """Ctrl-C reaches the whole group while the forkserver imports TensorFlow and the command reads its config
+    file: the command says it was interrupted, and the forkserver (which ignores it) prints nothing."""
+    config = tmp_path / 'slow_config.py'
+    config.write_text('import time\ntime.sleep(5)\n')
+    command = subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli', 'train', str(config), '--log-dir',
+                                str(tmp_path / 'run')], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        deadline = time.time() + 20
+        while time.time() < deadline and not any(b'multiprocessing.forkserver' in command_line(pid)
+                                                 for pid in live_descendants(command.pid)):
+            time.sleep(0.05)
+        time.sleep(0.5)  # the forkserver is importing
+        os.killpg(command.pid, signal.SIGINT)
+        _, err = command.communicate(timeout=60)
+        deadline = time.time() + 30
+        while time.time() < deadline and live_processes(GROUP, command.pid):
+            time.sleep(0.2)
+    finally:
+        if live_processes(GROUP, command.pid):
+            os.killpg(command.pid, signal.SIGKILL)
+    assert command.returncode == 130
+    assert err.strip() == 'btgym-aac train: interrupted'

@@ -4,10 +4,11 @@ the modules that the tasks of the reference configuration use, so that every tas
 TensorFlow's devices are left alone meanwhile (`compat` reads `preloading`): a CUDA driver initialised before a
 fork is unusable in the forked process, so each task initialises them itself (`compat.initialise_devices`).
 
-The forkserver ignores SIGTERM: the launcher learns its tasks' exit statuses through it, so it must outlive a
-SIGTERM sent to the whole process group (as a service manager stops a run) until the chief's last save is done
-and the launcher has seen its tasks end. It exits when the launching process has ended and its tasks are gone. A
-forked task ignores SIGTERM until it sets its own handling (`task_process.run_task`).
+The forkserver ignores Ctrl-C while it imports (multiprocessing has it ignore Ctrl-C once it serves), and SIGTERM
+all along: the launcher learns its tasks' exit statuses through it, so it must outlive a SIGTERM sent to the whole
+process group (as a service manager stops a run) until the chief's last save is done and the launcher has seen its
+tasks end. It exits when the launching process has ended and its tasks are gone. A forked task ignores SIGTERM
+until it sets its own handling (`task_process.run_task`).
 
 The forkserver holds no data of its own, so it exits without the interpreter's teardown of these modules (about
 1 s). Its forked tasks end by `os._exit` and never run this.
@@ -18,6 +19,7 @@ import signal
 import sys
 
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
+ctrl_c_handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
 preloading = True
 
 import btgym_aac.algorithms.aac  # noqa: E402,F401
@@ -29,6 +31,7 @@ import btgym_aac.env.episode_recorder  # noqa: E402,F401
 import btgym_aac.strategy.gen4  # noqa: E402,F401
 
 preloading = False
+signal.signal(signal.SIGINT, ctrl_c_handler)
 
 
 def _exit_at_once():
