@@ -1,5 +1,6 @@
 """Reading processes from /proc in the tests."""
 import os
+import time
 
 PARENT, GROUP = 1, 2  # fields of /proc/PID/stat after the command name: state, ppid, pgrp, ...
 
@@ -36,3 +37,11 @@ def command_line(pid):
             return f.read()
     except OSError:
         return b''
+
+
+def wait_until_group_ends(group, seconds):
+    """The live processes of process group `group` once it has ended or `seconds` have passed."""
+    deadline = time.time() + seconds
+    while time.time() < deadline and live_processes(GROUP, group):
+        time.sleep(0.2)
+    return live_processes(GROUP, group)

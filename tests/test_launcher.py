@@ -39,7 +39,7 @@ from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from btgym_aac.env import gym_wrappers
 from btgym_aac.evaluation.loading import read_run_config
 from btgym_aac.logs import get_logger
-from proc_helpers import GROUP, PARENT, command_line, live_processes
+from proc_helpers import GROUP, PARENT, command_line, live_processes, wait_until_group_ends
 
 CKPT = 'current_train_checkpoint'
 
@@ -477,13 +477,6 @@ def forked_tasks(launcher_pid):
     forkservers = [pid for pid in live_processes(PARENT, launcher_pid)
                    if b'multiprocessing.forkserver' in command_line(pid)]
     return [task for forkserver in forkservers for task in live_processes(PARENT, forkserver)]
-
-
-def wait_until_group_ends(group, seconds):
-    deadline = time.time() + seconds
-    while time.time() < deadline and live_processes_in_group(group):
-        time.sleep(0.5)
-    return live_processes_in_group(group)
 
 
 def test_ctrl_c_while_a_task_starts_is_held_back_and_raised_after(tmp_path):

@@ -1,5 +1,6 @@
 """How the launcher starts its tasks: forked from a forkserver that preloaded TensorFlow (in the launcher's
 environment and output streams of the moment), or spawned; and the setting that chooses."""
+import contextlib
 import multiprocessing
 import os
 import re
@@ -14,7 +15,7 @@ from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import AacDensePolicy
 from btgym_aac.distributed.task_start import LauncherSurroundings, check_start_method, task_context
 from btgym_aac.env import gym_wrappers
-from proc_helpers import GROUP, command_line, live_descendants, live_processes
+from proc_helpers import GROUP, command_line, live_descendants, live_processes, wait_until_group_ends
 
 
 def report_surroundings(variable):
@@ -83,54 +84,47 @@ def test_spawned_tasks_train_too(tmp_path):
     assert multiprocessing.active_children() == []
 
 
-def test_train_starts_the_forkserver_first_and_it_ends_after_a_command_that_stops_early(tmp_path):
-    """`btgym-aac train` starts the forkserver before reading its config file; a command that then stops (here: a
-    config file that raises) leaves no process behind once the forkserver's imports are done."""
-    config = tmp_path / 'broken_config.py'
-    config.write_text('import time\ntime.sleep(2)\nraise RuntimeError("broken on purpose")\n')
+@contextlib.contextmanager
+def train_with_config(tmp_path, source):
+    """`btgym-aac train CONFIG.py` (CONFIG.py holding `source`) in a session of its own; yields (process, whether
+    a forkserver appeared below it while it ran); kills what is left of its group at the end."""
+    config = tmp_path / 'config.py'
+    config.write_text(source)
     command = subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli', 'train', str(config), '--log-dir',
                                 str(tmp_path / 'run')], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                start_new_session=True)
     try:
         deadline = time.time() + 20
-        forkservers = []
-        while time.time() < deadline and not forkservers and command.poll() is None:
-            forkservers = [pid for pid in live_descendants(command.pid)
-                           if b'multiprocessing.forkserver' in command_line(pid)]
+        forkserver_seen = False
+        while time.time() < deadline and not forkserver_seen and command.poll() is None:
+            forkserver_seen = any(b'multiprocessing.forkserver' in command_line(pid)
+                                  for pid in live_descendants(command.pid))
             time.sleep(0.05)
-        assert forkservers, 'no forkserver was started while the config file was read'
-        _, err = command.communicate(timeout=60)
-        assert command.returncode == 2 and 'broken on purpose' in err
-        deadline = time.time() + 30
-        while time.time() < deadline and live_processes(GROUP, command.pid):
-            time.sleep(0.2)
-        assert live_processes(GROUP, command.pid) == []
+        yield command, forkserver_seen
     finally:
         if live_processes(GROUP, command.pid):
             os.killpg(command.pid, signal.SIGKILL)
+
+
+def test_train_starts_the_forkserver_first_and_it_ends_after_a_command_that_stops_early(tmp_path):
+    """`btgym-aac train` starts the forkserver before reading its config file; a command that then stops (here: a
+    config file that raises) leaves no process behind once the forkserver's imports are done."""
+    source = 'import time\ntime.sleep(2)\nraise RuntimeError("broken on purpose")\n'
+    with train_with_config(tmp_path, source) as (command, forkserver_seen):
+        assert forkserver_seen, 'no forkserver was started while the config file was read'
+        _, err = command.communicate(timeout=60)
+        assert wait_until_group_ends(command.pid, 30) == []
+    assert command.returncode == 2 and 'broken on purpose' in err
 
 
 def test_ctrl_c_while_train_reads_its_config_ends_it_without_a_traceback(tmp_path):
     """Ctrl-C reaches the whole group while the forkserver imports TensorFlow and the command reads its config
     file: the command says it was interrupted, and the forkserver (which ignores it) prints nothing."""
-    config = tmp_path / 'slow_config.py'
-    config.write_text('import time\ntime.sleep(5)\n')
-    command = subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli', 'train', str(config), '--log-dir',
-                                str(tmp_path / 'run')], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
-    try:
-        deadline = time.time() + 20
-        while time.time() < deadline and not any(b'multiprocessing.forkserver' in command_line(pid)
-                                                 for pid in live_descendants(command.pid)):
-            time.sleep(0.05)
+    with train_with_config(tmp_path, 'import time\ntime.sleep(5)\n') as (command, forkserver_seen):
+        assert forkserver_seen
         time.sleep(0.5)  # the forkserver is importing
         os.killpg(command.pid, signal.SIGINT)
         _, err = command.communicate(timeout=60)
-        deadline = time.time() + 30
-        while time.time() < deadline and live_processes(GROUP, command.pid):
-            time.sleep(0.2)
-    finally:
-        if live_processes(GROUP, command.pid):
-            os.killpg(command.pid, signal.SIGKILL)
+        assert wait_until_group_ends(command.pid, 30) == []
     assert command.returncode == 130
     assert err.strip() == 'btgym-aac train: interrupted'
