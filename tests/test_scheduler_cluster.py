@@ -187,14 +187,14 @@ def test_workers_wait_for_a_parameter_server_node_the_scheduler_restarts_and_res
         deadline = time.time() + 180
         while time.time() < deadline and not (checkpoints / 'checkpoint').exists():
             time.sleep(0.2)
-        time.sleep(2)
+        time.sleep(0.5)
         seen['saved'] = checkpoint_step(str(checkpoints))
         nodes[0].kill()  # the node and, as its launcher dies, its parameter server
         nodes[0].wait(30)
         time.sleep(3)  # the workers lose their sessions and wait
         nodes[0] = start(0)
 
-    run_nodes(tmp_path, tf_config_nodes(), max_env_steps=4000, save_secs=1, during=kill_and_restart_the_ps_node)
+    run_nodes(tmp_path, tf_config_nodes(), max_env_steps=20000, save_secs=1, during=kill_and_restart_the_ps_node)
     chief_log = (tmp_path / 'node_1.log').read_text()
     assert 'its cluster session failed' in chief_log
     assert 'worker 0 lost its cluster session (a parameter server is gone or cannot be reached): starting it again ' \
