@@ -4,10 +4,11 @@ Baselines, each a fresh interpreter measured once its imports are done: Python a
 imports it (`btgym_aac.compat`); everything a task imports (`btgym_aac.algorithms`, `btgym_aac.env`,
 `btgym_aac.distributed.task_process`) before it builds anything. Then the reference configuration (`btgym-aac
 train`'s: DevStrat_4_11, AacStackedRL2Policy (256, 256), rendering as shipped) trains with the Launcher, and every
-task process (parameter servers, workers) is sampled every half second; the JSON keeps each one's largest RSS,
-PSS and USS (each its own maximum), and the RSS a task holds beyond the task imports. RSS counts the pages a
-process shares with others (the interpreter, TensorFlow's libraries) in full; PSS divides them among their users
-(the sum over processes is the machine's memory); USS counts only a process's own pages. Writes
+task process (parameter servers, workers), and the forkserver they are forked from where they are, is sampled
+every half second; the JSON keeps each one's largest RSS, PSS and USS (each its own maximum), the RSS a task holds
+beyond the task imports, and the largest sum of the PSS of all of them in one sample (the cluster's PSS). RSS
+counts the pages a process shares with others (the interpreter, TensorFlow's libraries) in full; PSS divides them
+among their users (the sum over processes is the machine's memory); USS counts only a process's own pages. Writes
 `process_memory.json` and prints a table.
 
 Usage:
@@ -46,22 +47,44 @@ def baseline(code):
         process.communicate('\n', timeout=60)
 
 
+def forkserver_pids():
+    """PIDs of this process's children that are multiprocessing forkservers (the launcher's tasks fork from one)."""
+    pids = []
+    for entry in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/{}/stat'.format(entry)) as stat, open('/proc/{}/cmdline'.format(entry), 'rb') as cmd:
+                parent = int(stat.read().rpartition(')')[2].split()[1])
+                command = cmd.read()
+        except (OSError, ValueError):
+            continue
+        if parent == os.getpid() and b'multiprocessing.forkserver' in command:
+            pids.append(int(entry))
+    return pids
+
+
 class Sampler(threading.Thread):
-    """Samples the memory of a Launcher's task processes until stopped; keeps each measure's maximum per task."""
+    """Samples the memory of a Launcher's task processes (and of the forkserver they are forked from, if any)
+    until stopped; keeps each measure's maximum per process."""
 
     def __init__(self, launcher):
         super().__init__(daemon=True)
         self.launcher, self.peaks, self.stopped = launcher, {}, threading.Event()
+        self.cluster_pss_peak = 0.0
 
     def run(self):
         while not self.stopped.wait(SAMPLE_SECONDS):
-            for (job, task), process in list(self.launcher.processes.items()):
-                split = memory_split_mb(process.pid) if process.pid else None
+            processes = [('{}_{}'.format(job, task), process.pid)
+                         for (job, task), process in list(self.launcher.processes.items())]
+            cluster_pss = 0.0
+            for name, pid in processes + [('forkserver', pid) for pid in forkserver_pids()]:
+                split = memory_split_mb(pid) if pid else None
                 if split is None:
                     continue
-                peak = self.peaks.setdefault('{}_{}'.format(job, task), dict.fromkeys(split, 0.0))
+                cluster_pss += split['pss']
+                peak = self.peaks.setdefault(name, dict.fromkeys(split, 0.0))
                 for key, value in split.items():
                     peak[key] = max(peak[key], value)
+            self.cluster_pss_peak = max(self.cluster_pss_peak, cluster_pss)
 
 
 def main():
@@ -92,7 +115,7 @@ def main():
         'baselines_mb': {name: {key: round(value, 1) for key, value in split.items()}
                          for name, split in baselines.items()},
         'tasks_peak_mb': tasks, 'tasks_rss_beyond_task_imports_mb': rss_beyond_imports,
-        'cluster_pss_mb': round(sum(peak['pss'] for peak in tasks.values()), 1),
+        'cluster_pss_mb': round(sampler.cluster_pss_peak, 1),
         'machine': {'python': platform.python_version(), 'cpus': os.cpu_count()},
     }
     os.makedirs(args.out, exist_ok=True)
@@ -101,7 +124,8 @@ def main():
     print('{:18s} {:>8s} {:>8s} {:>8s}'.format('MB', 'RSS', 'PSS', 'USS'))
     for name, split in list(report['baselines_mb'].items()) + list(tasks.items()):
         print('{:18s} {:8.1f} {:8.1f} {:8.1f}'.format(name, split['rss'], split['pss'], split['uss']))
-    print('cluster PSS (the machine memory the tasks take): {} MB'.format(report['cluster_pss_mb']))
+    print('cluster PSS (the machine memory the tasks and their forkserver take, largest in one sample): {} MB'
+          .format(report['cluster_pss_mb']))
 
 
 if __name__ == '__main__':
