@@ -15,7 +15,7 @@ from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import AacDensePolicy
 from btgym_aac.distributed.task_start import LauncherSurroundings, check_start_method, task_context
 from btgym_aac.env import gym_wrappers
-from proc_helpers import GROUP, command_line, live_descendants, live_processes, wait_until_group_ends
+from proc_helpers import GROUP, PARENT, command_line, live_descendants, live_processes, wait_until_group_ends
 
 
 def report_surroundings(variable):
@@ -128,3 +128,43 @@ def test_ctrl_c_while_train_reads_its_config_ends_it_without_a_traceback(tmp_pat
         assert wait_until_group_ends(command.pid, 30) == []
     assert command.returncode == 130
     assert err.strip() == 'btgym-aac train: interrupted'
+
+
+LAUNCHER_STAND_IN = '''
+import subprocess, sys
+forkserver = subprocess.Popen(['sleep', '120'])
+watcher = subprocess.Popen([sys.executable, '-c', 'import sys; from btgym_aac.distributed.task_process import '
+                            '_die_with; _die_with(None, int(sys.argv[1]), int(sys.argv[2]))',
+                            str(forkserver.pid), str(os.getpid())])
+print(forkserver.pid, watcher.pid, flush=True)
+sys.stdin.read()
+'''
+
+
+def test_without_a_pidfd_a_forked_task_dies_once_its_launcher_is_gone():
+    """The watch thread's fallback (kernels before pidfds): it kills its task once the forkserver's parent is no
+    longer the launcher. Stand-ins: a launcher process with a 'forkserver' child and a watching 'task'."""
+    launcher = subprocess.Popen([sys.executable, '-c', 'import os\n' + LAUNCHER_STAND_IN], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, text=True)
+    forkserver, task = (int(pid) for pid in launcher.stdout.readline().split())
+    try:
+        time.sleep(2)
+        assert task in live_processes(PARENT, launcher.pid)  # still watching while its launcher lives
+        launcher.kill()
+        launcher.wait()
+        deadline = time.time() + 10
+        while time.time() < deadline and os.path.exists('/proc/{}'.format(task)) and not is_zombie(task):
+            time.sleep(0.1)
+        assert not os.path.exists('/proc/{}'.format(task)) or is_zombie(task)
+    finally:
+        for pid in (forkserver, task):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
+
+def is_zombie(pid):
+    try:
+        with open('/proc/{}/stat'.format(pid)) as stat:
+            return stat.read().rpartition(')')[2].split()[0] == 'Z'
+    except OSError:
+        return False

@@ -192,14 +192,22 @@ def _end_with_launcher(launcher_pid):
         launcher = os.pidfd_open(launcher_pid)
     except ProcessLookupError:
         os._exit(1)
+    except OSError:  # a kernel without pidfds (before Linux 5.3): the thread looks every second instead
+        launcher = None
     if _parent_of(parent) != launcher_pid:  # it died before the pidfd was opened, and its pid is someone else's
         os._exit(1)
-    threading.Thread(target=_die_with, args=(launcher,), name='launcher-watch', daemon=True).start()
+    threading.Thread(target=_die_with, args=(launcher, parent, launcher_pid), name='launcher-watch',
+                     daemon=True).start()
 
 
-def _die_with(launcher_pidfd):
-    """Waits until the process behind `launcher_pidfd` ends, then kills this process."""
-    select.select([launcher_pidfd], [], [])
+def _die_with(launcher_pidfd, forkserver_pid, launcher_pid):
+    """Kills this process once its launcher has ended: when `launcher_pidfd` becomes readable, or, without one,
+    when the forkserver's parent is no longer the launcher (it was reparented)."""
+    if launcher_pidfd is not None:
+        select.select([launcher_pidfd], [], [])
+    else:
+        while _parent_of(forkserver_pid) == launcher_pid:
+            time.sleep(1)
     os.kill(os.getpid(), signal.SIGKILL)
 
 

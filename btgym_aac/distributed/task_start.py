@@ -1,12 +1,12 @@
 """How a launcher starts its task processes.
 
-'forkserver' (the default on Linux): the first task started makes a forkserver process, which
-imports TensorFlow and the reference configuration's modules once (`task_preload`); every task, restarts included,
-is then forked from it with all of that imported. A cluster's tasks no longer each import TensorFlow at the same
-time on the same cores, and they share the imported modules' memory. The forkserver lives until the launching
-process exits, so later runs of that process start at once.
+'forkserver' (the default on Linux): the first task started (or `start_forkserver_early`) makes a forkserver
+process, which imports TensorFlow and the reference configuration's modules once (`task_preload`); every task,
+restarts included, is then forked from it with all of that imported. A cluster's tasks no longer each import
+TensorFlow at the same time on the same cores, and they share the imported modules' memory. The forkserver lives
+until the launching process exits, so later runs of that process start at once.
 
-'spawn': every task is a new interpreter that imports what it needs itself (the original's way).
+'spawn': every task is a new interpreter that imports what it needs itself (as in earlier versions).
 
 Either way a task starts with the launcher's environment variables and standard output and error as they are
 when it is started (`LauncherSurroundings`), not as they were when the forkserver was made.
