@@ -58,8 +58,8 @@ class Launcher:
             `network_isolation`: 'auto' (default) runs every task in a private network namespace where the system
             allows it (Linux; see `network_namespace`) and warns where not, 'require' refuses to run without it
             (NetworkIsolationError), 'off' neither isolates nor warns;
-            `start_method`: 'forkserver' (default where the system has it) forks every task from one process that
-            imported TensorFlow once, 'spawn' starts each in a new interpreter (see `task_start`).
+            `start_method`: 'forkserver' (default on Linux) forks every task from one process that imported
+            TensorFlow once, 'spawn' (default elsewhere) starts each in a new interpreter (see `task_start`).
         policy_config: {'class_ref', 'kwargs'} of the policy.
         trainer_config: {'class_ref', 'kwargs'} of the trainer (A3C, Unreal, PPO, ...).
         max_env_steps: training length in env steps over all workers.

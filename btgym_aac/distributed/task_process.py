@@ -1,5 +1,5 @@
-"""A cluster task in its own (spawned) process: a parameter server that serves, or a worker that trains (see
-`worker.Worker`), with the signals, exit statuses and launcher reports around them."""
+"""A cluster task in its own process (forked or spawned, see `task_start`): a parameter server that serves, or a
+worker that trains (see `worker.Worker`), with the signals, exit statuses and launcher reports around them."""
 import os
 import select
 import signal
@@ -186,15 +186,13 @@ def _end_with_launcher(launcher_pid):
         if os.getppid() != launcher_pid:
             os._exit(1)
         return
-    if _parent_of(parent) != launcher_pid:
-        os._exit(1)
     try:
         launcher = os.pidfd_open(launcher_pid)
     except ProcessLookupError:
         os._exit(1)
     except OSError:  # a kernel without pidfds (before Linux 5.3): the thread looks every second instead
         launcher = None
-    if _parent_of(parent) != launcher_pid:  # it died before the pidfd was opened, and its pid is someone else's
+    if _parent_of(parent) != launcher_pid:  # gone (its pid maybe someone else's now): the forkserver was reparented
         os._exit(1)
     threading.Thread(target=_die_with, args=(launcher, parent, launcher_pid), name='launcher-watch',
                      daemon=True).start()
