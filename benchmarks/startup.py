@@ -33,9 +33,9 @@ PHASES = ('imported', 'graph_built', 'session_ready', 'first_step')
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[1] / 'examples').glob('*.py'))
 
 
-def train_once(config_file, log_dir, source_tree=None):
+def train_once(config_file, log_dir, source_tree=None, cwd=None):
     """Runs `btgym-aac train` once (the reference configuration when `config_file` is None), from `source_tree`
-    when given (then only its first trained step is read).
+    when given (then only its first trained step is read), in `cwd` when given (a source tree's run: in it).
 
     Returns:
         dict of the phases' seconds from the command's start, the load average before it, and its name.
@@ -44,7 +44,8 @@ def train_once(config_file, log_dir, source_tree=None):
         '--max-steps', '100', '--log-dir', log_dir, '--fresh', '--seed', '0']
     environment = dict(os.environ, PYTHONPATH=source_tree) if source_tree else None
     load = os.getloadavg()[0]
-    finished = subprocess.run(command, capture_output=True, text=True, timeout=900, env=environment, cwd=source_tree)
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=900, env=environment,
+                              cwd=source_tree or cwd)
     if finished.returncode != 0:
         raise RuntimeError('{} failed:\n{}'.format(' '.join(command), finished.stderr[-3000:]))
     if source_tree:

@@ -15,20 +15,21 @@ Every worker has `--envs-per-worker` envs (default 1; the cluster's `num_envs`);
 lockstep by one runner thread acting for all of them (batched acting), or with `--no-batch-acting` by a runner
 thread each.
 
-Every configuration and worker count runs `--repeats` times, interleaved; the JSON keeps every run and the
-medians, from which the scaling and the speedup over the original are computed. Speed is measured between the
-first progress report after every worker has trained and the first report of the run's final step (start-up,
-including a second worker's, and shut-down excluded). Then every configuration runs once more as a 2-worker
-cluster whose worker 1 is paused and resumed in turn every few seconds (`--alternation-pairs`, 0: no such run,
-`--window-seconds`): each 2-worker window's speed over the mean of the 1-worker windows either side gives the
-scaling from measurements seconds apart rather than minutes, which the slow and fast spells of a shared machine
-do not bias (the 1-worker windows run one worker of a 2-worker cluster, a paused worker costing no CPU). Also reported:
-the time from `Launcher.run()` to the first trained step, the peak memory of every process, the scaling ratio
-2 workers / 1 worker, the cost of one env step inside worker 0: policy act (with the acting replica's
-refresh every rollout), env step, and train time without the wait for rollouts, and, over the same window as
-the speed, the machine's busy and hypervisor-stolen CPU shares and its busy CPU time per env step (from
-/proc/stat, where there is one); in every alternating window, the CPU time of each task process per env step
-(from /proc/<pid>/stat), which shows what the same work costs with one worker busy and with two.
+Every configuration and worker count runs `--repeats` times, interleaved; the JSON keeps every run and the medians,
+from which the scaling is computed. Speed is measured between the first progress
+report after every worker has trained and the first report of the run's final step (start-up, including a second
+worker's, and shut-down excluded). Then every configuration runs once more as a 2-worker cluster whose worker 1 is
+paused and resumed in turn every few seconds (`--alternation-pairs`, 0: no such run, `--window-seconds`): each
+2-worker window's speed over the mean of the 1-worker windows either side gives the scaling from measurements
+seconds apart rather than minutes, which the slow and fast spells of a shared machine do not bias (the 1-worker
+windows run one worker of a 2-worker cluster, a paused worker costing no CPU). Also reported: the time from
+`Launcher.run()` to the first trained step (for the process's first cluster also from the command's start:
+`first_step_from_command_seconds`; `startup.py` times whole commands), the peak memory of every process, the scaling
+ratio 2 workers / 1 worker, the cost of one env step inside worker 0: policy act (with the acting replica's refresh
+every rollout), env step, and train time without the wait for rollouts, and, over the same window as the speed, the
+machine's busy and hypervisor-stolen CPU shares and its busy CPU time per env step (from /proc/stat, where there is
+one); in every alternating window, the CPU time of each task process per env step (from /proc/<pid>/stat), which
+shows what the same work costs with one worker busy and with two.
 
 Every run also reports, over its speed window, the CPU milliseconds per env step of the whole cluster
 (`cluster_cpu_ms_per_env_step`: the CPU time, user + system, of every task process, parameter servers and workers,
@@ -61,7 +62,6 @@ from btgym_aac.env import BTgymEnv
 from btgym_aac.run_configs import default_configs
 from btgym_aac.strategy import DevStrat_4_11
 
-ORIGINAL_BTGYM_A3C_1_WORKER = 28
 SETTLE_SECONDS = 1.0
 TIMERS = {'act': [], 'act_batch': [], 'train': [], 'wait': []}
 ENV_TIMERS = ('env_step', 'env_step_cpu', 'env_step_end', 'env_reset_cpu', 'env_reset_end', 'env_render_cpu',
@@ -221,6 +221,21 @@ def cost_split(timers):
     }
 
 
+def process_start_time():
+    """Wall-clock time at which this process started (from /proc), or None where there is no /proc."""
+    try:
+        with open('/proc/self/stat') as f:
+            start_ticks = int(f.read().rsplit(')', 1)[1].split()[19])
+        with open('/proc/stat') as f:
+            boot_time = next(int(line.split()[1]) for line in f if line.startswith('btime '))
+    except (OSError, ValueError, StopIteration):
+        return None
+    return boot_time + start_ticks / os.sysconf('SC_CLK_TCK')
+
+
+PROCESS_START = process_start_time()
+
+
 def machine_cpu_times():
     """Cumulative CPU times of the whole machine from /proc/stat (user, nice, system, idle, iowait, irq, softirq,
     steal), or None where there is no /proc/stat."""
@@ -324,10 +339,11 @@ def cpu_per_env_step(first, end, reports, env_timers):
     }
 
 
-def measure(config, num_workers, max_env_steps, envs_per_worker=1):
+def measure(config, num_workers, max_env_steps, envs_per_worker=1, first_of_process=False):
     """Runs one cluster; returns its speed, start-up and memory figures, the cost split of worker 0, the machine's
     CPU use while it stepped, and the CPU per env step of the whole cluster and of the envs alone over the same
-    window (`cpu_per_env_step`)."""
+    window (`cpu_per_env_step`). `first_of_process`: this process's first cluster, whose start-up is also timed
+    from the command's start."""
     reports = []
     with tempfile.TemporaryDirectory() as log_dir:
         launcher = make_launcher(config, num_workers, max_env_steps, os.path.join(log_dir, 'run'), log_dir,
@@ -358,6 +374,9 @@ def measure(config, num_workers, max_env_steps, envs_per_worker=1):
         'env_steps': result['global_step'],
         'env_steps_per_s': (s1 - s0) / max(t1 - t0, 1e-9),
         'first_step_seconds': result['first_step_seconds'],
+        'first_step_from_command_seconds': (
+            start + result['first_step_seconds'] - PROCESS_START
+            if first_of_process and PROCESS_START is not None and result['first_step_seconds'] is not None else None),
         'total_seconds': time.time() - start,
         'peak_rss_mb': result['peak_rss_mb'],
         'restarts': result['restarts'],
@@ -472,7 +491,7 @@ def measure_alternating(config, pairs, window_seconds, settle_seconds=SETTLE_SEC
 
 
 def summarize(name, runs):
-    """Medians over the repeats of one configuration, per worker count; scaling and speedup from the medians."""
+    """Medians over the repeats of one configuration, per worker count, and the scaling from them."""
     by_workers = {}
     for run in runs:
         by_workers.setdefault(run['workers'], []).append(run)
@@ -490,9 +509,6 @@ def summarize(name, runs):
         'scaling_2_over_1': medians[2] / medians[1] if 1 in medians and 2 in medians else None,
         'runs': runs,
     })
-    if name.startswith('a3c') and 1 in medians:
-        result['original_btgym_1_worker_steps_per_s'] = ORIGINAL_BTGYM_A3C_1_WORKER
-        result['speedup_1_worker_over_original'] = medians[1] / ORIGINAL_BTGYM_A3C_1_WORKER
     return result
 
 
@@ -504,8 +520,9 @@ def run_all(names, workers, repeats, max_env_steps, alternation_pairs, window_se
     for repeat in range(repeats):
         for name in names:
             for num_workers in workers:
-                runs[name].append(dict(measure(CONFIGS[name], num_workers, max_env_steps, envs_per_worker),
-                                       repeat=repeat))
+                first = not any(runs.values())
+                runs[name].append(dict(measure(CONFIGS[name], num_workers, max_env_steps, envs_per_worker,
+                                               first_of_process=first), repeat=repeat))
     results = {name: summarize(name, runs[name]) for name in names}
     if alternation_pairs:
         for name in names:
@@ -542,9 +559,6 @@ def print_table(results):
                     'cluster_cpu_ms_per_env_step', 'env_cpu_ms_per_env_step', 'cpu_ratio_cluster_to_env'))))
         if result['scaling_2_over_1'] is not None:
             print('{}: scaling 2 / 1 workers {:.2f}'.format(name, result['scaling_2_over_1']))
-        if 'speedup_1_worker_over_original' in result:
-            print('{}: 1 worker / original btgym ({} env steps/s): {:.2f}x'.format(
-                name, ORIGINAL_BTGYM_A3C_1_WORKER, result['speedup_1_worker_over_original']))
         if 'alternating' in result:
             alternating = result['alternating']
             print('{}: alternating 1 / 2 workers every {:.0f} s: scaling {:.2f} (each 2-worker window: {})'.format(
