@@ -12,7 +12,7 @@ name `notebook_run` (PYTHONPATH).
 
 Usage: python notebook_run.py --package btgym|btgym_aac --data CSV --log-dir DIR --progress FILE
                               [--trainer A3C] [--workers 1] [--envs 1] [--render-freq 10] [--max-steps 1000000]
-                              [--port 12230]
+                              [--port 12230] [--start-forkserver-early]
 """
 import argparse
 import importlib
@@ -102,7 +102,11 @@ def main():
     parser.add_argument('--render-freq', type=int, default=10)
     parser.add_argument('--max-steps', type=int, default=10 ** 6)
     parser.add_argument('--port', type=int, default=12230)
+    parser.add_argument('--start-forkserver-early', action='store_true',
+                        help="btgym_aac: start the tasks' forkserver before the configs' imports")
     args = parser.parse_args()
+    if args.start_forkserver_early:
+        importlib.import_module(args.package).start_forkserver_early()
     os.environ['NOTEBOOK_RUN_PACKAGE'] = args.package
     os.environ['NOTEBOOK_RUN_PROGRESS'] = os.path.abspath(args.progress)
 

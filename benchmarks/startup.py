@@ -8,9 +8,12 @@ recorded: the machine's 1-minute load average before each run and the CPU count.
 are set beside the original btgym's 18.4-20.9 s, measured for its notebook configuration on the same machine type
 (issue 26). With `--baseline DIR` (the source tree of another version, e.g. from `git worktree add`), that version
 runs the reference configuration too, alternating with this one (its first-step figure only, as it prints it).
-Writes `startup.json` to --out.
+With `--script-runs N`, N pairs of runs of a script that calls `Launcher.run()` (`notebook_run.py`: the reference
+notebook's configuration, 1 worker), alternately as it is and with `start_forkserver_early()` first. Writes
+`startup.json` to --out.
 
-Usage: python benchmarks/startup.py [--runs 5] [--no-examples] [--baseline DIR] [--out benchmarks/results]
+Usage: python benchmarks/startup.py [--runs 5] [--no-examples] [--baseline DIR] [--script-runs 0]
+                                    [--out benchmarks/results]
 """
 import argparse
 import json
@@ -23,6 +26,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 
 ORIGINAL_SECONDS = (18.4, 20.9)
 FIRST_STEP = re.compile(r'first trained step ([\d.]+) s after the command started')
@@ -31,6 +35,7 @@ STARTUP_LINE = re.compile(r'first trained step ([\d.]+) s after the command star
                           r'([\d.]+) s\)')
 PHASES = ('imported', 'graph_built', 'session_ready', 'first_step')
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[1] / 'examples').glob('*.py'))
+NOTEBOOK_RUN = pathlib.Path(__file__).resolve().with_name('notebook_run.py')
 
 
 def train_once(config_file, log_dir, source_tree=None, cwd=None):
@@ -60,6 +65,38 @@ def train_once(config_file, log_dir, source_tree=None, cwd=None):
             'first_step': float(match.group(1))}
 
 
+def script_once(work_dir, data, port, early):
+    """Runs `notebook_run.py` (the reference notebook's configuration as a script calling `Launcher.run()`, 1 worker,
+    100 env steps), with `start_forkserver_early()` first when `early`.
+
+    Returns:
+        dict: seconds from the command's start to the first trained step, the load average before it, the mode.
+    """
+    progress = os.path.join(work_dir, 'progress.txt')
+    command = [sys.executable, str(NOTEBOOK_RUN), '--package', 'btgym_aac', '--data', data, '--log-dir',
+               os.path.join(work_dir, 'log'), '--progress', progress, '--max-steps', '100', '--port', str(port)]
+    load = os.getloadavg()[0]
+    started = time.time()
+    subprocess.run(command + (['--start-forkserver-early'] if early else []), check=True, timeout=900,
+                   capture_output=True, env=dict(os.environ, PYTHONPATH=str(NOTEBOOK_RUN.parent)))
+    with open(progress) as f:
+        first_step = float(f.readline().split()[0]) - started
+    return {'start_forkserver_early': early, 'load_before': load, 'first_step': first_step}
+
+
+def script_runs(runs, scratch):
+    """`runs` pairs of `script_once`, plain and early alternating."""
+    from btgym_aac.data import make_sine_data, write_histdata_csv
+
+    data = write_histdata_csv(make_sine_data(), os.path.join(scratch, 'sine.csv'), header=True)
+    results = []
+    for run in range(runs):
+        for early in ((False, True) if run % 2 == 0 else (True, False)):
+            work_dir = tempfile.mkdtemp(dir=scratch)
+            results.append(script_once(work_dir, data, 16230 + 10 * len(results), early))
+    return results
+
+
 def medians(runs):
     return {phase: statistics.median(run[phase] for run in runs) for phase in PHASES}
 
@@ -69,6 +106,9 @@ def main():
     parser.add_argument('--runs', type=int, default=5, help='runs of the reference configuration')
     parser.add_argument('--no-examples', action='store_true', help='skip the examples/ config files')
     parser.add_argument('--baseline', help='source tree of another version to run alternately')
+    parser.add_argument('--script-runs', type=int, default=0,
+                        help='pairs of script runs (Launcher.run() from a script) without and with '
+                             'start_forkserver_early()')
     parser.add_argument('--out', default='benchmarks/results')
     args = parser.parse_args()
     scratch = tempfile.mkdtemp(prefix='btgym_aac_startup_')
@@ -80,6 +120,7 @@ def main():
             reference.append(train_once(None, os.path.join(scratch, 'reference_{}'.format(run))))
         examples = [] if args.no_examples else [train_once(path, os.path.join(scratch, path.stem))
                                                 for path in EXAMPLES]
+        scripts = script_runs(args.script_runs, scratch)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
     result = {
@@ -88,6 +129,10 @@ def main():
         'original_btgym_seconds': ORIGINAL_SECONDS,
         'reference_runs': reference, 'reference_medians': medians(reference), 'examples': examples,
     }
+    if scripts:
+        result.update(script_runs=scripts, script_median_first_step={
+            mode: statistics.median(run['first_step'] for run in scripts if run['start_forkserver_early'] == early)
+            for mode, early in (('plain', False), ('start_forkserver_early', True))})
     if baseline:
         result.update(baseline_source_tree=args.baseline, baseline_runs=baseline,
                       baseline_median_first_step=statistics.median(run['first_step'] for run in baseline))
@@ -101,6 +146,10 @@ def main():
               '{load_before:6.2f}'.format(**run))
     print('reference median: first trained step {first_step:.1f} s after the command started (original btgym: '
           '{0[0]}-{0[1]} s)'.format(ORIGINAL_SECONDS, **result['reference_medians']))
+    if scripts:
+        print('script (Launcher.run(), 1 worker) median first trained step: {plain:.1f} s, with '
+              'start_forkserver_early() first {start_forkserver_early:.1f} s'.format(
+                  **result['script_median_first_step']))
     if baseline:
         print('baseline {} median: {:.1f} s'.format(args.baseline, result['baseline_median_first_step']))
 

@@ -26,6 +26,7 @@ _PUBLIC = {
     'ActionDictSpace': 'btgym_aac.spaces',
     'BTgymBaseStrategy': 'btgym_aac.strategy',
     'BTgymRendering': 'btgym_aac.env.rendering',
+    'start_forkserver_early': 'btgym_aac.distributed.task_start',
 }
 
 __all__ = sorted(_PUBLIC)

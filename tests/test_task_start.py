@@ -130,6 +130,51 @@ def test_ctrl_c_while_train_reads_its_config_ends_it_without_a_traceback(tmp_pat
     assert err.strip() == 'btgym-aac train: interrupted'
 
 
+EARLY_FORKSERVER_SCRIPT = """
+from btgym_aac import start_forkserver_early
+start_forkserver_early()
+
+import os
+from btgym_aac.distributed.task_start import task_context
+
+
+def forkservers_below(pid):
+    found = 0
+    for entry in filter(str.isdigit, os.listdir('/proc')):
+        try:
+            with open('/proc/{}/stat'.format(entry)) as f:
+                parent = int(f.read().rsplit(')', 1)[1].split()[1])
+            with open('/proc/{}/cmdline'.format(entry), 'rb') as f:
+                found += parent == pid and b'multiprocessing.forkserver' in f.read()
+        except OSError:
+            pass
+    return found
+
+
+def report():
+    print('task forkservers', forkservers_below(os.getpid()), flush=True)
+
+
+if __name__ == '__main__':
+    print('script forkservers', forkservers_below(os.getpid()), flush=True)
+    task = task_context('forkserver').Process(target=report)
+    task.start()
+    task.join(120)
+    print('task exit', task.exitcode, flush=True)
+"""
+
+
+def test_a_script_starts_the_forkserver_first_and_its_tasks_do_not(tmp_path):
+    """`start_forkserver_early()` at the top of a launching script starts the forkserver at once; a task, which
+    imports that script again, starts none of its own."""
+    script = tmp_path / 'launch.py'
+    script.write_text(EARLY_FORKSERVER_SCRIPT)
+    finished = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180,
+                              cwd=tmp_path)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.splitlines() == ['script forkservers 1', 'task forkservers 0', 'task exit 0']
+
+
 LAUNCHER_STAND_IN = '''
 import subprocess, sys
 forkserver = subprocess.Popen(['sleep', '120'])

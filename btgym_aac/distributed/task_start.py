@@ -46,18 +46,28 @@ def task_context(method):
 
 def start_forkserver_early():
     """Starts the forkserver now where the default start method is 'forkserver' (and returns at once), so that it
-    imports TensorFlow while this process does other work, such as reading a config file that imports TensorFlow
-    itself. It is started with Ctrl-C blocked, as the launcher starts tasks (see `stop_signals.ctrl_c_held`): the
-    tasks forked from it inherit the block until they ignore Ctrl-C."""
-    if default_start_method() != 'forkserver':
+    imports TensorFlow while this process does other work, such as reading a config file or running a script's own
+    imports that import TensorFlow themselves. A launching script calls it first thing; in a process started by
+    multiprocessing (a task importing its launching script) it does nothing. The forkserver is started with Ctrl-C
+    blocked, as the launcher starts tasks (see `stop_signals.ctrl_c_held`): the tasks forked from it inherit the
+    block until they ignore Ctrl-C."""
+    if default_start_method() != 'forkserver' or _in_started_process():
         return
-    import multiprocessing.forkserver
+    from multiprocessing import forkserver
 
     from btgym_aac.distributed.stop_signals import ctrl_c_held
 
     task_context('forkserver')
     with ctrl_c_held():
-        multiprocessing.forkserver.ensure_running()
+        forkserver.ensure_running()
+
+
+def _in_started_process():
+    """True in a process that multiprocessing started: while it imports its parent's main script (multiprocessing
+    marks the current process `_inheriting` then, as its own check against starting processes at import does) and
+    after."""
+    return multiprocessing.parent_process() is not None or getattr(multiprocessing.current_process(), '_inheriting',
+                                                                   False)
 
 
 class LauncherSurroundings:
