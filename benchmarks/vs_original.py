@@ -92,7 +92,10 @@ def stop_session(process, session_id):
         dict: seconds to exit after SIGINT, whether SIGKILL was needed, processes of the session left after it.
     """
     stopped = time.monotonic()
-    os.killpg(session_id, signal.SIGINT)
+    try:
+        os.killpg(session_id, signal.SIGINT)
+    except ProcessLookupError:  # the whole group has ended already
+        pass
     try:
         process.wait(timeout=STOP_GRACE_SECONDS)
     except subprocess.TimeoutExpired:
@@ -149,6 +152,7 @@ def run_once(version, envs, args, port, work_dir):
                 if step[1] >= args.max_steps:
                     break
             if process.poll() is not None:
+                stop_session(process, process.pid)
                 raise RuntimeError('{} ended with exit code {} before step {}; see {}'.format(
                     version, process.returncode, args.max_steps, output.name))
         stop = stop_session(process, process.pid)
