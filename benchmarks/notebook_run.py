@@ -52,6 +52,20 @@ def __getattr__(name):
     return _PROGRESS_TRAINERS[name]
 
 
+def write_sine_csv(folder):
+    """Writes the sine series the notebook reads (`make_sine_data()`: the bundled file's bars, unrounded) to
+    `folder` under the bundled file's name, as that file is laid out (HistData format with its header line).
+    Needs btgym_aac.
+
+    Returns:
+        the file's path.
+    """
+    from btgym_aac.data import make_sine_data, write_histdata_csv
+
+    return write_histdata_csv(make_sine_data(), os.path.join(folder, 'test_sine_1min_period256_delta0002.csv'),
+                              header=True)
+
+
 def configs(package, args):
     """The notebook's env, cluster, policy and trainer configs built from `package`'s classes."""
     import backtrader as bt

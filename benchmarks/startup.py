@@ -86,9 +86,11 @@ def script_once(work_dir, data, port, early):
 
 def script_runs(runs, scratch):
     """`runs` pairs of `script_once`, plain and early alternating."""
-    from btgym_aac.data import make_sine_data, write_histdata_csv
+    if not runs:
+        return []
+    from notebook_run import write_sine_csv
 
-    data = write_histdata_csv(make_sine_data(), os.path.join(scratch, 'sine.csv'), header=True)
+    data = write_sine_csv(scratch)
     results = []
     for run in range(runs):
         for early in ((False, True) if run % 2 == 0 else (True, False)):

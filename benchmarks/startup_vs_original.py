@@ -29,8 +29,9 @@ import sys
 import tempfile
 import time
 
+from notebook_run import write_sine_csv
 from startup import EXAMPLES, train_once
-from vs_original import interruptible, last_step, stop_session
+from vs_original import last_step, start_in_session, stop_session
 
 BENCHMARKS = pathlib.Path(__file__).resolve().parent
 EXAMPLES_DIR = EXAMPLES[0].parent
@@ -68,8 +69,7 @@ def prepare_data(scratch):
     fx = os.path.join(ours, 'runs', 'synthetic_fx_2017')
     for name in os.listdir(fx):
         os.symlink(os.path.join(fx, name), os.path.join(data, name))
-    from btgym_aac.data import make_sine_data, write_histdata_csv
-    write_histdata_csv(make_sine_data(), os.path.join(data, 'test_sine_1min_period256_delta0002.csv'), header=True)
+    write_sine_csv(data)
     return original
 
 
@@ -88,8 +88,7 @@ def original_once(notebook, workers, args, original_cwd, port):
     load = os.getloadavg()[0]
     with open(os.path.join(run_dir, 'output.txt'), 'w') as output:
         started = time.time()
-        process = subprocess.Popen(command, cwd=original_cwd, env=environment, stdout=output,
-                                   stderr=subprocess.STDOUT, start_new_session=True, preexec_fn=interruptible)
+        process = start_in_session(command, original_cwd, environment, output)
         while last_step(progress) is None:
             if process.poll() is not None or time.time() - started > FIRST_STEP_TIMEOUT_SECONDS:
                 stop_session(process, process.pid)

@@ -40,6 +40,8 @@ import sys
 import tempfile
 import time
 
+from notebook_run import write_sine_csv
+
 BENCHMARKS = pathlib.Path(__file__).resolve().parent
 REPOSITORY = BENCHMARKS.parent
 POLL_SECONDS = 0.25
@@ -51,6 +53,17 @@ def interruptible():
     """Popen `preexec_fn`: SIGINT at its default in the child (a shell's background job inherits it ignored, and
     Python then raises no KeyboardInterrupt)."""
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def start_in_session(command, cwd, environment, output):
+    """Starts `command` in a new session (its process group too) with SIGINT at its default, stdout and stderr to
+    the open file `output`.
+
+    Returns:
+        the Popen; its pid is the session id.
+    """
+    return subprocess.Popen(command, cwd=cwd, env=environment, stdout=output, stderr=subprocess.STDOUT,
+                            start_new_session=True, preexec_fn=interruptible)
 
 
 def session_processes(session_id):
@@ -140,8 +153,7 @@ def run_once(version, envs, args, port, work_dir):
     load = os.getloadavg()[0]
     with open(os.path.join(work_dir, version + '_output.txt'), 'w') as output:
         started = time.time()
-        process = subprocess.Popen(command, cwd=cwd, env=environment, stdout=output, stderr=subprocess.STDOUT,
-                                   start_new_session=True, preexec_fn=interruptible)
+        process = start_in_session(command, cwd, environment, output)
         samples = []
         while True:
             time.sleep(POLL_SECONDS)
@@ -187,9 +199,7 @@ def main():
     rounds = []
     with tempfile.TemporaryDirectory() as scratch:
         if args.data is None:
-            from btgym_aac.data import make_sine_data, write_histdata_csv
-            args.data = os.path.join(scratch, 'test_sine_1min_period256_delta0002.csv')
-            write_histdata_csv(make_sine_data(), args.data, header=True)
+            args.data = write_sine_csv(scratch)
         port = args.port
         for index in range(args.rounds):
             order = ('btgym_aac', 'original') if index % 2 == 0 else ('original', 'btgym_aac')
