@@ -30,7 +30,7 @@ from btgym_aac.distributed.cluster import PortInUseError, free_ports
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirInUseError, LogDirLock
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, pickle_run_config, write_run_config
 from btgym_aac.distributed.launcher_config import launcher_configs
-from btgym_aac.distributed.stop_signals import ctrl_c_held
+from btgym_aac.distributed.stop_signals import ctrl_c_held, terminate_and_wait
 from btgym_aac.distributed import checkpoints as checkpoints_module
 from btgym_aac.distributed import launcher as launcher_module
 from btgym_aac.distributed import task_process
@@ -492,6 +492,34 @@ def test_ctrl_c_while_a_task_starts_is_held_back_and_raised_after(tmp_path):
     assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
 
 
+def ignore_sigterm_then_stop_on_it(ignore_seconds, started):
+    """A task that starts slowly: SIGTERM ignored for `ignore_seconds`, then it ends at the next one."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    started.set()
+    time.sleep(ignore_seconds)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    stop.wait(60)
+
+
+def test_a_stop_sent_while_a_task_still_ignores_sigterm_is_repeated_until_it_ends():
+    context = multiprocessing.get_context('fork')
+    started = context.Event()
+    process = context.Process(target=ignore_sigterm_then_stop_on_it, args=(1.5, started))
+    process.start()
+    assert started.wait(30)
+    begun = time.time()
+    assert terminate_and_wait([process], grace_seconds=30) == []
+    assert process.exitcode == 0 and time.time() - begun < 15  # ended by a repeat, long before the grace ran out
+    stubborn = context.Process(target=ignore_sigterm_then_stop_on_it, args=(60, context.Event()))
+    stubborn.start()
+    try:
+        assert terminate_and_wait([stubborn], grace_seconds=2) == [stubborn]
+    finally:
+        stubborn.kill()
+        stubborn.join()
+
+
 def test_ctrl_c_during_start_up_reports_no_saved_checkpoint_and_no_task_traceback(tmp_path):
     """Ctrl-C reaches the whole group while the tasks import TensorFlow: they ignore it (the launcher stops them),
     and the final line says what the checkpoint folder really holds."""
@@ -511,6 +539,7 @@ def test_ctrl_c_during_start_up_reports_no_saved_checkpoint_and_no_task_tracebac
             os.killpg(cluster.pid, signal.SIGKILL)
     assert cluster.returncode == 130
     assert 'Traceback' not in err and 'KeyboardInterrupt' not in err
+    assert 'did not stop in time' not in err  # the worker saw the stop although it came before its SIGTERM handling
     checkpoint = latest_checkpoint(str(log_dir / CKPT))
     final = out.strip().splitlines()[-1]
     if checkpoint is None:

@@ -34,7 +34,7 @@ from btgym_aac.distributed.log_dir_lock import LogDirLock
 from btgym_aac.distributed.network_namespace import JOIN_FAILED_EXIT_CODE, isolate_cluster
 from btgym_aac.distributed.run_config import pickle_run_config
 from btgym_aac.distributed.stop_signals import (STOP_GRACE_SECONDS, ctrl_c_held, signals_handled, stop_on_signal,
-                                                stop_process)
+                                                stop_process, terminate_and_wait)
 from btgym_aac.distributed.task_start import LauncherSurroundings, task_context
 from btgym_aac.distributed.task_process import (NON_FINITE_EXIT_CODE, SESSION_LOST_EXIT_CODE,
                                                 SETUP_FAILED_EXIT_CODE, run_pickled_task)
@@ -431,12 +431,7 @@ class Launcher:
         for (job, task), process in self.processes.items():
             if job == 'ps' and process.is_alive():
                 self.ps_peak_rss_mb[task] = proc_memory_mb(process.pid, 'status', 'VmHWM')  # peak RSS
-        workers = [p for (job, _), p in self.processes.items() if job == 'worker' and p.is_alive()]
-        for process in workers:
-            process.terminate()
-        deadline = time.time() + STOP_GRACE_SECONDS
-        for process in workers:
-            process.join(max(0.1, deadline - time.time()))
+        terminate_and_wait([p for (job, _), p in self.processes.items() if job == 'worker'], STOP_GRACE_SECONDS)
         for (job, _), process in self.processes.items():
             if process.pid is None:
                 continue

@@ -3,9 +3,12 @@ stop short."""
 import contextlib
 import signal
 import threading
+import time
 
 STOP_GRACE_SECONDS = 60
 """How long a stopped worker may take to finish its step and, for the chief, save, before it is killed."""
+STOP_SIGNAL_REPEAT_SECONDS = 1.0
+"""How often a stopped process that still runs gets SIGTERM again (see `terminate_and_wait`)."""
 
 
 class StopRequested(KeyboardInterrupt):
@@ -54,11 +57,28 @@ def ctrl_c_held():
             previous_handler(signal.SIGINT, None)
 
 
+def terminate_and_wait(processes, grace_seconds):
+    """Sends every one of `processes` (multiprocessing.Process objects) SIGTERM, again every
+    `STOP_SIGNAL_REPEAT_SECONDS` while it runs (a task still starting ignores SIGTERM until it has set its own
+    handling), for up to `grace_seconds`.
+
+    Returns:
+        the processes still alive at the end.
+    """
+    deadline = time.time() + grace_seconds
+    alive = [process for process in processes if process.is_alive()]
+    while alive and time.time() < deadline:
+        for process in alive:
+            process.terminate()
+        repeat_at = min(deadline, time.time() + STOP_SIGNAL_REPEAT_SECONDS)
+        for process in alive:
+            process.join(max(0.0, repeat_at - time.time()))
+        alive = [process for process in alive if process.is_alive()]
+    return alive
+
+
 def stop_process(process, grace_seconds):
-    """Sends `process` (a multiprocessing.Process) SIGTERM, waits up to `grace_seconds` for it to end, and kills
-    it if it has not."""
-    process.terminate()
-    process.join(grace_seconds)
-    if process.is_alive():
+    """Stops `process` (a multiprocessing.Process) with `terminate_and_wait` and kills it if it has not ended."""
+    if terminate_and_wait([process], grace_seconds):
         process.kill()
         process.join()
