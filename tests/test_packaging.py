@@ -1,5 +1,6 @@
 """The source distribution: its metadata, that it carries the test suite, examples and benchmarks, and that its
 tests are collected and run when it is unpacked."""
+import concurrent.futures
 import email
 import os
 import pathlib
@@ -62,12 +63,12 @@ def collected(pytest_output):
 
 def test_the_unpacked_sdist_collects_every_test_and_passes_quick_ones(unpacked_sdist):
     pythonpath = dict(PYTHONPATH=str(unpacked_sdist))
-    here = run([sys.executable, '-m', 'pytest', '--collect-only', '-q', '-p', 'no:cacheprovider'], cwd=ROOT)
-    there = run([sys.executable, '-m', 'pytest', '--collect-only', '-q', '-p', 'no:cacheprovider'],
-                cwd=unpacked_sdist, **pythonpath)
+    collect = [sys.executable, '-m', 'pytest', '--collect-only', '-q', '-p', 'no:cacheprovider']
+    quick_run = [sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider'] + QUICK_TESTS
+    with concurrent.futures.ThreadPoolExecutor(3) as pool:  # three independent pytest processes at once
+        here, there, quick = pool.map(lambda job: run(job[0], cwd=job[1], **job[2]), [
+            (collect, ROOT, {}), (collect, unpacked_sdist, pythonpath), (quick_run, unpacked_sdist, pythonpath)])
     assert there.returncode == 0, there.stdout[-3000:]
     assert collected(there.stdout) == collected(here.stdout) > 900
-    quick = run([sys.executable, '-m', 'pytest', '-q', '-p', 'no:cacheprovider'] + QUICK_TESTS,
-                cwd=unpacked_sdist, **pythonpath)
     assert quick.returncode == 0, quick.stdout[-3000:]
     assert ' passed' in quick.stdout.splitlines()[-1] and 'failed' not in quick.stdout.splitlines()[-1]
