@@ -3,10 +3,12 @@
 The env is the reference configuration's (`gymnasium.make('BTgymDevStrat_4_11-v0')`: DevStrat_4_11 on the
 built-in sine data, rendering as shipped), for SB3 through `SimpleSpaces` (its Box observations, one Discrete
 action) with SB3's default PPO ('MultiInputPolicy'); this package's trainers run as `btgym-aac train --algo
-{ppo,a3c} --workers W`, the shipped defaults. Every run is a subprocess, one at a time; its clock starts when the
-subprocess is started (imports, cluster start-up and model building count). Curves: every finished train episode
-(env steps at its end, seconds since the start, total reward); ours are read from the TensorBoard scalars
-`episode_train_by_step/total_reward` of every worker. Writes `peers.json` and `peers.png` and prints a table.
+{ppo,a3c} --workers W`, the shipped defaults. `sb3_ppo_our_settings` (run only when named) is SB3's PPO with the
+reference PPO trainer's update schedule and settings (see `our_ppo_settings_for_sb3`). Every run is a subprocess,
+one at a time; its clock starts when the subprocess is started (imports, cluster start-up and model building
+count). Curves: every finished train episode (env steps at its end, seconds since the start, total reward); ours
+are read from the TensorBoard scalars `episode_train_by_step/total_reward` of every worker. Writes `peers.json`
+and `peers.png` and prints a table.
 
 SB3 is an optional dependency of this benchmark only (the CPU build of torch is enough)::
 
@@ -29,13 +31,34 @@ import warnings
 
 import numpy as np
 
-METHODS = ('sb3_ppo', 'ppo', 'a3c')
+METHODS = ('sb3_ppo', 'sb3_ppo_our_settings', 'ppo', 'a3c')
+DEFAULT_METHODS = ('sb3_ppo', 'ppo', 'a3c')
+SB3_METHODS = ('sb3_ppo', 'sb3_ppo_our_settings')
 FINAL_SHARE = 0.2
 """The last share of the env steps (or seconds) whose episodes make the final mean reward."""
 
 
-def sb3_run(seed, steps, out_path):
-    """Trains SB3 PPO (its defaults) in this process and writes the episode curve as JSON lines to `out_path`."""
+def our_ppo_settings_for_sb3():
+    """SB3 PPO arguments with the reference PPO trainer's update schedule: one rollout of `rollout_length` steps
+    per update, one epoch over it, its learning rate, entropy weight, gamma, GAE lambda, clip range and gradient
+    clip norm (SB3's value-loss weight stays 0.5 where ours is 1, and its policy and value nets stay apart)."""
+    import inspect
+
+    from btgym_aac.algorithms.aac import BaseAAC
+    from btgym_aac.algorithms.trainer_graph import GRADIENT_CLIP_NORM
+    from btgym_aac.run_configs import default_configs
+
+    defaults = {name: parameter.default for name, parameter in inspect.signature(BaseAAC).parameters.items()}
+    kwargs = dict(defaults, **default_configs('ppo', import_classes=False)['trainer_config']['kwargs'])
+    return dict(n_steps=kwargs['rollout_length'], batch_size=kwargs['rollout_length'], n_epochs=kwargs['num_epochs'],
+                learning_rate=kwargs['opt_learn_rate'], ent_coef=kwargs['model_beta'], gamma=kwargs['model_gamma'],
+                gae_lambda=kwargs['model_gae_lambda'], clip_range=kwargs['clip_epsilon'],
+                max_grad_norm=GRADIENT_CLIP_NORM)
+
+
+def sb3_run(seed, steps, out_path, settings):
+    """Trains SB3 PPO in this process with `settings` (PPO arguments; {} for SB3's defaults) and writes the
+    episode curve as JSON lines to `out_path`."""
     import gymnasium
     import torch  # noqa: F401  (before anything imports TensorFlow; btgym_aac.env does not)
     from stable_baselines3 import PPO
@@ -60,21 +83,24 @@ def sb3_run(seed, steps, out_path):
             return observation, reward, terminated, truncated, info
 
     env = EpisodeLog(SimpleSpaces(gymnasium.make('BTgymDevStrat_4_11-v0')))
-    PPO('MultiInputPolicy', env, seed=seed, device='cpu', verbose=0).learn(steps)
+    PPO('MultiInputPolicy', env, seed=seed, device='cpu', verbose=0, **settings).learn(steps)
 
 
-def run_sb3(seed, steps):
-    """SB3 PPO in a subprocess; returns the curve (seconds since the subprocess started)."""
+def run_sb3(seed, steps, method):
+    """SB3 PPO in a subprocess: its defaults ('sb3_ppo') or `our_ppo_settings_for_sb3` ('sb3_ppo_our_settings');
+    returns the curve (seconds since the subprocess started)."""
+    settings = our_ppo_settings_for_sb3() if method == 'sb3_ppo_our_settings' else {}
     with tempfile.TemporaryDirectory() as tmp:
         path = os.path.join(tmp, 'curve.jsonl')
         start = time.time()
-        subprocess.run([sys.executable, __file__, '--sb3-run', str(seed), str(steps), path], check=True)
+        subprocess.run([sys.executable, __file__, '--sb3-run', str(seed), str(steps), path, json.dumps(settings)],
+                       check=True)
         wall = time.time() - start
         with open(path) as lines:
             episodes = [json.loads(line) for line in lines]
     curve = [{'env_steps': e['env_steps'], 'seconds': round(e['time'] - start, 2),
               'total_reward': round(e['total_reward'], 4)} for e in episodes]
-    return {'env_steps': steps, 'wall_time': wall, 'curve': curve}
+    return {'env_steps': steps, 'wall_time': wall, 'curve': curve, 'settings': settings}
 
 
 def run_ours(algo, seed, steps, workers, config=None):
@@ -180,27 +206,27 @@ def main():
     parser.add_argument('--steps', type=int, default=30000)
     parser.add_argument('--seeds', type=int, nargs='+', default=[0, 1, 2])
     parser.add_argument('--workers', type=int, default=2)
-    parser.add_argument('--methods', nargs='+', choices=METHODS, default=list(METHODS))
+    parser.add_argument('--methods', nargs='+', choices=METHODS, default=list(DEFAULT_METHODS))
     parser.add_argument('--config', help="a `btgym-aac train` config file for this package's runs (a preset)")
     parser.add_argument('--name', default='peers', help='name of the JSON and PNG files')
     parser.add_argument('--out', default='benchmarks/results')
-    parser.add_argument('--sb3-run', nargs=3, metavar=('SEED', 'STEPS', 'PATH'), help=argparse.SUPPRESS)
+    parser.add_argument('--sb3-run', nargs=4, metavar=('SEED', 'STEPS', 'PATH', 'SETTINGS'), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.sb3_run:
-        sb3_run(int(args.sb3_run[0]), int(args.sb3_run[1]), args.sb3_run[2])
+        sb3_run(int(args.sb3_run[0]), int(args.sb3_run[1]), args.sb3_run[2], json.loads(args.sb3_run[3]))
         return
     try:
         import stable_baselines3  # noqa: F401
     except ImportError:
-        if 'sb3_ppo' in args.methods:
+        if set(SB3_METHODS) & set(args.methods):
             sys.exit("stable-baselines3 is not installed: pip install torch==2.13.0 'stable-baselines3>=2.3' "
-                     '(or leave sb3_ppo out of --methods)')
+                     '(or leave {} out of --methods)'.format(' and '.join(SB3_METHODS)))
     runs = []
     for seed in args.seeds:
         for method in args.methods:
             load = os.getloadavg()[0]
             print('{} seed {} ...'.format(method, seed), flush=True)
-            result = run_sb3(seed, args.steps) if method == 'sb3_ppo' else \
+            result = run_sb3(seed, args.steps, method) if method in SB3_METHODS else \
                 run_ours(method, seed, args.steps, args.workers, args.config)
             runs.append(dict(result, method=method, seed=seed, load_before=round(load, 2)))
             print('  {:.0f} s, {} episodes'.format(result['wall_time'], len(result['curve'])), flush=True)
@@ -212,11 +238,11 @@ def main():
                    'summary': summary, 'runs': runs,
                    'machine': {'python': platform.python_version(), 'cpus': os.cpu_count()}}, out)
     plot(runs, args.steps, os.path.join(args.out, args.name + '.png'))
-    print('{:8s} {:>22s} {:>22s} {:>14s}'.format('method', 'final reward (steps)', 'final reward (wall)',
+    print('{:21s} {:>22s} {:>22s} {:>14s}'.format('method', 'final reward (steps)', 'final reward (wall)',
                                                  'env steps/s'))
     for method in (m for m in METHODS if m in summary):
         row = summary[method]
-        print('{:8s} {:>22} {:>22} {:>14}'.format(method, str(row['mean_final_reward_by_env_steps']),
+        print('{:21s} {:>22} {:>22} {:>14}'.format(method, str(row['mean_final_reward_by_env_steps']),
                                                   str(row['mean_final_reward_by_wall_time']),
                                                   str(row['env_steps_per_second'])))
 

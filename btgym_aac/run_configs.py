@@ -9,6 +9,11 @@ CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config
 def default_configs(algo='a3c', import_classes=True):
     """The reference configuration: DevStrat_4_11 on the built-in sine data, RL2 stacked-LSTM policy.
 
+    The policy's logits are not layer-normalised (`logits_layer_norm=False`, unlike the original's notebook):
+    normalised logits limit how sure the policy can be of an action (with four actions and no learned offset, at
+    most 0.77), and without them the trainers learn the reference env faster and end higher (docs/performance.md,
+    "Against Stable-Baselines3").
+
     Args:
         algo: 'a3c', 'unreal' or 'ppo'.
         import_classes: False gives the env, strategy, policy and trainer classes as `class_refs.ClassRef`s, which
@@ -38,7 +43,8 @@ def default_configs(algo='a3c', import_classes=True):
     return dict(
         env_config={'class_ref': classes['env'], 'kwargs': env_kwargs},
         cluster_config={'num_workers': 2, 'num_ps': 1, 'num_envs': 1, 'log_dir': DEFAULT_LOG_DIR},
-        policy_config={'class_ref': classes['policy'], 'kwargs': {'lstm_layers': (256, 256), 'lstm_2_init_period': 60}},
+        policy_config={'class_ref': classes['policy'], 'kwargs': {
+            'lstm_layers': (256, 256), 'lstm_2_init_period': 60, 'logits_layer_norm': False}},
         trainer_config={'class_ref': classes['trainer'], 'kwargs': dict(
             opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99,
             model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=10,

@@ -6,6 +6,7 @@ from btgym_aac import BTgymEnv
 from btgym_aac.algorithms import A3C, train_in_process
 from btgym_aac.algorithms.policy import AacDensePolicy, AacStackedRL2Policy
 from btgym_aac.env import gym_wrappers
+from btgym_aac.run_configs import default_configs
 from btgym_aac.strategy import DevStrat_4_11
 
 pytestmark = pytest.mark.slow
@@ -47,3 +48,17 @@ def test_a3c_rl2_policy_on_sine_data_reaches_positive_mean_reward_within_30k_ste
     report('A3C + AacStackedRL2Policy, sine data', result)
     assert result['target_reached_at'] is not None
     assert np.mean(result['episode_rewards'][-10:]) > 0
+
+
+@pytest.mark.parametrize('algo', ['ppo', 'a3c'])
+def test_the_reference_configuration_trades_the_sine_to_its_target_within_15k_steps(algo):
+    """The reference configuration (logits not layer-normalised) reaches a mean total reward of 60 over 10
+    episodes (68.8 is every episode reaching the +10 % target); with the original notebook's normalised logits it
+    stays near 50 (docs/performance.md, "Against Stable-Baselines3")."""
+    configs = default_configs(algo)
+    env_config = dict(configs['env_config'], kwargs=dict(configs['env_config']['kwargs'], render_enabled=False))
+    result = train_in_process(env_config, configs['policy_config'], configs['trainer_config'], max_env_steps=15_000,
+                              random_seed=0, target_mean_reward=60, target_window=10)
+    report('{} reference configuration, sine data'.format(algo), result)
+    assert result['target_reached_at'] is not None
+    assert np.mean(result['episode_rewards'][-10:]) >= 60

@@ -238,6 +238,22 @@ def test_get_value_equals_the_value_returned_by_act():
             pytest.approx(float(value[0]), rel=1e-6)
 
 
+@pytest.mark.parametrize('case_id', ['stacked-trading', 'rl2-trading'])
+def test_stacked_policies_standardise_their_logits_unless_logits_layer_norm_is_off(case_id):
+    rng = np.random.default_rng(6)
+    observation = random_observation(TRADING_SPACE, rng)
+    spreads = {}
+    for layer_norm in (True, False):
+        with initialized_policy(case_id, linear_layer_ref=linear, logits_layer_norm=layer_norm) as (
+                sess, policy, context):
+            _, logits, _, _ = policy.act(observation, context, np.array([[0.0, 1.0]]), np.array([0.3]), sess=sess)
+            head_norms = [v.name for v in tf.global_variables() if 'aac_dense_pi' in v.name and 'LayerNorm' in v.name]
+        assert bool(head_norms) == layer_norm
+        spreads[layer_norm] = np.std(logits)
+    assert spreads[True] == pytest.approx(1.0, abs=1e-3)  # standardised across the 4 actions (offsets start at 0)
+    assert spreads[False] < 0.1  # the action layer's own output (initialised at 0.01 column norm)
+
+
 class RunOnlySession:
     """A session-like object with nothing but `run` (as a `MonitoredSession` offers)."""
 

@@ -47,7 +47,7 @@ class StackedLstmPolicy(BaseAacPolicy):
                  lstm_class_ref=LayerNormBasicLSTMCell, lstm_layers=(256, 256), linear_layer_ref=noisy_linear,
                  share_encoder_params=False, dropout_keep_prob=1.0, action_dp_alpha=200.0, aux_estimate=False,
                  encode_internal_state=None, static_rnn=True, shared_p_v=False, pixel_control=None,
-                 off_policy_pass=True, **kwargs):
+                 off_policy_pass=True, logits_layer_norm=True, **kwargs):
         """
         Args:
             ob_space: DictSpace with an `external` key (optional `internal`, `metadata`, ...).
@@ -68,6 +68,8 @@ class StackedLstmPolicy(BaseAacPolicy):
             off_policy_pass: build the off-policy pass; False leaves it out unless the pixel-control head, which
                 reads it, is built (the trainer passes False when no loss of its reads it: about a third fewer ops
                 to build).
+            logits_layer_norm: layer-normalised logits in the policy heads (see `networks.dense_aac_network`: they
+                bound how peaked the policy can get).
             **kwargs: encoder / pixel-control options; defaults inserted when absent: `conv_2d_filter_size=(3, 1)`,
                 `conv_2d_stride=(2, 1)`, `conv_2d_num_filters=(32, 32, 64, 64)`, `pc_estimator_stride=(2, 1)`,
                 `duell_pc_x_inner_shape=(6, 1, 32)`, `duell_pc_filter_size=(4, 1)`, `duell_pc_stride=(2, 1)`.
@@ -86,6 +88,7 @@ class StackedLstmPolicy(BaseAacPolicy):
         self.dropout_keep_prob = dropout_keep_prob
         self.static_rnn = static_rnn
         self.shared_p_v = shared_p_v
+        self.logits_layer_norm = logits_layer_norm
         self.encoded_modes = tuple(key for key in ENCODED_MODES if key in ob_space.spaces)
         self.keep_prob = 1.0 - (1.0 - dropout_keep_prob) * tf.cast(self.train_phase, tf.float32)
         defaults = dict(
@@ -104,7 +107,7 @@ class StackedLstmPolicy(BaseAacPolicy):
         on_graph = self._build_stacked_graph('on', reuse=False)
         self.on_simple_logits, self.on_simple_value, _ = dense_aac_network(
             on_graph.features, self.ac_space.one_hot_depth, name='aac_dense_simple_pi_v',
-            linear_layer_ref=linear_layer_ref)
+            linear_layer_ref=linear_layer_ref, logits_layer_norm=logits_layer_norm)
         off_graph = self._build_stacked_graph('off', reuse=True) if off_policy_pass or pixel_control else None
         self._bind_graphs(on_graph, off_graph)
         self._make_pixel_control(off_graph if pixel_control else None, linear_layer_ref=linear_layer_ref,
@@ -154,7 +157,7 @@ class StackedLstmPolicy(BaseAacPolicy):
         if not self.shared_p_v:
             logits, _, sample = dense_aac_network(
                 tf.reshape(lstm_1_out, [frames, self.lstm_layers[0]]), depth, name='aac_dense_pi',
-                linear_layer_ref=self.linear_layer_ref, reuse=reuse)
+                linear_layer_ref=self.linear_layer_ref, reuse=reuse, logits_layer_norm=self.logits_layer_norm)
 
         internal = [sequences(encoded['internal'])] if 'internal' in encoded else []
         lstm_2_in = tf.concat([sequences(features), sequences(last_a_in)] + internal + [lstm_1_out], axis=-1)
@@ -162,7 +165,8 @@ class StackedLstmPolicy(BaseAacPolicy):
         lstm_2_out = tf.reshape(lstm_2_out, [frames, self.lstm_layers[-1]])
         if self.shared_p_v:
             logits, vf, sample = dense_aac_network(lstm_2_out, depth, name='aac_dense_pi_vfn',
-                                                   linear_layer_ref=self.linear_layer_ref, reuse=reuse)
+                                                   linear_layer_ref=self.linear_layer_ref, reuse=reuse,
+                                                   logits_layer_norm=self.logits_layer_norm)
         else:
             _, vf, _ = dense_aac_network(lstm_2_out, depth, name='aac_dense_vfn',
                                          linear_layer_ref=self.linear_layer_ref, reuse=reuse)
