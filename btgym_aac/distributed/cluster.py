@@ -77,17 +77,23 @@ def cluster_ports(host, port, count):
     return ports
 
 
+def check_local_task_count(num_workers, num_ps):
+    """Raises ValueError unless a cluster of `num_workers` workers and `num_ps` parameter servers (each >= 1)
+    fits the `MAX_LOCAL_TASKS` one launcher runs on one host."""
+    if num_workers < 1 or num_ps < 1:
+        raise ValueError('a cluster needs num_workers >= 1 and num_ps >= 1, got {} and {}'.format(num_workers, num_ps))
+    if num_workers + num_ps > MAX_LOCAL_TASKS:
+        raise ValueError('a cluster of {} tasks (num_workers {} + num_ps {}) is more than the {} one launcher runs '
+                         'on one host'.format(num_workers + num_ps, num_workers, num_ps, MAX_LOCAL_TASKS))
+
+
 def make_cluster_spec(host='127.0.0.1', port=None, num_workers=1, num_ps=1):
     """Cluster dict for `tf.train.ClusterSpec`: parameter servers first, then workers, on consecutive ports.
 
     Returns:
         {'ps': ['host:port', ...], 'worker': ['host:port', ...]}.
     """
-    if num_workers < 1 or num_ps < 1:
-        raise ValueError('a cluster needs num_workers >= 1 and num_ps >= 1, got {} and {}'.format(num_workers, num_ps))
-    if num_workers + num_ps > MAX_LOCAL_TASKS:
-        raise ValueError('a cluster of {} tasks (num_workers {} + num_ps {}) is more than the {} one launcher runs '
-                         'on one host'.format(num_workers + num_ps, num_workers, num_ps, MAX_LOCAL_TASKS))
+    check_local_task_count(num_workers, num_ps)
     try:
         socket.getaddrinfo(host, None)
     except (socket.gaierror, UnicodeError) as error:

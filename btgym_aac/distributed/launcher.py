@@ -26,7 +26,7 @@ from btgym_aac.config_modules import dumps_with_sources
 from btgym_aac.data.shared import CACHE_DIR, publish
 from btgym_aac.distributed.checkpoint_state import checkpoint_step
 from btgym_aac.distributed.checkpoints import check_checkpoint_readable, export_checkpoint, latest_checkpoint
-from btgym_aac.distributed.cluster import make_cluster_spec
+from btgym_aac.distributed.cluster import check_local_task_count, make_cluster_spec
 from btgym_aac.distributed.launcher_config import (check_purge_previous, launcher_configs, positive_seconds,
                                                    read_data_files)
 from btgym_aac.distributed.log_dir import checkpoint_report, log_dir_state, prepare_log_dir
@@ -103,6 +103,8 @@ class Launcher:
         check_purge_previous(purge_previous, shared_log_dir)
         self.show_progress = show_progress
         self.shared_log_dir = shared_log_dir
+        if cluster_spec is None:  # before anything is done per worker
+            check_local_task_count(self.cluster_config['num_workers'], self.cluster_config['num_ps'])
         self._set_log_paths()
         data = read_data_files(self.env_config)
         self._set_initial_checkpoint()
