@@ -511,9 +511,11 @@ def test_a_stop_sent_while_a_task_still_ignores_sigterm_is_repeated_until_it_end
     begun = time.time()
     assert terminate_and_wait([process], grace_seconds=30) == []
     assert process.exitcode == 0 and time.time() - begun < 15  # ended by a repeat, long before the grace ran out
-    stubborn = context.Process(target=ignore_sigterm_then_stop_on_it, args=(60, context.Event()))
+    stubborn_started = context.Event()
+    stubborn = context.Process(target=ignore_sigterm_then_stop_on_it, args=(60, stubborn_started))
     stubborn.start()
     try:
+        assert stubborn_started.wait(30)
         assert terminate_and_wait([stubborn], grace_seconds=2) == [stubborn]
     finally:
         stubborn.kill()
