@@ -136,19 +136,11 @@ start_forkserver_early()
 
 import os
 from btgym_aac.distributed.task_start import task_context
+from proc_helpers import PARENT, command_line, live_processes
 
 
 def forkservers_below(pid):
-    found = 0
-    for entry in filter(str.isdigit, os.listdir('/proc')):
-        try:
-            with open('/proc/{}/stat'.format(entry)) as f:
-                parent = int(f.read().rsplit(')', 1)[1].split()[1])
-            with open('/proc/{}/cmdline'.format(entry), 'rb') as f:
-                found += parent == pid and b'multiprocessing.forkserver' in f.read()
-        except OSError:
-            pass
-    return found
+    return sum(b'multiprocessing.forkserver' in command_line(child) for child in live_processes(PARENT, pid))
 
 
 def report():
@@ -169,8 +161,9 @@ def test_a_script_starts_the_forkserver_first_and_its_tasks_do_not(tmp_path):
     imports that script again, starts none of its own."""
     script = tmp_path / 'launch.py'
     script.write_text(EARLY_FORKSERVER_SCRIPT)
+    tests = os.path.dirname(os.path.abspath(__file__))  # for proc_helpers
     finished = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=180,
-                              cwd=tmp_path)
+                              cwd=tmp_path, env=dict(os.environ, PYTHONPATH=tests))
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout.splitlines() == ['script forkservers 1', 'task forkservers 0', 'task exit 0']
 
