@@ -84,6 +84,20 @@ def test_a_batched_call_equals_single_calls(trading_env, policy_class, kwargs):
             assert values[index] == pytest.approx(single_value, rel=1e-5, abs=1e-6)
         assert len({tuple(np.round(row[1], 5)) for row in batched}) == count  # the rows differ from each other
 
+        def sampled_actions(batch, seed):
+            np.random.seed(seed)
+            if batch:
+                packs = [row[0] for row in policy.act_batch(observations, contexts, last_actions, last_rewards,
+                                                            sess=sess)]
+            else:
+                packs = [policy.act(observations[index], contexts[index], last_actions[index:index + 1],
+                                    last_rewards[index:index + 1], sess=sess)[0] for index in range(count)]
+            return [pack['environment'] for pack in packs]
+
+        draws = [sampled_actions(True, seed) for seed in range(30)]
+        assert draws == [sampled_actions(False, seed) for seed in range(30)]
+        assert len({repr(draw) for draw in draws}) > 1  # the draws are random, not the greedy ones
+
 
 def test_batch_feed_rejects_mismatched_inputs(trading_env):
     graph = tf.Graph()

@@ -10,7 +10,7 @@ from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.policy import (
     Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy, StackedLstmPolicy,
 )
-from btgym_aac.algorithms.policy.base import sample_category
+from btgym_aac.algorithms.policy.acting import sample_categories, sample_category
 from btgym_aac.algorithms.utils import LSTMStateTuple
 from btgym_aac.compat import tf
 from btgym_aac.spaces import ActionDictSpace, DictSpace
@@ -363,6 +363,33 @@ def test_sample_category_is_robust_and_matches_softmax():
         sample_category([0.0, np.nan])
 
 
+def test_sample_categories_draw_rows_in_order_like_single_draws():
+    rng = np.random.default_rng(3)
+    logits = rng.normal(scale=2.0, size=(300, 5))
+    np.random.seed(11)
+    rows = sample_categories(logits)
+    np.random.seed(11)
+    assert rows.tolist() == [sample_category(row) for row in logits]
+    assert sample_categories(logits, deterministic=True).tolist() == np.argmax(logits, axis=1).tolist()
+    with pytest.raises(ValueError, match='finite'):
+        sample_categories(np.zeros(4))
+    with pytest.raises(ValueError, match='finite'):
+        sample_categories([[0.0, 1.0], [np.inf, 0.0]])
+
+
+def test_discrete_action_packs_are_fresh_copies():
+    with tf.Graph().as_default():
+        policy = build('stacked-trading', scope='packs')
+    first = policy._action_packs(np.array([[0.0, 9.0, 0.0, 0.0]]), deterministic=True)[0]
+    assert_valid_action_pack(first, policy.ac_space)
+    first['one_hot'][:] = 0
+    first['encoded'][:] = -1
+    first['environment'].clear()
+    again = policy._action_packs(np.array([[0.0, 9.0, 0.0, 0.0]]), deterministic=True)[0]
+    assert_valid_action_pack(again, policy.ac_space)
+    assert again['one_hot'].tolist() == [0, 1, 0, 0]
+
+
 def test_continuous_actions_are_probability_vectors():
     rng = np.random.default_rng(1)
     ac_space = ActionDictSpace(assets=('a', 'b', 'c'))
@@ -379,6 +406,17 @@ def test_continuous_actions_are_probability_vectors():
     assert pack['environment'] in ac_space
     np.testing.assert_allclose(pack['encoded'], pack['one_hot'], rtol=1e-6)
     np.testing.assert_allclose(greedy['one_hot'], numpy_softmax(greedy_logits), rtol=1e-6)
+
+
+@pytest.mark.parametrize('keep_prob, with_dropout', [(1.0, False), (0.5, True)])
+def test_stacked_policy_builds_dropout_only_below_keep_probability_one(keep_prob, with_dropout):
+    """Dropout that keeps everything is left out of the graph (it would only add random ops to every run)."""
+    with tf.Graph().as_default() as graph:
+        build('stacked-trading', scope='keep', dropout_keep_prob=keep_prob)
+        dropout_ops = [op.name for op in graph.get_operations() if 'dropout' in op.name.lower()]
+    assert bool(dropout_ops) == with_dropout
+    assert any('encoded_external' in name for name in dropout_ops) == with_dropout
+    assert any('lstm_1' in name for name in dropout_ops) == with_dropout
 
 
 def test_sample_config_is_a_fresh_env_reset_config():

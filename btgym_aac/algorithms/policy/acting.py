@@ -18,10 +18,7 @@ def resolve_session(sess=None):
 
 
 def sample_category(logits, deterministic=False):
-    """Draws a category from `softmax(logits)` or takes the argmax.
-
-    Probabilities are computed in float64 and sampled by inverse CDF (one uniform draw against their cumulative
-    sum), so very peaked logits never raise. Uses the global numpy random state (seeded by the trainer).
+    """Draws a category from `softmax(logits)` or takes the argmax (`sample_categories` of one row).
 
     Args:
         logits: 1-D array-like of finite logits [A].
@@ -31,10 +28,29 @@ def sample_category(logits, deterministic=False):
         int category index.
     """
     logits = np.asarray(logits, dtype=np.float64).reshape(-1)
-    if logits.size == 0 or not np.all(np.isfinite(logits)):
-        raise ValueError('sample_category: logits must be a non-empty finite vector, got {}'.format(logits))
+    return int(sample_categories(logits[None, :], deterministic)[0])
+
+
+def sample_categories(logits, deterministic=False):
+    """Draws one category per row of `logits` from its softmax, or takes each row's argmax.
+
+    Probabilities are computed in float64 and sampled by inverse CDF (one uniform draw per row against the row's
+    cumulative sum), so very peaked logits never raise. Uses the global numpy random state (seeded by the
+    trainer): the rows draw in order, exactly as one `sample_category` call per row would.
+
+    Args:
+        logits: array-like of finite logits [K, A].
+        deterministic: return the argmaxes instead of random draws.
+
+    Returns:
+        int64 array [K].
+    """
+    logits = np.asarray(logits, dtype=np.float64)
+    if logits.ndim != 2 or logits.size == 0 or not np.all(np.isfinite(logits)):
+        raise ValueError('sample_category: logits must be non-empty finite vectors, got {}'.format(logits))
     if deterministic:
-        return int(np.argmax(logits))
-    cdf = np.cumsum(softmax(logits))
-    index = np.searchsorted(cdf, np.random.random() * cdf[-1], side='right')
-    return int(min(index, logits.size - 1))
+        return np.argmax(logits, axis=1)
+    cdf = np.cumsum(softmax(logits, axis=1), axis=1)
+    draws = np.random.random(len(logits)) * cdf[:, -1]
+    index = np.sum(cdf <= draws[:, None], axis=1)
+    return np.minimum(index, logits.shape[1] - 1)

@@ -27,7 +27,7 @@ from btgym_aac.algorithms.nn.networks import (
     pixel_change_2d_estimator,
 )
 from btgym_aac.algorithms.placeholders import feed_dict_from_nested, feed_dict_rnn_context, nested_placeholders
-from btgym_aac.algorithms.policy.acting import resolve_session, sample_category
+from btgym_aac.algorithms.policy.acting import resolve_session, sample_categories
 from btgym_aac.algorithms.policy.batching import split_context, stack_contexts, stack_observations
 from btgym_aac.algorithms.policy.checks import check_spaces, checked_layers
 from btgym_aac.algorithms.policy.frames import flatten_frames, static_width, to_sequences
@@ -325,23 +325,38 @@ class BaseAacPolicy:
         })
         return feed
 
-    def _action_pack(self, logits, deterministic):
-        """Chooses an action from logits [A]; returns {'environment', 'encoded', 'one_hot'}."""
-        if self.ac_space.action_groups > 1:
-            vector = np.array([sample_category(group, deterministic)
-                               for group in np.reshape(logits, (self.ac_space.action_groups, -1))])
-        elif self.ac_space.is_discrete:
-            vector = self.ac_space._cat_to_vec(sample_category(logits, deterministic))
-        elif deterministic:
-            vector = softmax(logits)
-        else:
-            vector = sample_dp(logits, alpha=self.action_dp_alpha)
+    def _action_packs(self, logits, deterministic):
+        """Chooses one action per row of logits [K, A]; returns K dicts {'environment', 'encoded', 'one_hot'}.
+
+        Discrete rows draw in row order (per asset within a row), as K single draws would.
+        """
+        space = self.ac_space
+        logits = np.asarray(logits)
+        if not space.is_discrete:
+            vectors = softmax(logits, axis=-1) if deterministic else sample_dp(logits, alpha=self.action_dp_alpha)
+            return [self._vector_pack(vector) for vector in vectors]
+        groups = space.action_groups
+        draws = sample_categories(logits.reshape(-1, logits.shape[-1] // groups), deterministic)
+        if groups > 1:
+            return [self._vector_pack(vector) for vector in draws.reshape(len(logits), groups)]
+        return [self._category_pack(int(category)) for category in draws]
+
+    def _vector_pack(self, vector):
         action = self.ac_space._vec_to_action(vector)
         return {
             'environment': action,
             'encoded': self.ac_space.encode(action),
             'one_hot': self.ac_space._vec_to_one_hot(vector),
         }
+
+    def _category_pack(self, category):
+        """The action pack of a joint discrete category: a copy of one built on its first use."""
+        cached = self.__dict__.setdefault('_category_packs', {})  # per policy: user subclasses may skip __init__s
+        if category not in cached:
+            cached[category] = self._vector_pack(self.ac_space._cat_to_vec(category))
+        pack = cached[category]
+        return {'environment': pack['environment'].copy(), 'encoded': pack['encoded'].copy(),
+                'one_hot': pack['one_hot'].copy()}
 
     def act(self, observation, lstm_state, last_action, last_reward, deterministic=False, sess=None):
         """Chooses an action for one observation (one `session.run`).
@@ -364,8 +379,7 @@ class BaseAacPolicy:
         """
         feed = self._step_feed(observation, lstm_state, last_action, last_reward)
         logits, value, context = self._run_step(sess, 'act', [self.on_logits, self.on_vf, self.on_lstm_state_out], feed)
-        logits = logits[0]
-        return self._action_pack(logits, deterministic), logits, value, context
+        return self._action_packs(logits, deterministic)[0], logits[0], value, context
 
     def get_value(self, observation, lstm_state, last_action, last_reward, sess=None):
         """Value estimate of one observation (arguments as in `act`); returns a float."""
@@ -394,8 +408,8 @@ class BaseAacPolicy:
         logits, values, context = self._run_step(
             sess, 'act', [self.on_logits, self.on_vf, self.on_lstm_state_out], feed)
         contexts = split_context(context, count)
-        return [(self._action_pack(logits[index], deterministic), logits[index], values[index:index + 1],
-                 contexts[index]) for index in range(count)]
+        packs = self._action_packs(logits, deterministic)
+        return [(packs[index], logits[index], values[index:index + 1], contexts[index]) for index in range(count)]
 
     def get_value_batch(self, observations, lstm_states, last_actions, last_rewards, sess=None):
         """Value estimates of the observations of K envs in one `session.run` (arguments as in `act_batch`).

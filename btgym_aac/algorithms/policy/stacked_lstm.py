@@ -29,7 +29,8 @@ class StackedLstmPolicy(BaseAacPolicy):
       on LSTM 2 gives both). Unused sub-heads keep their variables (synced and saved, no gradient).
     * An extra head `aac_dense_simple_pi_v` on the external features gives `on_simple_logits`,
       `on_simple_value` (not used by the trainers: its variables are synced and saved but get no gradient).
-    * Dropout `1 - (1 - dropout_keep_prob)·train_phase` after every conv layer and on every LSTM output.
+    * Dropout `1 - (1 - dropout_keep_prob)·train_phase` after every conv layer and on every LSTM output (none in
+      the graph when `dropout_keep_prob` is 1).
     * Context: `(lstm_1 state, lstm_2 state)`, each a 1-tuple of `LSTMStateTuple(c, h)`;
       `on_lstm_state_pl_flatten = [c1, h1, c2, h2]`.
     * Pixel control: the duelling Q head on the off-policy LSTM 2 output is built when `pixel_control` resolves
@@ -90,7 +91,8 @@ class StackedLstmPolicy(BaseAacPolicy):
         self.shared_p_v = shared_p_v
         self.logits_layer_norm = logits_layer_norm
         self.encoded_modes = tuple(key for key in ENCODED_MODES if key in ob_space.spaces)
-        self.keep_prob = 1.0 - (1.0 - dropout_keep_prob) * tf.cast(self.train_phase, tf.float32)
+        self.keep_prob = None if dropout_keep_prob == 1 else \
+            1.0 - (1.0 - dropout_keep_prob) * tf.cast(self.train_phase, tf.float32)
         defaults = dict(
             conv_2d_filter_size=(3, 1),
             conv_2d_stride=(2, 1),
