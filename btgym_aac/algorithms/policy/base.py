@@ -342,6 +342,7 @@ class BaseAacPolicy:
         return [self._category_pack(int(category)) for category in draws]
 
     def _vector_pack(self, vector):
+        """The action pack of an action vector (base action per asset, or continuous weights)."""
         action = self.ac_space._vec_to_action(vector)
         return {
             'environment': action,
@@ -351,7 +352,7 @@ class BaseAacPolicy:
 
     def _category_pack(self, category):
         """The action pack of a joint discrete category: a copy of one built on its first use."""
-        cached = self.__dict__.setdefault('_category_packs', {})  # per policy: user subclasses may skip __init__s
+        cached = self.__dict__.setdefault('_category_packs', {})  # made here: subclasses need not call an __init__
         if category not in cached:
             cached[category] = self._vector_pack(self.ac_space._cat_to_vec(category))
         pack = cached[category]
