@@ -10,7 +10,7 @@ from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.policy import (
     Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy, StackedLstmPolicy,
 )
-from btgym_aac.algorithms.policy.acting import sample_categories, sample_category
+from btgym_aac.algorithms.policy.acting import sample_categories
 from btgym_aac.algorithms.utils import LSTMStateTuple
 from btgym_aac.compat import tf
 from btgym_aac.spaces import ActionDictSpace, DictSpace
@@ -348,19 +348,19 @@ def test_rl2_lstm_2_context_reset_rules():
         assert (policy.current_trial_num, policy.current_ep_num) == (8, 3)
 
 
-def test_sample_category_is_robust_and_matches_softmax():
+def test_sample_categories_is_robust_and_matches_softmax():
     np.random.seed(0)
     logits = np.array([0.5, -1.0, 2.0, 0.0], dtype=np.float32)
-    draws = np.bincount([sample_category(logits) for _ in range(20000)], minlength=4) / 20000
+    draws = np.bincount(sample_categories(np.tile(logits, (20000, 1))), minlength=4) / 20000
     np.testing.assert_allclose(draws, numpy_softmax(logits), atol=0.015)
 
     peaked = np.array([1e4, -1e4, 0.0, 1e4 - 1.0], dtype=np.float32)
-    draws = np.bincount([sample_category(peaked) for _ in range(4000)], minlength=4) / 4000
+    draws = np.bincount(sample_categories(np.tile(peaked, (4000, 1))), minlength=4) / 4000
     assert draws[1] == 0.0 and draws[2] == 0.0
     assert draws[0] == pytest.approx(1 / (1 + np.exp(-1.0)), abs=0.03)
-    assert [sample_category(peaked, deterministic=True), sample_category(logits, deterministic=True)] == [0, 2]
+    assert sample_categories([peaked, logits], deterministic=True).tolist() == [0, 2]
     with pytest.raises(ValueError, match='finite'):
-        sample_category([0.0, np.nan])
+        sample_categories([[0.0, np.nan]])
 
 
 def test_sample_categories_draw_rows_in_order_like_single_draws():
@@ -369,7 +369,7 @@ def test_sample_categories_draw_rows_in_order_like_single_draws():
     np.random.seed(11)
     rows = sample_categories(logits)
     np.random.seed(11)
-    assert rows.tolist() == [sample_category(row) for row in logits]
+    assert rows.tolist() == [int(sample_categories(row[None, :])[0]) for row in logits]
     assert sample_categories(logits, deterministic=True).tolist() == np.argmax(logits, axis=1).tolist()
     with pytest.raises(ValueError, match='finite'):
         sample_categories(np.zeros(4))

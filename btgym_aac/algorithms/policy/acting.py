@@ -17,26 +17,12 @@ def resolve_session(sess=None):
     return session
 
 
-def sample_category(logits, deterministic=False):
-    """Draws a category from `softmax(logits)` or takes the argmax (`sample_categories` of one row).
-
-    Args:
-        logits: 1-D array-like of finite logits [A].
-        deterministic: return the argmax instead of a random draw.
-
-    Returns:
-        int category index.
-    """
-    logits = np.asarray(logits, dtype=np.float64).reshape(-1)
-    return int(sample_categories(logits[None, :], deterministic)[0])
-
-
 def sample_categories(logits, deterministic=False):
     """Draws one category per row of `logits` from its softmax, or takes each row's argmax.
 
     Probabilities are computed in float64 and sampled by inverse CDF (one uniform draw per row against the row's
     cumulative sum), so very peaked logits never raise. Uses the global numpy random state (seeded by the
-    trainer): the rows draw in order, exactly as one `sample_category` call per row would.
+    trainer): the rows draw in order, exactly as one call per row would.
 
     Args:
         logits: array-like of finite logits [K, A].
@@ -47,7 +33,8 @@ def sample_categories(logits, deterministic=False):
     """
     logits = np.asarray(logits, dtype=np.float64)
     if logits.ndim != 2 or logits.size == 0 or not np.all(np.isfinite(logits)):
-        raise ValueError('sample_category: logits must be non-empty finite vectors, got {}'.format(logits))
+        raise ValueError('sample_categories: logits must be a non-empty [K, A] array of finite values, got shape {}: '
+                         '{}'.format(logits.shape, logits))
     if deterministic:
         return np.argmax(logits, axis=1)
     cdf = np.cumsum(softmax(logits, axis=1), axis=1)
