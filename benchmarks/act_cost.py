@@ -95,7 +95,10 @@ def run_child(envs, calls, source_tree=None):
         environment['PYTHONPATH'] = os.path.abspath(source_tree)
     finished = subprocess.run([sys.executable, str(pathlib.Path(__file__).resolve()), '--child', '--calls',
                                str(calls), '--envs'] + [str(count) for count in envs],
-                              check=True, env=environment, cwd=source_tree or None, capture_output=True, text=True)
+                              env=environment, cwd=source_tree or None, capture_output=True, text=True)
+    if finished.returncode != 0:
+        sys.exit('act_cost: the measurement{} failed (exit {}):\n{}'.format(
+            ' against {}'.format(source_tree) if source_tree else '', finished.returncode, finished.stderr[-3000:]))
     return json.loads(finished.stdout.strip().splitlines()[-1])
 
 
@@ -108,6 +111,12 @@ def main():
     parser.add_argument('--out', default='benchmarks/results')
     parser.add_argument('--child', action='store_true', help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if min(args.envs) < 1:
+        parser.error('--envs must be >= 1, got {}'.format(args.envs))
+    if args.calls < 1 or args.rounds < 1:
+        parser.error('--calls and --rounds must be >= 1, got {} and {}'.format(args.calls, args.rounds))
+    if args.baseline and not os.path.isdir(os.path.join(args.baseline, 'btgym_aac')):
+        parser.error('--baseline {} holds no btgym_aac package'.format(args.baseline))
     if args.child:
         print(json.dumps(measure(args.envs, args.calls)))
         return
