@@ -117,6 +117,22 @@ def test_train_starts_the_forkserver_first_and_it_ends_after_a_command_that_stop
     assert command.returncode == 2 and 'broken on purpose' in err
 
 
+def test_a_command_that_stops_while_the_forkserver_imports_closes_its_output_at_once(tmp_path):
+    """The forkserver ends with a command that stops before its imports are done (here: a config file that raises
+    after 1 s, while TensorFlow is still being imported), instead of holding the command's output open until they
+    are: a reader of that output (`btgym-aac train ... | tee log`) sees its end as soon as the command has exited."""
+    source = 'import time\ntime.sleep(1)\nraise RuntimeError("broken on purpose")\n'
+    with train_with_config(tmp_path, source) as (command, forkserver_seen):
+        assert forkserver_seen
+        command.wait(timeout=60)
+        exited = time.time()
+        _, err = command.communicate(timeout=60)
+        output_open_after_exit = time.time() - exited
+        assert wait_until_group_ends(command.pid, 30) == []
+    assert command.returncode == 2 and 'broken on purpose' in err
+    assert output_open_after_exit < 1.0
+
+
 def test_ctrl_c_while_train_reads_its_config_ends_it_without_a_traceback(tmp_path):
     """Ctrl-C reaches the whole group while the forkserver imports TensorFlow and the command reads its config
     file: the command says it was interrupted, and the forkserver (which ignores it) prints nothing."""

@@ -7,8 +7,11 @@ fork is unusable in the forked process, so each task initialises them itself (`c
 The forkserver ignores Ctrl-C while it imports (multiprocessing has it ignore Ctrl-C once it serves), and SIGTERM
 all along: the launcher learns its tasks' exit statuses through it, so it must outlive a SIGTERM sent to the whole
 process group (as a service manager stops a run) until the chief's last save is done and the launcher has seen its
-tasks end. It exits when the launching process has ended and its tasks are gone. A forked task ignores SIGTERM
-until it sets its own handling (`task_process.run_task`).
+tasks end. It exits when the launching process has ended and its tasks are gone; while it imports (multiprocessing
+looks for the launcher's end only after the imports), a watching thread ends it as soon as the launcher ends, so that
+a launcher that fails at once (a bad config) does not leave it holding the launcher's standard output and error
+open, and a pipe reading them waiting for TensorFlow's import. A forked task ignores SIGTERM until it sets its own
+handling (`task_process.run_task`).
 
 The forkserver holds no data of its own, so it exits without the interpreter's teardown of these modules (about
 1 s). Its forked tasks end by `os._exit` and never run this.
@@ -17,10 +20,28 @@ import atexit
 import os
 import signal
 import sys
+import threading
+import time
+
+LAUNCHER_WATCH_SECONDS = 0.05
 
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
 ctrl_c_handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
 preloading = True
+
+
+def _exit_when_launcher_ends(launcher_pid):
+    """Ends this process at once when its parent, the launching process, has ended (it was reparented) before the
+    imports are done."""
+    while preloading:
+        if os.getppid() != launcher_pid:
+            os._exit(0)
+        time.sleep(LAUNCHER_WATCH_SECONDS)
+
+
+launcher_watch = threading.Thread(target=_exit_when_launcher_ends, args=(os.getppid(),), daemon=True,
+                                  name='launcher-watch')
+launcher_watch.start()
 
 import btgym_aac.algorithms.aac  # noqa: E402,F401
 import btgym_aac.algorithms.policy.stacked_lstm  # noqa: E402,F401
@@ -31,6 +52,7 @@ import btgym_aac.env.episode_recorder  # noqa: E402,F401
 import btgym_aac.strategy.gen4  # noqa: E402,F401
 
 preloading = False
+launcher_watch.join()  # no thread may run when multiprocessing forks the tasks
 signal.signal(signal.SIGINT, ctrl_c_handler)
 
 
