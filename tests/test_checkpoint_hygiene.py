@@ -83,4 +83,7 @@ def test_a_resuming_chief_removes_the_leftovers_and_names_checkpoints_by_their_s
     names = set(os.listdir(ckpt_dir))
     assert 'notes.txt' in names and not {'model_parameters-7.index', 'model_parameters-8.index.tempstate123'} & names
     second = stored_steps(str(ckpt_dir))
-    assert min(second) > latest and all(name == stored for name, stored in second.items())
+    assert all(name == stored for name, stored in second.items()) and max(second) >= 3000
+    # the resumed saver rotates the first run's checkpoints too (max_to_keep 2): none older than the one resumed
+    # stays; that one may, where the second run saved once only (a fast machine, 1,500 steps in about a second)
+    assert len(second) <= 2 and min(second) >= latest
