@@ -30,7 +30,7 @@ KEYS = ('cpu_ms_per_env_step', 'env_cpu_ms_per_env_step', 'cpu_ratio_to_env', 'e
 def measure_in_process(max_steps):
     """Trains the reference configuration in this process; returns its CPU figures after `WARM_UP_STEPS`."""
     sys.path.insert(0, str(HERE))
-    from train_throughput import REFERENCE, TimedEnv
+    from train_throughput import REFERENCE, TimedEnv, env_cpu_in_window
 
     from btgym_aac.algorithms.in_process import train_in_process
 
@@ -57,11 +57,10 @@ def measure_in_process(max_steps):
         raise SystemExit('learner_floor: {} env steps, too few to measure after {} warm-up steps'.format(
             len(marks), WARM_UP_STEPS))
     (cpu0, t0), (cpu1, t1) = marks[WARM_UP_STEPS], marks[-1]
-    timers = envs[0].timers
+    env_timers = [env.timers for env in envs]
     steps = len(marks) - 1 - WARM_UP_STEPS
-    env_cpu = sum(cpu for cpu, end in zip(timers['env_step_cpu'], timers['env_step_end']) if t0 < end <= t1) + sum(
-        cpu for cpu, end in zip(timers['env_reset_cpu'], timers['env_reset_end']) if t0 < end <= t1)
-    render_cpu = sum(cpu for cpu, end in zip(timers['env_render_cpu'], timers['env_render_end']) if t0 < end <= t1)
+    env_cpu, render_cpu = (sum(env_cpu_in_window(env_timers, name, t0, t1)[0] for name in names)
+                           for names in (('env_step', 'env_reset'), ('env_render',)))
     return {'cpu_ms_per_env_step': 1e3 * (cpu1 - cpu0) / steps, 'env_cpu_ms_per_env_step': 1e3 * env_cpu / steps,
             'cpu_ratio_to_env': (cpu1 - cpu0) / env_cpu, 'env_steps_per_s': steps / (t1 - t0),
             'env_render_cpu_ms_per_env_step': 1e3 * render_cpu / steps, 'env_steps': steps}
