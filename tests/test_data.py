@@ -1,6 +1,5 @@
 """Data layer: reading OHLCV sources, bar sizes, the Domain -> Trial -> Episode sampler and the backtrader feed."""
 import datetime
-import time
 
 import backtrader as bt
 import logbook
@@ -103,12 +102,12 @@ def test_file_list_of_different_bar_sizes_is_refused_naming_each_file(tmp_path):
     assert len(read_ohlcv([minutes, single])) == 301
 
 
-def test_large_histdata_file_parses_fast(tmp_path):
-    path = write_histdata_csv(_bars(90000), tmp_path / 'big.csv')
-    started = time.perf_counter()
-    frame = read_ohlcv(path)
-    assert len(frame) == 90000
-    assert time.perf_counter() - started < 1.0
+def test_large_histdata_file_parses_to_the_bars_written(tmp_path):
+    """Parsing speed is measured by benchmarks/data_speed.py; here the 90,000 bars must come back as written."""
+    written = _bars(90000)
+    frame = read_ohlcv(write_histdata_csv(written, tmp_path / 'big.csv'))
+    assert frame.index.equals(written.index)
+    np.testing.assert_array_equal(frame[OHLCV].to_numpy(), written[OHLCV].to_numpy())
 
 
 # ---------------------------------------------------------------------------------------------- read errors
@@ -391,13 +390,19 @@ def test_get_new_false_reuses_the_last_sample():
     assert set(EnvResetConfig) == {'episode_config', 'trial_config'}
 
 
-def test_sampling_is_cheap_on_a_large_dataset():
+def test_sampled_trials_and_episodes_are_views_of_the_parsed_bars():
+    """A sample slices its source's frame instead of copying it (what keeps sampling cheap on a large dataset; the
+    time of a draw is measured by benchmarks/data_speed.py)."""
     dataset = BTgymDataset(dataframe=_bars(90000), target_period={'days': 5})
     dataset.reset()
-    started = time.perf_counter()
-    for sample_type in [0, 1] * 25:
-        _episode(dataset, sample_type)
-    assert (time.perf_counter() - started) / 50 < 0.01
+    source = dataset.data['close'].to_numpy()
+    for sample_type in [0, 1] * 5:
+        trial, episode = _episode(dataset, sample_type)
+        for sample in (trial, episode):
+            closes = sample.data['close'].to_numpy()
+            assert np.shares_memory(closes, source)
+            first = dataset.data.index.get_loc(sample.data.index[0])
+            np.testing.assert_array_equal(closes, source[first:first + len(closes)])
 
 
 def test_sampled_trial_works_without_its_source_file(tmp_path):

@@ -187,11 +187,13 @@ def test_workers_wait_for_a_parameter_server_node_the_scheduler_restarts_and_res
         deadline = time.time() + 180
         while time.time() < deadline and not (checkpoints / 'checkpoint').exists():
             time.sleep(0.2)
-        time.sleep(0.5)
-        seen['saved'] = checkpoint_step(str(checkpoints))
+        seen['saved'] = checkpoint_step(str(checkpoints))  # the checkpoint state file is written last
         nodes[0].kill()  # the node and, as its launcher dies, its parameter server
         nodes[0].wait(30)
-        time.sleep(3)  # the workers lose their sessions and wait
+        chief_log = tmp_path / 'node_1.log'
+        deadline = time.time() + 180
+        while time.time() < deadline and 'worker 0 lost its cluster session' not in chief_log.read_text():
+            time.sleep(0.2)  # until the chief has lost its session and waits for the parameter server
         nodes[0] = start(0)
 
     run_nodes(tmp_path, tf_config_nodes(), max_env_steps=20000, save_secs=1, during=kill_and_restart_the_ps_node)

@@ -1,7 +1,7 @@
 """One read-only copy of a run's data per host: the launcher publishes the bars it parsed as memory-mapped arrays,
 and every worker's envs map that one copy instead of parsing their own."""
+import json
 import os
-import threading
 import time
 
 import numpy as np
@@ -51,31 +51,37 @@ def mapped_files(pid):
         return {line.split()[-1] for line in f if len(line.split()) >= 6}
 
 
+class MapsRecordingEnv(BTgymEnv):
+    """BTgymEnv that writes the files its process maps, at its first step, to `maps_folder/<pid>.json`."""
+
+    def __init__(self, maps_folder, **kwargs):
+        self.maps_folder, self.recorded = maps_folder, False
+        super().__init__(**kwargs)
+
+    def step(self, action):
+        if not self.recorded:
+            with open(os.path.join(self.maps_folder, '{}.json'.format(os.getpid())), 'w') as f:
+                json.dump(sorted(mapped_files(os.getpid())), f)
+            self.recorded = True
+        return super().step(action)
+
+
 def test_every_worker_maps_the_launchers_one_copy_of_the_data(tmp_path, csv):
+    maps_folder = tmp_path / 'maps'
+    maps_folder.mkdir()
     launcher = Launcher(
-        env_config={'class_ref': BTgymEnv, 'kwargs': dict(filename=csv, strategy=DevStrat_4_11,
-                                                            episode_duration={'hours': 12}, render_enabled=False)},
+        env_config={'class_ref': MapsRecordingEnv,
+                    'kwargs': dict(maps_folder=str(maps_folder), filename=csv, strategy=DevStrat_4_11,
+                                   episode_duration={'hours': 12}, render_enabled=False)},
         cluster_config={'num_workers': 2, 'log_dir': str(tmp_path / 'run')},
         policy_config={'class_ref': BaseAacPolicy, 'kwargs': {'lstm_layers': (16,)}},
         trainer_config={'class_ref': A3C, 'kwargs': {'rollout_length': 20}},
         max_env_steps=600, save_secs=600, root_random_seed=0, show_progress=False)
     (entry,) = launcher.data_cache
-    seen = {}
-
-    def watch_the_workers():
-        deadline = time.time() + 120
-        while time.time() < deadline and len(seen) < 2:
-            for task in (0, 1):
-                report = launcher.progress.get(task)
-                if report and report['step'] > report['start_step']:
-                    seen[task] = mapped_files(launcher.processes[('worker', task)].pid)
-            time.sleep(0.2)
-
-    thread = threading.Thread(target=watch_the_workers, daemon=True)
-    thread.start()
     result = launcher.run()
-    thread.join(5)
-    assert result['completed'] and sorted(seen) == [0, 1]
-    for files in seen.values():
+    assert result['completed']
+    recorded = [json.loads(path.read_text()) for path in maps_folder.glob('*.json')]
+    assert len(recorded) == 2  # one per worker process
+    for files in recorded:
         assert entry['values'] in files
     assert not os.path.exists(tmp_path / 'run' / shared.CACHE_DIR)  # removed when the run ended

@@ -84,15 +84,41 @@ def test_spawned_tasks_train_too(tmp_path):
     assert multiprocessing.active_children() == []
 
 
+STALLED_TENSORFLOW = """import os, time
+open(os.environ['TENSORFLOW_IMPORT_STARTED'], 'w').close()
+time.sleep(3600)
+"""
+
+
+def stalled_tensorflow_environment(tmp_path):
+    """Environment for a command whose `import tensorflow` (only the forkserver's preload imports it) first writes
+    the file `tmp_path/tensorflow_import_started` and then never ends, so that the command can be made to stop or be
+    interrupted while the forkserver is sure to be importing. Returns (environment, that file)."""
+    package = tmp_path / 'stalled' / 'tensorflow'
+    package.mkdir(parents=True)
+    (package / '__init__.py').write_text(STALLED_TENSORFLOW)
+    started = tmp_path / 'tensorflow_import_started'
+    path = os.pathsep.join(filter(None, [str(package.parent), os.environ.get('PYTHONPATH')]))
+    return dict(os.environ, PYTHONPATH=path, TENSORFLOW_IMPORT_STARTED=str(started)), started
+
+
+def wait_for_file(path, seconds):
+    deadline = time.time() + seconds
+    while time.time() < deadline and not path.exists():
+        time.sleep(0.05)
+    return path.exists()
+
+
 @contextlib.contextmanager
-def train_with_config(tmp_path, source):
-    """`btgym-aac train CONFIG.py` (CONFIG.py holding `source`) in a session of its own; yields (process, whether
-    a forkserver appeared below it while it ran); kills what is left of its group at the end."""
+def train_with_config(tmp_path, source, env=None):
+    """`btgym-aac train CONFIG.py` (CONFIG.py holding `source`, `env` its environment) in a session of its own;
+    yields (process, whether a forkserver appeared below it while it ran); kills what is left of its group at the
+    end."""
     config = tmp_path / 'config.py'
     config.write_text(source)
     command = subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli', 'train', str(config), '--log-dir',
                                 str(tmp_path / 'run')], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
+                               start_new_session=True, env=env)
     try:
         deadline = time.time() + 20
         forkserver_seen = False
@@ -119,26 +145,26 @@ def test_train_starts_the_forkserver_first_and_it_ends_after_a_command_that_stop
 
 def test_a_command_that_stops_while_the_forkserver_imports_closes_its_output_at_once(tmp_path):
     """The forkserver ends with a command that stops before its imports are done (here: a config file that raises
-    after 1 s, while TensorFlow is still being imported), instead of holding the command's output open until they
-    are: a reader of that output (`btgym-aac train ... | tee log`) sees its end as soon as the command has exited."""
-    source = 'import time\ntime.sleep(1)\nraise RuntimeError("broken on purpose")\n'
-    with train_with_config(tmp_path, source) as (command, forkserver_seen):
+    once the forkserver is importing a TensorFlow whose import never ends), instead of holding the command's output
+    open until they are: a reader of that output (`btgym-aac train ... | tee log`) sees its end when the command has
+    exited, not never."""
+    env, importing = stalled_tensorflow_environment(tmp_path)
+    source = ('import os, time\nwhile not os.path.exists({!r}):\n    time.sleep(0.05)\n'
+              'raise RuntimeError("broken on purpose")\n'.format(str(importing)))
+    with train_with_config(tmp_path, source, env=env) as (command, forkserver_seen):
         assert forkserver_seen
-        command.wait(timeout=60)
-        exited = time.time()
-        _, err = command.communicate(timeout=60)
-        output_open_after_exit = time.time() - exited
+        _, err = command.communicate(timeout=120)  # the end of its output, with the forkserver still importing
         assert wait_until_group_ends(command.pid, 30) == []
-    assert command.returncode == 2 and 'broken on purpose' in err
-    assert output_open_after_exit < 1.0
+    assert importing.exists() and command.returncode == 2 and 'broken on purpose' in err
 
 
 def test_ctrl_c_while_train_reads_its_config_ends_it_without_a_traceback(tmp_path):
     """Ctrl-C reaches the whole group while the forkserver imports TensorFlow and the command reads its config
     file: the command says it was interrupted, and the forkserver (which ignores it) prints nothing."""
-    with train_with_config(tmp_path, 'import time\ntime.sleep(5)\n') as (command, forkserver_seen):
+    env, importing = stalled_tensorflow_environment(tmp_path)
+    with train_with_config(tmp_path, 'import time\ntime.sleep(3600)\n', env=env) as (command, forkserver_seen):
         assert forkserver_seen
-        time.sleep(0.5)  # the forkserver is importing
+        assert wait_for_file(importing, 120), 'the forkserver never began to import TensorFlow'
         os.killpg(command.pid, signal.SIGINT)
         _, err = command.communicate(timeout=60)
         assert wait_until_group_ends(command.pid, 30) == []
