@@ -1,9 +1,10 @@
-"""btgym_aac.research.casual_conv: the Ricker wavelet transform against its formula, the sliding-candle
-indicators against numpy rolling extrema, the CasualConvStrategy observations of real episodes recomputed with
-numpy from the episode's bars, and the causal encoders / attention / dilated convolution against numpy forward
-passes, variable sharing and their use as StackedLstmPolicy state encoders."""
+"""btgym_aac.research.casual_conv: the Ricker wavelet transform against its formula and SciPy 1.14's numbers, the
+sliding-candle indicators against numpy rolling extrema, the CasualConvStrategy observations of real episodes
+recomputed with numpy from the episode's bars, and the causal encoders / attention / dilated convolution against
+numpy forward passes, variable sharing and their use as StackedLstmPolicy state encoders."""
 import copy
 import math
+import pathlib
 
 import backtrader as bt
 import numpy as np
@@ -124,14 +125,26 @@ def test_cwt_matches_the_direct_evaluation_and_truncates_long_wavelets():
         assert np.abs(transform[row] - untruncated).max() > 1e-3
 
 
-def test_cwt_equals_scipy_where_scipy_still_has_it():
-    signal = pytest.importorskip('scipy.signal')
-    if not hasattr(signal, 'cwt'):
-        pytest.skip('scipy {} has no signal.cwt (removed in 1.15)'.format(pytest.importorskip('scipy').__version__))
-    x = np.random.default_rng(1).normal(size=128)
-    widths = np.linspace(4.0, 100.0, 16)
-    np.testing.assert_allclose(ricker(36.5, 3.65), signal.ricker(36.5, 3.65), rtol=1e-12)
-    np.testing.assert_allclose(cwt(x, ricker, widths), signal.cwt(x, signal.ricker, widths), rtol=1e-8, atol=1e-10)
+SCIPY_CWT = pathlib.Path(__file__).parent / 'data' / 'scipy_1_14_cwt.npz'
+
+
+def test_cwt_and_ricker_equal_scipy_1_14s_numbers():
+    """SciPy 1.15 removed signal.cwt and signal.ricker; data/scipy_1_14_cwt.npz holds their numbers, made in a
+    throwaway venv with `pip install 'scipy<1.15' numpy` (scipy 1.14.1, numpy 2.2.6, Python 3.11) by:
+
+        import numpy as np, scipy
+        from scipy import signal
+        x = np.random.default_rng(1).normal(size=64)
+        widths = np.geomspace(1.5, 12.0, 8)  # 10 w from 15 to 120: fractional, past len(x) from the sixth on
+        np.savez('scipy_1_14_cwt.npz', scipy_version=scipy.__version__, x=x, widths=widths,
+                 cwt=signal.cwt(x, signal.ricker, widths), ricker=signal.ricker(36.5, 3.65))
+    """
+    scipy_numbers = np.load(SCIPY_CWT)
+    assert str(scipy_numbers['scipy_version']) == '1.14.1'
+    transform = cwt(scipy_numbers['x'], ricker, scipy_numbers['widths'])
+    assert transform.shape == (8, 64) and transform.dtype == np.float64
+    np.testing.assert_allclose(transform, scipy_numbers['cwt'], rtol=1e-10, atol=0)
+    np.testing.assert_allclose(ricker(36.5, 3.65), scipy_numbers['ricker'], rtol=1e-10, atol=0)
 
 
 # ----------------------------------------------------------------------------------- sliding-candle indicators

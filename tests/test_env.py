@@ -4,6 +4,8 @@ import threading
 from datetime import timedelta
 
 import backtrader as bt
+import matplotlib.colors
+import matplotlib.style
 import numpy as np
 import pandas as pd
 import pytest
@@ -32,6 +34,37 @@ def run_random_episode(env, seed=0):
         assert truncated is False and np.isfinite(reward)
         steps.append((observation, reward, terminated, info))
     return steps
+
+
+def colour_pixels(image, colour, alpha=1.0, tolerance=10):
+    """How many pixels of RGB(A) uint8 `image` are within `tolerance` in every channel of matplotlib colour `colour`
+    drawn with `alpha` on white."""
+    target = np.round((alpha * np.array(matplotlib.colors.to_rgb(colour)) + 1.0 - alpha) * 255)
+    return int((np.abs(image[..., :3].astype(int) - target).max(axis=-1) <= tolerance).sum())
+
+
+def assert_line_picture(image, shape=(262, 450), style='seaborn-v0_8'):
+    """A uint8 RGB plot of four lines (OHLC, or an observation's four columns) of `shape` (by default 6 x 3.5 in at
+    75 dpi) in matplotlib style `style`: the last line, drawn on top, in the style's fourth colour, and the first
+    three colours at least in the legend."""
+    assert image.dtype == np.uint8 and image.shape == (*shape, 3)
+    colours = matplotlib.style.library[style]['axes.prop_cycle'].by_key()['color'][:4]
+    assert colour_pixels(image, colours[3]) > 100
+    assert min(colour_pixels(image, colour) for colour in colours[:3]) > 10
+
+
+def assert_heat_map(image, shape, cmap='PRGn'):
+    """A uint8 RGB heat map of `shape` whose cells reach both ends of colour map `cmap` (its colour bar alone has
+    but a few pixels of each)."""
+    assert image.dtype == np.uint8 and image.shape == (*shape, 3)
+    assert min(colour_pixels(image, matplotlib.colormaps[cmap](end)) for end in (0.0, 1.0)) > 100
+
+
+def assert_episode_picture(image, shape=(600, 900)):
+    """A uint8 RGB picture of backtrader's plot of a finished episode of `shape` (by default 12 x 8 in at 75 dpi),
+    with its buy and sell markers (lime and red)."""
+    assert image.dtype == np.uint8 and image.shape == (*shape, 3)
+    assert min(colour_pixels(image, colour) for colour in ('lime', 'red')) > 100
 
 
 def test_check_env_default():
@@ -206,14 +239,23 @@ def test_get_stat_finishes_a_running_episode():
     env.close()
 
 
-def test_renderings_are_non_blank_rgb_arrays():
+def test_renderings_are_pictures_of_the_last_step_and_episode():
+    """Each mode draws a picture of its figure size at 75 dpi, the same one when asked twice and another one after
+    another episode: the OHLC lines ('human'), heat maps of the observation ('external', 'internal') and backtrader's
+    plot of the episode ('episode')."""
     env = BTgymEnv(strategy=DevStrat_4_11, render_modes=['human', 'episode', 'external', 'internal'])
-    run_random_episode(env)
-    for mode in ('human', 'external', 'internal', 'episode'):
-        image = env.render(mode)
-        assert image.dtype == np.uint8 and image.ndim == 3 and image.shape[2] == 3
-        assert image.shape[0] > 100 and image.shape[1] > 100
-        assert image.std() > 10, mode
+    modes = ('human', 'external', 'internal', 'episode')
+    pictures = []
+    for seed in (0, 1):
+        run_random_episode(env, seed=seed)
+        pictures.append({mode: env.render(mode) for mode in modes})
+        for mode, image in pictures[-1].items():
+            np.testing.assert_array_equal(env.render(mode), image)
+        assert_line_picture(pictures[-1]['human'])
+        assert_heat_map(pictures[-1]['external'], (262, 525))
+        assert_heat_map(pictures[-1]['internal'], (262, 525))
+        assert_episode_picture(pictures[-1]['episode'])
+    assert [np.array_equal(pictures[0][mode], pictures[1][mode]) for mode in modes] == [False] * 4
     with pytest.raises(ValueError, match='render mode'):
         env.render('metadata_plot')
     env.close()
@@ -243,7 +285,7 @@ def test_an_episode_not_recorded_runs_without_observers_and_trades_the_same():
         not_recorded.astype(int) - recorded_picture).mean() > 1
     np.testing.assert_array_equal(not_recorded, env.renderer.render_message(
         'episode {} was not recorded (record_episode was False at its reset)'.format(env._episode_number)))
-    assert env.render('human').std() > 10
+    assert_line_picture(env.render('human'))
     env.record_episode = True
     run_random_episode(env, seed=3)
     np.testing.assert_array_equal(env.render('episode'), recorded_picture)
@@ -298,7 +340,8 @@ def test_each_env_renders_with_its_own_settings_and_its_own_last_step():
 
 def test_render_before_first_episode_and_disabled_rendering():
     env = BTgymEnv(strategy=DevStrat_4_11)
-    assert env.render('episode').std() > 0
+    no_episode_yet = env.renderer.render_message('no finished episode to render yet')
+    np.testing.assert_array_equal(env.render('episode'), no_episode_yet)
     env.close()
     quiet = BTgymEnv(strategy=DevStrat_4_11, **QUIET)
     quiet.reset(seed=0)

@@ -12,6 +12,7 @@ import gymnasium
 import matplotlib.image
 import numpy as np
 import pytest
+from test_env import colour_pixels
 
 from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import Aac1dPolicy
@@ -334,14 +335,27 @@ def test_building_a_report_refuses_baselines_on_other_windows(played):
         build_report({'scripted': scripted, 'random': [moved, played['random'][1]]}, {})
 
 
-def test_plots_are_non_blank_pngs(report):
+def png_pixels(path):
+    """The uint8 RGBA pixels of PNG file `path`."""
+    return np.round(matplotlib.image.imread(path) * 255).astype(np.uint8)
+
+
+def test_plots_are_pngs_of_each_episodes_equity_and_actions(report):
+    """11 x 4.5 in PNGs at 100 dpi, another for each episode: the equity plots draw the three agents' lines in
+    matplotlib's first three cycle colours, the action plots the four actions' stacked bands (alpha 0.85 on white)
+    in its first four."""
     assert sorted(report['plots']) == sorted(
         ['{}_episode_{}.png'.format(kind, index) for kind in ('equity', 'actions') for index in range(EPISODES)])
-    for name in report['plots']:
-        image = matplotlib.image.imread(os.path.join(report['out'], name))
-        assert image.ndim == 3 and image.shape[0] > 200 and image.shape[1] > 400
-        colors = np.unique(image[..., :3].reshape(-1, 3), axis=0)
-        assert len(colors) > 20, name
+    colours = matplotlib.rcParams['axes.prop_cycle'].by_key()['color']
+    pictures = {name: png_pixels(os.path.join(report['out'], name)) for name in report['plots']}
+    for name, image in pictures.items():
+        assert image.shape == (450, 1100, 4), name
+        if name.startswith('equity'):
+            assert min(colour_pixels(image, colour) for colour in colours[:len(AGENTS)]) > 100, name
+        else:
+            assert min(colour_pixels(image, colour, alpha=0.85) for colour in colours[:4]) > 1000, name
+    for kind in ('equity', 'actions'):
+        assert not np.array_equal(pictures[f'{kind}_episode_0.png'], pictures[f'{kind}_episode_1.png'])
 
 
 def test_cli_writes_the_same_report_and_prints_a_table(run, report, tmp_path, capsys):

@@ -4,9 +4,11 @@ import json
 import os
 from datetime import timedelta
 
-import matplotlib.image
+import matplotlib
 import numpy as np
 import pytest
+from test_env import colour_pixels
+from test_evaluation import png_pixels
 
 from btgym_aac.algorithms import A3C
 from btgym_aac.algorithms.policy import StackedLstmPolicy
@@ -312,18 +314,32 @@ def test_random_baseline_is_reproducible_with_its_seed(run, kind):
 # ------------------------------------------------------------------------------------------- plots and the CLI
 
 @pytest.mark.parametrize('kind', KINDS)
-def test_plots_are_non_blank_pngs_per_episode_and_asset(report, kind):
+def test_plots_are_pngs_per_episode_and_asset(report, kind):
+    """PNGs 11 in wide at 100 dpi, another for each episode: the equity plots (4.5 in) draw the three agents' lines in
+    matplotlib's first three cycle colours; the action plots stack (alpha 0.85 on white) the four base actions of each
+    asset in two 2.6 in panels (discrete) or the weights of both assets and cash in one (portfolio); the asset plots
+    draw the close price (tab:blue) above the position (tab:purple)."""
     result = report(kind)
     kinds = ['equity', 'actions'] + ['asset_{}'.format(asset) for asset in ASSETS]
     assert sorted(result['plots']) == sorted('{}_episode_{}.png'.format(name, index) for name in kinds
                                              for index in range(EPISODES))
     assert 'asset_<asset>_episode_<i>.png' in result['plot_contents']
     assert ('weights' in result['plot_contents']['actions_episode_<i>.png']) == (kind == 'portfolio')
-    for name in result['plots']:
-        image = matplotlib.image.imread(os.path.join(result['out'], name))
-        assert image.ndim == 3 and image.shape[0] > 300 and image.shape[1] > 400
-        codes = np.round(image[..., :3] * 255).astype(np.int64) @ np.array([1 << 16, 1 << 8, 1])
-        assert len(np.unique(codes)) > 20, name
+    colours = matplotlib.rcParams['axes.prop_cycle'].by_key()['color']
+    bands, actions_height = (4, 620) if kind == 'discrete' else (len(ASSETS) + 1, 360)
+    pictures = {name: png_pixels(os.path.join(result['out'], name)) for name in result['plots']}
+    for name, image in pictures.items():
+        if name.startswith('equity'):
+            assert image.shape == (450, 1100, 4)
+            assert min(colour_pixels(image, colour) for colour in colours[:len(AGENTS)]) > 100, name
+        elif name.startswith('actions'):
+            assert image.shape == (actions_height, 1100, 4)
+            assert min(colour_pixels(image, colour, alpha=0.85) for colour in colours[:bands]) > 1000, name
+        else:
+            assert image.shape == (620, 1100, 4)
+            assert min(colour_pixels(image, colour) for colour in ('tab:blue', 'tab:purple')) > 100, name
+    for name in kinds:
+        assert not np.array_equal(pictures[f'{name}_episode_0.png'], pictures[f'{name}_episode_1.png']), name
 
 
 @pytest.mark.parametrize('kind', KINDS)

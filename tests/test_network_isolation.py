@@ -3,6 +3,7 @@ reached from outside it (loopback or any other address of the machine), a restar
 unprivileged user gets it too, and where it cannot be had the run warns ('auto') or refuses to start ('require')."""
 import contextlib
 import fcntl
+import functools
 import json
 import multiprocessing
 import os
@@ -22,8 +23,9 @@ import pytest
 from btgym_aac.distributed.cluster import address_port, free_ports, spec_ports
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE
 from proc_helpers import live_descendants
-from btgym_aac.distributed.network_namespace import (JOIN_FAILED_EXIT_CODE, NamespaceHolder, NetworkIsolationError,
-                                                     check_isolation_mode, isolate_cluster, isolation_obstacle)
+from btgym_aac.distributed.network_namespace import (CLONE_NEWNET, CLONE_NEWUSER, JOIN_FAILED_EXIT_CODE,
+                                                     NamespaceHolder, NetworkIsolationError, check_isolation_mode,
+                                                     isolate_cluster, isolation_obstacle)
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), 'isolation_run.py')
 UNPRIVILEGED_UID = 65534
@@ -32,6 +34,14 @@ SIOCGIFADDR = 0x8915
 # fails with EPERM where a container or distribution blocks namespaces.
 NO_NET_NAMESPACES = ['unshare', '--user', '--map-root-user', 'sh', '-c',
                      'echo 0 > /proc/sys/user/max_net_namespaces && exec "$@"', 'sh']
+# What a NamespaceHolder does first: unshare a network namespace, and a user namespace too unless it runs as root.
+NAMESPACES_PROBE = f"""
+import ctypes, os, sys
+root = os.geteuid() == 0
+if ctypes.CDLL(None, use_errno=True).unshare({CLONE_NEWNET} | (0 if root else {CLONE_NEWUSER})):
+    kinds = 'CLONE_NEWNET' if root else 'CLONE_NEWUSER | CLONE_NEWNET'
+    sys.exit(f'unshare({{kinds}}) failed: {{os.strerror(ctypes.get_errno())}}')
+"""
 
 
 def machine_addresses():
@@ -178,6 +188,26 @@ def assert_all_gone(pids):
     assert [pid for pid in pids if is_running(pid)] == []
 
 
+@functools.cache
+def namespaces_obstacle(prefix=()):
+    """Why a process started after `prefix` (a tuple) cannot make the namespaces a holder makes, or None."""
+    if not sys.platform.startswith('linux'):
+        return f'network namespaces exist on Linux only, and this is {sys.platform}'
+    probe = subprocess.run(list(prefix) + [sys.executable, '-c', NAMESPACES_PROBE], capture_output=True, text=True,
+                           check=False)
+    if probe.returncode == 0:
+        return None
+    return probe.stderr.strip() or f'the probe exited with status {probe.returncode}'
+
+
+def skip_without_namespaces(prefix=()):
+    """Skips a test that needs Linux user / network namespaces where a process started after `prefix` cannot
+    make them."""
+    reason = namespaces_obstacle(tuple(prefix))
+    if reason:
+        pytest.skip(f'needs Linux network namespaces: {reason}')
+
+
 # ------------------------------------------------------------------------------------------- holder and joining
 
 def listen_and_report(port, replies):
@@ -197,6 +227,7 @@ def spawn_listener(name, port):
 
 
 def test_a_spawned_task_joins_the_holders_namespace_where_its_port_cannot_be_reached():
+    skip_without_namespaces()
     own_namespace = net_namespace(os.getpid())
     port, control_port = free_ports(2)
     outside, outside_replies = spawn_listener('outside', control_port)  # the probe's control: a port that answers
@@ -218,6 +249,7 @@ def test_a_spawned_task_joins_the_holders_namespace_where_its_port_cannot_be_rea
 
 
 def test_a_task_that_cannot_join_exits_with_its_own_status_and_says_why(capfd):
+    skip_without_namespaces()
     holder = NamespaceHolder()
     name = holder.task_name('task-0')
     holder.close()
@@ -253,6 +285,7 @@ def test_require_refuses_a_cluster_spec_that_spans_hosts_before_any_task_starts(
 # ------------------------------------------------------------------------------------------- whole runs
 
 def test_an_isolated_run_trains_unreachable_and_its_restarted_worker_rejoins(tmp_path):
+    skip_without_namespaces()
     with script_run([], tmp_path / 'run', 'auto', 8000) as run:
         spec = run.spec()
         ports = spec_ports(spec)
@@ -295,6 +328,7 @@ def unprivileged_prefix():
 
 def test_an_unprivileged_users_run_is_isolated_in_its_own_user_namespace(tmp_path):
     prefix = unprivileged_prefix()
+    skip_without_namespaces(prefix)
     with tempfile.TemporaryDirectory() as shared:
         os.chmod(shared, 0o777)  # the unprivileged uid writes its log dir here
         with script_run(prefix, os.path.join(shared, 'run'), 'auto', 8000) as run:

@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 from gymnasium import spaces
 from logbook import INFO
+from test_env import assert_episode_picture, assert_heat_map, assert_line_picture
 
 from btgym_aac import BTgymBaseStrategy, BTgymDataset, BTgymEnv, BTgymRandomDataDomain
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
@@ -46,13 +47,9 @@ def walk_csv(walk_frame, tmp_path_factory):
     return write_histdata_csv(walk_frame, str(tmp_path_factory.mktemp('data') / 'DAT_ASCII_RANDOM_WALK_M1.csv'))
 
 
-def assert_rgb_image(image, shape=None):
-    """A uint8 HxWx3 picture with something drawn on it (optionally of `shape` (height, width))."""
-    assert isinstance(image, np.ndarray) and image.dtype == np.uint8
-    assert image.ndim == 3 and image.shape[-1] == 3
-    if shape is not None:
-        assert image.shape[:2] == shape
-    assert len(np.unique(image.reshape(-1, 3), axis=0)) > 10
+def assert_message_picture(image, env, text):
+    """The renderer's picture of message `text` (what an env shows where it has nothing to draw yet)."""
+    np.testing.assert_array_equal(image, env.renderer.render_message(text))
 
 
 def assert_observation_fits(observation, space):
@@ -188,7 +185,7 @@ def test_basic_environment_registered_with_gymnasium_runs_rendered_episodes(walk
     for episode in range(num_episodes):
         init_state, _ = MyEnvironment.reset()
         assert_observation_fits(init_state, MyEnvironment.observation_space)
-        assert_rgb_image(MyEnvironment.unwrapped.render('human'), human_shape)
+        assert_line_picture(MyEnvironment.unwrapped.render('human'), human_shape)
         window = MyEnvironment.unwrapped.dataset.sample_instance.data
         starts.append(window.index[0])
 
@@ -198,7 +195,7 @@ def test_basic_environment_registered_with_gymnasium_runs_rendered_episodes(walk
             obs, reward, terminated, truncated, info = MyEnvironment.step(rnd_action)
             done = terminated or truncated
             if info[-1]['step'] % state_render == 0 or done:
-                assert_rgb_image(MyEnvironment.unwrapped.render('human'), human_shape)
+                assert_line_picture(MyEnvironment.unwrapped.render('human'), human_shape)
                 renders += 1
             if done:
                 break
@@ -210,7 +207,7 @@ def test_basic_environment_registered_with_gymnasium_runs_rendered_episodes(walk
         assert 'broker_value' in to_string(info[-1])
         # the episode ends at the 30% drawdown the env was given, or at the end of its 2-day window:
         assert info[-1]['drawdown'] >= 30 or stat['length'] >= len(window) - 2
-        assert_rgb_image(MyEnvironment.unwrapped.render('episode'), (8 * 75, 12 * 75))
+        assert_episode_picture(MyEnvironment.unwrapped.render('episode'), (8 * 75, 12 * 75))
     for start in starts:
         assert start.weekday() in (0, 1, 2) and (start.hour, start.minute) == (0, 0)  # start_00, Mon..Wed
 
@@ -292,10 +289,9 @@ def test_full_custom_strategy_with_default_engine(walk_csv):
     assert (made, finished) == (100, False)  # 100 * 5 bars fit in a 23h55m window with a 4-bar warm-up
     images = render_all_modes(env)
     assert set(images) == {'episode', 'human', 'price_gradients'}
-    for image in images.values():
-        assert_rgb_image(image)
-    assert images['human'].shape[:2] == (int(3.5 * 75), 6 * 75)
-    assert images['price_gradients'].shape[:2] == (int(3.5 * 75), 7 * 75)  # render_size_state default (7, 3.5)
+    assert_message_picture(images['episode'], env, 'no finished episode to render yet')
+    assert_line_picture(images['human'], (int(3.5 * 75), 6 * 75))
+    assert_line_picture(images['price_gradients'], (int(3.5 * 75), 7 * 75))  # render_size_state default (7, 3.5)
 
     env.close()
 
@@ -359,9 +355,9 @@ def test_full_custom_engine_ignores_the_env_kwargs_it_overrides(walk_csv):
     assert 90.0 < info[-1]['broker_value'] < 110.0  # the engine's 100.0 start cash, not the ignored 1.0
     assert reward == pytest.approx(np.log(info[-1]['broker_value'] / 100.0), abs=1e-3)  # MyStrategy.get_reward
     images = render_all_modes(env)
-    assert_rgb_image(images['human'], (4 * 75, 10 * 75))
-    assert_rgb_image(images['price_gradients'], (4 * 75, 10 * 75))
-    assert_rgb_image(images['episode'])
+    assert_line_picture(images['human'], (4 * 75, 10 * 75), style='ggplot')
+    assert_heat_map(images['price_gradients'], (4 * 75, 10 * 75))
+    assert_message_picture(images['episode'], env, 'no finished episode to render yet')
     stat = env.get_stat()
     assert 'drawdown' in stat  # the engine's DrawDown analyzer
 
@@ -388,35 +384,35 @@ def test_rendering_howto_modes_before_during_and_after_episodes(walk_csv):
 
     images = render_all_modes(env)  # before any reset: placeholder pictures
     assert set(images) == {'human', 'episode'}
-    for image in images.values():
-        assert_rgb_image(image)
+    assert_message_picture(images['human'], env, 'nothing to render before the first reset()')
+    assert_message_picture(images['episode'], env, 'no finished episode to render yet')
 
     o, _ = env.reset()
     assert_observation_fits(o, env.observation_space)
     images = render_all_modes(env)
-    assert_rgb_image(images['human'], human)
-    placeholder = images['episode']
-    assert placeholder.shape[:2] != episode  # no finished episode yet
+    assert_line_picture(images['human'], human)
+    assert_message_picture(images['episode'], env, 'no finished episode to render yet')
 
     assert take_some_steps(env, 100) == (100, False)
-    assert render_all_modes(env)['human'].shape[:2] == human
+    assert_line_picture(render_all_modes(env)['human'], human)
 
     # The notebook's run: 'Episode finished, 179 steps made' after the first 100, as here: a 23h55m window of 1435
     # bars, a 30-bar warm-up and 5 bars a step leave 279 steps.
     assert take_some_steps(env, 10000) == (179, True)
     images = render_all_modes(env)
-    assert_rgb_image(images['human'], human)
-    assert_rgb_image(images['episode'], episode)
+    assert_line_picture(images['human'], human)
+    assert_episode_picture(images['episode'], episode)
+    finished = images['episode']
 
     env.reset()
     assert take_some_steps(env, 50) == (50, False)
-    images = render_all_modes(env)
-    assert_rgb_image(images['episode'], episode)  # still the finished episode
+    np.testing.assert_array_equal(render_all_modes(env)['episode'], finished)  # still the finished episode
 
     assert env._force_control_mode() is True
     images = render_all_modes(env)
-    assert_rgb_image(images['human'], human)
-    assert_rgb_image(images['episode'], episode)
+    assert_line_picture(images['human'], human)
+    assert_episode_picture(images['episode'], episode)
+    assert not np.array_equal(images['episode'], finished)  # the interrupted second episode's
     stat = env.get_stat()
     assert stat['episode'] == 1 and stat['length'] < 1435  # the interrupted second episode
 
@@ -452,9 +448,9 @@ def test_rendering_howto_styled_modes_with_an_observation_mode(walk_csv):
     assert take_some_steps(env, 1000) == (279, True)  # the notebook's 'Episode finished, 279 steps made'
     images = render_all_modes(env)
     assert set(images) == {'human', 'episode', 'raw'}
-    assert_rgb_image(images['human'], (5 * 75, 11 * 75))  # the notebook's 825x375 picture
-    assert_rgb_image(images['episode'], (10 * 75, 14 * 75))  # 1050x750
-    assert_rgb_image(images['raw'], (5 * 75, 14 * 75))  # 1050x375, what the notebook gave plt.imshow()
+    assert_line_picture(images['human'], (5 * 75, 11 * 75), style='ggplot')  # the notebook's 825x375 picture
+    assert_episode_picture(images['episode'], (10 * 75, 14 * 75))  # 1050x750
+    assert_heat_map(images['raw'], (5 * 75, 14 * 75), cmap='inferno')  # 1050x375, what the notebook gave plt.imshow()
 
     env.close()
 
@@ -464,11 +460,27 @@ def test_rendering_howto_styled_modes_with_an_observation_mode(walk_csv):
 # BTgymRandomDataDomain (the time-ordered domains have tests of their own in test_time_domains.py).
 
 def test_data_domain_notebook_imports():
-    from btgym_aac import BTgymDataset, BTgymEnv, BTgymRandomDataDomain, BTgymSequentialDataDomain
-    from btgym_aac import DataSampleConfig, EnvResetConfig
+    """The notebook's names are the package's own classes and sample configs, its reset config holding copies of
+    the sample config that change independently."""
+    from btgym_aac import (
+        BTgymDataset,
+        BTgymEnv,
+        BTgymRandomDataDomain,
+        BTgymSequentialDataDomain,
+        DataSampleConfig,
+        EnvResetConfig,
+    )
+    from btgym_aac.data import dataset, sampling_params, sequential
+    from btgym_aac.env import base
 
-    assert issubclass(BTgymSequentialDataDomain, BTgymRandomDataDomain) and BTgymDataset and BTgymEnv
-    assert set(EnvResetConfig) == {'episode_config', 'trial_config'} and 'sample_type' in DataSampleConfig
+    assert BTgymDataset is dataset.BTgymDataset and BTgymRandomDataDomain is dataset.BTgymRandomDataDomain
+    assert BTgymSequentialDataDomain is sequential.BTgymSequentialDataDomain and BTgymEnv is base.BTgymEnv
+    assert BTgymDataset.__mro__[1] is BTgymSequentialDataDomain.__mro__[1] is BTgymRandomDataDomain
+    assert DataSampleConfig is sampling_params.DataSampleConfig and EnvResetConfig is sampling_params.EnvResetConfig
+    sample_config = {'get_new': True, 'sample_type': 0, 'timestamp': None, 'b_alpha': 1.0, 'b_beta': 1.0}
+    assert DataSampleConfig == sample_config
+    assert EnvResetConfig == {'episode_config': sample_config, 'trial_config': sample_config}
+    assert len({id(DataSampleConfig), id(EnvResetConfig['episode_config']), id(EnvResetConfig['trial_config'])}) == 3
 
 
 @pytest.fixture(scope='module')
@@ -559,6 +571,13 @@ def test_data_domain_trial_episode_hierarchy(domain_csv):
         data_feed['default_asset'].p.dataname.equals(episode.data)
 
 
+def ks_distance(samples, cdf):
+    """The Kolmogorov-Smirnov distance between the empirical distribution of `samples` and the CDF `cdf`."""
+    x = np.sort(samples)
+    below, above = np.arange(len(x)) / len(x), np.arange(1, len(x) + 1) / len(x)
+    return max(np.max(cdf(x) - below), np.max(above - cdf(x)))
+
+
 def test_data_domain_beta_skewed_episode_starts(domain_csv):
     domain = make_domain(domain_csv)
     domain.seed(0)
@@ -597,10 +616,10 @@ def test_data_domain_beta_skewed_episode_starts(domain_csv):
     assert test.mean() == pytest.approx(0.5, abs=0.07)
     assert np.mean(test < 0.5) == pytest.approx(0.5, abs=0.1)
     assert train_start.max() < test_start.min() or trial.test_interval[0] >= trial.train_interval[1]
-
-    # The notebook's reference picture: numpy's own Beta(2, 1) sample, here as its mean 2/3.
-    y = np.random.default_rng(0).beta(2, 1, 500)
-    assert y.mean() == pytest.approx(2 / 3, abs=0.04)
+    # The whole distributions: Kolmogorov-Smirnov distances to the Beta(3, 1) CDF x ** 3 and to the uniform one,
+    # under their 0.1 % critical values. (The notebook's picture of numpy's own Beta(2, 1) draws is left out.)
+    assert ks_distance(train, lambda x: x ** 3) < 1.95 / np.sqrt(train_num_samples)
+    assert ks_distance(test, lambda x: x) < 1.95 / np.sqrt(test_num_samples)
 
 
 # ---------------------------------------------------------------------------------------- async_btgym_workers

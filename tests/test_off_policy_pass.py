@@ -8,6 +8,7 @@ from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.policy import AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy
 from btgym_aac.algorithms.policy.interface import OFF_POLICY_MEMBERS, missing_members
 from btgym_aac.algorithms.policy.options import set_off_policy_pass
+from btgym_aac.algorithms.trainer_feeds import policy_inputs_feed, train_batches
 from btgym_aac.compat import tf
 from btgym_aac.env import gym_wrappers
 from test_policies import CASES, TRAINER_KWARGS, random_observation
@@ -50,9 +51,49 @@ def test_without_the_pass_a_policy_has_the_same_variables_and_on_policy_outputs_
     np.testing.assert_allclose(outputs[1], outputs[0], rtol=1e-6)
 
 
+def policy_scope(policy):
+    """The name scope of a policy's heads (`local/`, `global/`, `A3C/local/`)."""
+    return policy.on_logits.name.split('dense_aac/')[0]
+
+
+def off_inputs(policy):
+    """The placeholders of the off-policy pass's inputs (its LSTM context excepted)."""
+    return [policy.off_last_a_in, policy.off_last_reward_in, policy.off_batch_size,
+            policy.off_time_length] + tf.nest.flatten(policy.off_state_in)
+
+
+def one_sequence(policy, sess, steps, rng):
+    """A processed batch (see `policy_inputs_feed`) of one sequence of `steps` random frames from the zero
+    context."""
+    frames = [random_observation(policy.ob_space, rng) for _ in range(steps)]
+    return {'state': tf.nest.map_structure(lambda *leaves: np.stack(leaves), *frames),
+            'context': sess.run(policy.on_lstm_init_state),
+            'last_action': rng.uniform(size=(steps, policy.ac_space.encoded_depth)).astype(np.float32),
+            'last_reward': rng.normal(size=steps).astype(np.float32), 'batch_size': 1, 'time_steps': [steps]}
+
+
 def test_pixel_control_builds_the_pass_it_reads():
-    policy = built('base-image', tf.Graph(), pixel_control=True, off_policy_pass=False)
-    assert policy.off_logits is not None and policy.pc_q is not None
+    """With `off_policy_pass=False` pixel control still builds the off-policy pass in the policy's graph and scope:
+    its logits and values equal the on-policy pass's on the same inputs, and the Q map [N, 20, 20, A] is computed
+    from the off-policy inputs alone."""
+    graph = tf.Graph()
+    policy = built('base-image', graph, linear_layer_ref=linear, pixel_control=True, off_policy_pass=False)
+    depth, q_map = policy.ac_space.one_hot_depth, CASES['base-image'][4]
+    assert policy.off_logits.get_shape().as_list() == [None, depth]
+    assert policy.off_vf.get_shape().as_list() == [None]
+    assert policy.pc_q.get_shape().as_list() == [None, *q_map, depth]
+    assert policy_scope(policy) == 'local/'
+    for tensor in (policy.off_logits, policy.off_vf, policy.pc_q):
+        assert tensor.graph is graph and tensor.name.startswith('local/')
+    with graph.as_default(), tf.Session() as sess:
+        sess.run(tf.global_variables_initializer())
+        batch = one_sequence(policy, sess, 6, np.random.default_rng(1))
+        off_logits, off_vf, pc_q = sess.run([policy.off_logits, policy.off_vf, policy.pc_q],
+                                            policy_inputs_feed(policy, 'off', batch))
+        on_logits, on_vf = sess.run([policy.on_logits, policy.on_vf], policy_inputs_feed(policy, 'on', batch))
+    assert off_logits.shape == (6, depth) and pc_q.shape == (6, *q_map, depth)
+    np.testing.assert_allclose(off_logits, on_logits, rtol=1e-6, atol=0)
+    np.testing.assert_allclose(off_vf, on_vf, rtol=1e-6, atol=0)
 
 
 def cartpole():
@@ -67,11 +108,24 @@ def cartpole():
     (Unreal, {'use_reward_prediction': True, 'replay_memory_size': 50}, {}, False),
 ])
 def test_a_trainer_builds_the_pass_exactly_when_a_loss_reads_it(trainer_class, flags, policy_kwargs, expected):
+    """Where a loss reads it, both policies' off-policy pass reads the off-policy inputs and equals their on-policy
+    pass on the same batch; elsewhere nothing reads those inputs."""
     with started_trainer(trainer_class, [cartpole()], AacDensePolicy, dict(CARTPOLE_POLICY, **policy_kwargs),
                          test_mode=True, rollout_length=5, **flags) as (trainer, sess, _):
-        for policy in (trainer.network, trainer.local_network):
-            assert (policy.off_logits is not None) == expected
         data = trainer.get_data()
+        on_policy = train_batches(trainer, data, [True]).on_policy
+        for policy in (trainer.network, trainer.local_network):
+            assert {bool(placeholder.consumers()) for placeholder in off_inputs(policy)} == {expected}
+            if not expected:
+                assert [getattr(policy, name) for name in OFF_POLICY_MEMBERS] == [None] * 3
+                continue
+            assert policy.off_logits.get_shape().as_list() == [None, 2]  # CartPole's two actions
+            assert policy.off_logits.graph is sess.graph and policy.off_logits.name.startswith(policy_scope(policy))
+            off = sess.run([policy.off_logits, policy.off_vf], policy_inputs_feed(policy, 'off', on_policy))
+            on = sess.run([policy.on_logits, policy.on_vf], policy_inputs_feed(policy, 'on', on_policy))
+            assert off[0].shape == (5, 2) and off[1].shape == (5,)
+            np.testing.assert_allclose(off[0], on[0], rtol=1e-6, atol=0)
+            np.testing.assert_allclose(off[1], on[1], rtol=1e-6, atol=0)
         feed = trainer.process_data(sess, data, [True], trainer.local_network)
         sess.run(trainer.train_op, feed)  # the loss trains either way
 
