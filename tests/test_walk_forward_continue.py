@@ -14,19 +14,11 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from btgym_aac.distributed.checkpoint_state import latest_checkpoint
+from test_walk_forward import CONFIG_FILE as WALK_FORWARD_CONFIG_FILE
 
-CONFIG_FILE = '''
-from btgym_aac.run_configs import default_configs
-
-_configs = default_configs()
-env_config = _configs['env_config']
-env_config['kwargs'].update(episode_duration={'days': 0, 'hours': 6, 'minutes': 0}, time_gap={'hours': 1},
-                            render_enabled=False)
-policy_config = {'class_ref': _configs['policy_config']['class_ref'],
-                 'kwargs': {'lstm_layers': (16, 16), 'lstm_2_init_period': 60}}
-trainer_config = {'class_ref': _configs['trainer_config']['class_ref'],
+CONFIG_FILE = WALK_FORWARD_CONFIG_FILE + '''
+trainer_config = {'class_ref': trainer_config['class_ref'],
                   'kwargs': {'opt_learn_rate': 1e-12, 'rollout_length': 20, 'time_flat': True}}
-cluster_config = {'num_workers': 1, 'num_ps': 1, 'num_envs': 1}
 launcher_config = {'save_secs': 3600, 'show_progress': False}
 '''
 """A learn rate of 1e-12: a fold started from the previous fold's checkpoint ends with its weights."""
