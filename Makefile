@@ -19,7 +19,7 @@ demo: $(STAMP)
 	$(BIN)/btgym-aac demo --out out/demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist worksteal
+	$(BIN)/python -m pytest -q -m "not slow" -n 2 --dist loadgroup
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow

@@ -16,6 +16,8 @@ from btgym_aac.strategy import DevStrat_4_11
 from test_runners import ScriptedPolicy, ToyEnv, value_of
 from trainer_helpers import started_trainer
 
+pytestmark = pytest.mark.xdist_group('batched_acting')  # one xdist worker builds the module's fixtures
+
 LOG = get_logger('test_batched_acting')
 EIGHT_HOURS = {'days': 0, 'hours': 8, 'minutes': 0}
 

@@ -6,6 +6,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group('benchmark_alternation')  # one xdist worker builds the module's fixtures
+
 SCRIPT = pathlib.Path(__file__).resolve().parents[1] / 'benchmarks' / 'train_throughput.py'
 
 

@@ -17,6 +17,8 @@ from btgym_aac.compat import tf
 from btgym_aac.env import gym_wrappers
 from trainer_helpers import scalar_events, started_trainer, tagged
 
+pytestmark = pytest.mark.xdist_group('custom_algorithms')  # one xdist worker builds the module's fixtures
+
 DOC = pathlib.Path(__file__).resolve().parents[1] / 'docs' / 'custom-algorithms.md'
 POLICY = {'dense_layers': (16,), 'lstm_layers': (16,)}
 

@@ -29,6 +29,8 @@ from btgym_aac.evaluation.metrics import METRIC_NAMES, max_drawdown_pct, sharpe_
 from btgym_aac.evaluation.report import build_report
 from btgym_aac.strategy import DevStrat_4_11
 
+pytestmark = pytest.mark.xdist_group('evaluation')  # one xdist worker builds the module's fixtures
+
 HOLD, BUY, SELL, CLOSE = range(4)
 START_CASH, COMMISSION, ORDER_SIZE = 2000.0, 0.0001, 2000
 EPISODES, SEED = 2, 3

@@ -27,6 +27,8 @@ from btgym_aac.evaluation.metrics import ASSET_METRIC_NAMES
 from btgym_aac.spaces import ActionDictSpace
 from btgym_aac.strategy import MultiAssetStrategy
 
+pytestmark = pytest.mark.xdist_group('evaluation_multi_asset')  # one xdist worker builds the module's fixtures
+
 ASSETS = ('A', 'B')
 CASH = 'default_cash'
 START_CASH, COMMISSION, ORDER_SIZE = 10000.0, 0.0001, 1000

@@ -11,6 +11,8 @@ from btgym_aac.research.gps import ExpertObserver, GuidedPolicy_0_0, GuidedStrat
 from btgym_aac.spaces import DictSpace
 from test_strategy import run
 
+pytestmark = pytest.mark.xdist_group('gps_strategy')  # one xdist worker builds the module's fixtures
+
 WARMUP, SKIP = 286, 10
 EXPERT_CONFIG = dict(time_threshold=5, pips_threshold=5, pips_scale=1e-4, kernel_size=5, kernel_stddev=1)
 

@@ -204,6 +204,7 @@ def test_taken_port_is_reported_and_left_alone(tmp_path):
         holder.getsockname()  # still ours: nothing was killed or closed
 
 
+@pytest.mark.slow  # by default: test_network_isolation's isolated run (a killed worker restarted, the run ends)
 def test_killed_worker_is_restarted_and_the_run_completes(tmp_path):
     launcher = cartpole_launcher(tmp_path / 'run', 6000)
     killed = []

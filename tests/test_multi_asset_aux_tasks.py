@@ -13,6 +13,8 @@ from btgym_aac.run_configs import multi_asset_env_config
 from test_trainers import Session
 from trainer_helpers import scalar_events, tagged
 
+pytestmark = pytest.mark.xdist_group('multi_asset_aux_tasks')  # one xdist worker builds the module's fixtures
+
 ENV_KINDS = pytest.mark.parametrize('portfolio', [False, True], ids=['multi-discrete', 'portfolio'])
 POLICY_KWARGS = {'lstm_layers': (16, 16), 'pixel_control': False}
 """`pixel_control=False`: the policy would build the pixel-control head for any auxiliary task (see below)."""

@@ -25,6 +25,8 @@ from btgym_aac import BTgymBaseStrategy, BTgymDataset, BTgymEnv, BTgymRandomData
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from btgym_aac.research import DevStrat_4_11, DevStrat_4_12
 
+pytestmark = pytest.mark.xdist_group('notebook_ports')  # one xdist worker builds the module's fixtures
+
 MINUTES_PER_DAY = 24 * 60
 _next_port = itertools.count()
 

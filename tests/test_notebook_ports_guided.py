@@ -30,6 +30,8 @@ from btgym_aac.research.gps.strategy import ExpertObserver, GuidedStrategy_0_0
 from btgym_aac.compat import tf
 from trainer_helpers import graph_written, scalar_events
 
+pytestmark = pytest.mark.xdist_group('notebook_ports_guided')  # one xdist worker builds the module's fixtures
+
 EPISODE_BARS = 8 * 60
 STEPS_AN_EPISODE = (EPISODE_BARS - GuidedStrategy_0_0.warmup_period) // 10
 

@@ -43,6 +43,8 @@ from btgym_aac.research.casual_conv.networks import conv_1d_casual_attention_enc
 from btgym_aac.research.casual_conv.strategy import CasualConvStrategyMulti
 from test_notebook_ports import unique_data_port
 
+pytestmark = pytest.mark.xdist_group('notebook_ports_multi')  # one xdist worker builds the module's fixtures
+
 LINES = ('USD', 'GBP', 'JPY', 'CHF')
 FROZEN_SPLIT = datetime.datetime(2017, 3, 1)
 EPISODE_BARS = 10 * 60

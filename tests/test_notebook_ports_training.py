@@ -22,6 +22,8 @@ from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.research.strategy_gen_4 import DevStrat_4_11
 from btgym_aac.strategy.observers import NormPnL, Position, Reward
 
+pytestmark = pytest.mark.xdist_group('notebook_ports_training')  # one xdist worker builds the module's fixtures
+
 EPISODE_BARS = 8 * 60
 
 

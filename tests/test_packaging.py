@@ -11,6 +11,8 @@ import tarfile
 
 import pytest
 
+pytestmark = pytest.mark.xdist_group('packaging')  # one xdist worker builds the module's fixtures
+
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 QUICK_TESTS = ['tests/test_logs.py', 'tests/test_spaces.py']
 # What pip says when it cannot reach a package index to install the build requirements into build's isolated env.

@@ -18,6 +18,8 @@ from btgym_aac.distributed.worker import _env_kwargs
 from btgym_aac.env import gym_wrappers
 from btgym_aac.evaluation.loading import read_run_config
 
+pytestmark = pytest.mark.xdist_group('run_options')  # one xdist worker builds the module's fixtures
+
 CKPT = 'current_train_checkpoint'
 CARTPOLE = {'class_ref': gym_wrappers.TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}}
 SMALL_POLICY = {'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}}

@@ -12,6 +12,8 @@ from btgym_aac.algorithms.policy import Aac1dPolicy
 from btgym_aac.compat import tf
 from btgym_aac.strategy import BTgymBaseStrategy, DevStrat_4_6, DevStrat_4_7, DevStrat_4_11
 
+pytestmark = pytest.mark.xdist_group('settings_validation')  # one xdist worker builds the module's fixtures
+
 QUIET = dict(render_enabled=False)
 SHORT_EPISODE = {'days': 0, 'hours': 8, 'minutes': 0}
 POLICY = {'class_ref': Aac1dPolicy, 'kwargs': dict(lstm_layers=(8,), conv_2d_num_filters=(4, 4, 4, 4))}

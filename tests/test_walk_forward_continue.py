@@ -16,6 +16,8 @@ from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from btgym_aac.distributed.checkpoint_state import latest_checkpoint
 from test_walk_forward import CONFIG_FILE as WALK_FORWARD_CONFIG_FILE
 
+pytestmark = pytest.mark.xdist_group('walk_forward_continue')  # one xdist worker builds the module's fixtures
+
 CONFIG_FILE = WALK_FORWARD_CONFIG_FILE + '''
 trainer_config = {'class_ref': trainer_config['class_ref'],
                   'kwargs': {'opt_learn_rate': 1e-12, 'rollout_length': 20, 'time_flat': True}}
