@@ -2,8 +2,9 @@
 
 The launcher process only checks and passes on the classes of its configs; its tasks build with them. The
 reference configuration's trainer and policy classes are given to it as `ClassRef`s, so that it does not import
-TensorFlow (about 3.5 s of CPU and 570 MB of memory) for classes it never uses. A `ClassRef` pickles as the class
-itself: a task, or a later reader of the run's saved configs, gets the real class.
+TensorFlow (seconds of CPU, and most of a task's memory: `benchmarks/process_memory.py`) for classes it never
+uses. A `ClassRef` pickles as the class itself: a task, or a later reader of the run's saved configs, gets the real
+class.
 """
 import importlib
 

@@ -3,10 +3,10 @@ acting graph on every env step, the train step on every rollout).
 
 `Session.run` converts every fed value and rebuilds its fetch handling on each call, and `Session.make_callable`
 hands every call that has feeds back to `Session.run`. For the acting graph (one small run per env step) that
-Python work costs about as much as running the graph: 1.18 ms against 0.57 ms per acting step of the A3C reference
-policy, measured back to back in one process. `feed_callable` builds the callable from `CallableOptions` instead,
-through `Session._make_callable_from_options`, the method behind `make_callable` in every TF1 / `tf.compat.v1`
-session. `CallableCache` keeps such callables per session, name and fed placeholders.
+Python work is a large part of an acting step (`benchmarks/act_cost.py` measures an acting call and its Python
+part). `feed_callable` builds the callable from `CallableOptions` instead, through
+`Session._make_callable_from_options`, the method behind `make_callable` in every TF1 / `tf.compat.v1` session.
+`CallableCache` keeps such callables per session, name and fed placeholders.
 """
 import numpy as np
 

@@ -50,7 +50,8 @@ def _digits_to_int(digits, first, last):
 
 
 def _parse_histdata_fast(raw):
-    """Vectorised 'YYYYMMDD HHMMSS' parser (strptime is ~10x slower); None when any value does not fit."""
+    """Vectorised 'YYYYMMDD HHMMSS' parser (strptime per value is much slower: `benchmarks/data_speed.py` times
+    parsing); None when any value does not fit."""
     try:
         chars = raw.to_numpy().astype('S{}'.format(_HISTDATA_WIDTH + 1)).view(np.uint8)
     except (UnicodeEncodeError, ValueError, TypeError):

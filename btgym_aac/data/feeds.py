@@ -9,7 +9,7 @@ class ColumnPreloadedData(bt.feeds.PandasDirectData):
     """`PandasDirectData` whose `preload()` fills each line from a whole DataFrame column at once.
 
     Backtrader's own preload loads one bar at a time through its generic feed machinery (a pointer move on every
-    line, a getattr per field): about 45 % of a reset of the reference env. The lines end as they would: the same
+    line, a getattr per field), a large part of a reset of the reference env. The lines end as they would: the same
     values (datetimes through backtrader's own `date2num`, missing columns NaN) and the pointers at home. Feeds with
     filters, an input time zone or date bounds, which act bar by bar, preload the original way.
     """

@@ -1,4 +1,4 @@
-"""Summary statistics of bar data, as pandas `describe()` gives them, computed with numpy (about 10x faster)."""
+"""Summary statistics of bar data, as pandas `describe()` gives them, computed with numpy (faster than pandas)."""
 import numpy as np
 import pandas as pd
 

@@ -71,7 +71,8 @@ class BTgymEnv(gym.Env):
     `metadata['render.modes']`, `network_address` (None: no server listens) and `_force_control_mode()`.
 
     `record_episode` (default True): whether an episode that `reset()` starts keeps the observers its 'episode'
-    picture draws, which cost about a fifth of an env step's CPU. A trainer's runner sets it before every reset to
+    picture draws, which run on every bar (`benchmarks/env_throughput.py` measures rendering as shipped against
+    rendering off). A trainer's runner sets it before every reset to
     whether it will draw that episode; the picture of an episode not recorded is a message saying so.
     """
     metadata = {'render_modes': list(GYM_RENDER_MODES), 'render.modes': ['human', 'episode'], 'render_fps': 4}

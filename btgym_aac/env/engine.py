@@ -174,9 +174,9 @@ class Handoff:
     The episode runs in a greenlet: a helper execution context on the caller's own OS thread. `exchange()`
     switches into the episode with an action and comes back with the response; `decide()` (called by the step
     analyzer) switches back with a response and resumes with the next action. Exactly one side runs at a time,
-    as in a blocking request/reply, but a switch costs about a microsecond where a handoff between two OS threads
-    cost 15-25% of the throughput on 2-core virtual machines (measured by benchmarks/env_throughput.py). An
-    episode must be stepped from the thread that started it.
+    as in a blocking request/reply, but a switch stays on the caller's OS thread: a handoff between two OS threads
+    would cost a thread wake-up and the GIL on every step (`benchmarks/env_throughput.py` measures the env against a
+    bare backtrader run of the same episodes). An episode must be stepped from the thread that started it.
     """
 
     def __init__(self):

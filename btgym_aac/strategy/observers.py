@@ -8,8 +8,9 @@ class DrawDown(bt.observers.DrawDown):
     `stats.drawdown`) with the same values, computed in the observer itself.
 
     Backtrader's keeps them in a `bt.analyzers.DrawDown` slave that it notifies of the broker value on every bar;
-    that bookkeeping cost about 8 % of an env step. Here the value is read from the broker when the observer runs,
-    after the strategy of the same bar, which has not changed it (orders execute at the next bar).
+    that bookkeeping is a visible part of an env step's CPU (`benchmarks/env_throughput.py` measures the env). Here
+    the value is read from the broker when the observer runs, after the strategy of the same bar, which has not
+    changed it (orders execute at the next bar).
     """
 
     def __init__(self):

@@ -105,8 +105,7 @@ class BaseAacPolicy:
             pixel_control: build the pixel-control head; None means `aux_estimate`.
             logits_layer_norm: layer-normalised logits (see `networks.dense_aac_network`).
             off_policy_pass: build the off-policy pass; False leaves it out unless the pixel-control head, which
-                reads it, is built (the trainer passes False when no loss of its reads it: about a quarter fewer ops
-                to build).
+                reads it, is built (the trainer passes False when no loss of its reads it: fewer ops to build).
             **kwargs: encoder and pixel-control options (`conv_2d_*`, `pc_estimator_stride`, `duell_pc_*`);
                 anything else (e.g. the trainer's `task`, `cluster_spec`) is ignored (the trainer warns of
                 kwargs of its `policy_config` read by nothing).

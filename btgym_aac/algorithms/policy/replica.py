@@ -1,9 +1,9 @@
 """Acting replica: a copy of a worker's local policy in its own graph and session, for the runners.
 
-In a distributed worker every session run goes through TensorFlow's master/worker runtime and its thread pools.
-One acting step of the A3C reference policy costs 4-5 ms there, against about 3 ms for the same graph run in a
-plain session that executes every op in the calling thread; acting is on the runner's critical path, so the
-runners act through this replica (in A/B runs of one worker: +18-27% env steps/s).
+In a distributed worker every session run goes through TensorFlow's master/worker runtime and its thread pools,
+which makes an acting step cost more than the same graph run in a plain session that executes every op in the
+calling thread. Acting is on the runner's critical path, so the runners act through this replica
+(`benchmarks/train_throughput.py` measures the difference: configuration `a3c` against `a3c_no_replica`).
 
 The replica copies the local policy's variables from the worker session every `refresh_period` acting steps
 (the rollout length), so it follows whatever updates the local policy (the trainer's sync op, or a subclass's
