@@ -42,18 +42,14 @@ def our_ppo_settings_for_sb3():
     """SB3 PPO arguments with the reference PPO trainer's update schedule: one rollout of `rollout_length` steps
     per update, one epoch over it, its learning rate, entropy weight, gamma, GAE lambda, clip range and gradient
     clip norm (SB3's value-loss weight stays 0.5 where ours is 1, and its policy and value nets stay apart)."""
-    import inspect
-
-    from btgym_aac.algorithms.aac import BaseAAC
+    from btgym_aac.algorithms.config import AacConfig
     from btgym_aac.algorithms.trainer_graph import GRADIENT_CLIP_NORM
     from btgym_aac.run_configs import default_configs
 
-    defaults = {name: parameter.default for name, parameter in inspect.signature(BaseAAC).parameters.items()}
-    kwargs = dict(defaults, **default_configs('ppo', import_classes=False)['trainer_config']['kwargs'])
-    return dict(n_steps=kwargs['rollout_length'], batch_size=kwargs['rollout_length'], n_epochs=kwargs['num_epochs'],
-                learning_rate=kwargs['opt_learn_rate'], ent_coef=kwargs['model_beta'], gamma=kwargs['model_gamma'],
-                gae_lambda=kwargs['model_gae_lambda'], clip_range=kwargs['clip_epsilon'],
-                max_grad_norm=GRADIENT_CLIP_NORM)
+    ours = AacConfig(**default_configs('ppo', import_classes=False)['trainer_config']['kwargs'])
+    return dict(n_steps=ours.rollout_length, batch_size=ours.rollout_length, n_epochs=ours.num_epochs,
+                learning_rate=ours.opt_learn_rate, ent_coef=ours.model_beta, gamma=ours.model_gamma,
+                gae_lambda=ours.model_gae_lambda, clip_range=ours.clip_epsilon, max_grad_norm=GRADIENT_CLIP_NORM)
 
 
 def sb3_run(seed, steps, out_path, settings):

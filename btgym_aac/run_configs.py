@@ -28,7 +28,7 @@ def default_configs(algo='a3c', import_classes=True):
     import numpy as np
 
     from btgym_aac.class_refs import ClassRef
-    from btgym_aac.registration import REFERENCE_ENV_KWARGS
+    from btgym_aac.env.registration import REFERENCE_ENV_KWARGS
 
     classes = {
         'env': ClassRef('btgym_aac.env.base', 'BTgymEnv'),
@@ -71,7 +71,7 @@ def multi_asset_env_config(assets=None, portfolio=False, **dataset_kwargs):
 
     from btgym_aac.data import BTgymDataset, BTgymMultiData, make_cointegrated_pair
     from btgym_aac.env import MultiDiscreteEnv, PortfolioEnv
-    from btgym_aac.registration import REFERENCE_ENV_KWARGS
+    from btgym_aac.env.registration import REFERENCE_ENV_KWARGS
     from btgym_aac.strategy import MultiAssetStrategy
 
     assets = dict(assets or make_cointegrated_pair(seed=0))

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from btgym_aac import BTgymDataset, BTgymEnv
-from btgym_aac.data import data_master, make_random_walk_data
+from btgym_aac import BTgymDataset, BTgymEnv, BTgymMultiData
+from btgym_aac.data import data_master, make_correlated_walks, make_random_walk_data
+from btgym_aac.env.registration import ENV_IDS, LEGACY_IDS, REFERENCE_ENV_KWARGS
 from btgym_aac.env.wrappers import SimpleSpaces
-from btgym_aac.registration import ENV_IDS, REFERENCE_ENV_KWARGS
 from btgym_aac.strategy import DevStrat_4_11
 
 SHORT = dict(render_enabled=False, episode_duration={'days': 0, 'hours': 8, 'minutes': 0},
@@ -26,9 +26,20 @@ def walk_env(**kwargs):
     return BTgymEnv(dataset=dataset, strategy=DevStrat_4_11, **kwargs)
 
 
+def multi_asset_dataset():
+    frames = make_correlated_walks(num_bars=1500, names=('A', 'B'), correlation=0.3, seed=0)
+    return BTgymMultiData(data_class_ref=BTgymDataset, data_config={
+        name: {'filename': None, 'dataframe': frame} for name, frame in frames.items()},
+        episode_duration={'days': 0, 'hours': 5, 'minutes': 0}, time_gap={'hours': 1})
+
+
 @pytest.mark.parametrize('env_id', sorted(ENV_IDS))
 def test_each_registered_id_makes_an_env_that_passes_gymnasiums_checks_with_rendering(env_id):
-    env = gymnasium.make(env_id, render_mode='rgb_array')
+    # The multi-asset ids take their data as `dataset=`; everything else is the envs' defaults.
+    kwargs = {'dataset': multi_asset_dataset()} if ENV_IDS[env_id][0].startswith('btgym_aac.env.multi_asset:') \
+        else {}
+    env = gymnasium.make(env_id, render_mode='rgb_array', **kwargs)
+    assert env_id.startswith('btgym_aac/') and env.spec.namespace == 'btgym_aac'
     assert env.spec.id == env_id and env.unwrapped.spec.id == env_id
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter('always')
@@ -37,8 +48,16 @@ def test_each_registered_id_makes_an_env_that_passes_gymnasiums_checks_with_rend
     env.close()
 
 
-def test_the_reference_id_is_the_reference_configurations_env():
-    env = gymnasium.make('BTgymDevStrat_4_11-v0', render_enabled=False).unwrapped
+def test_the_ids_of_earlier_versions_make_the_same_envs():
+    assert sorted(LEGACY_IDS) == ['BTgym-v0', 'BTgymDevStrat_4_11-v0']
+    for legacy, current in LEGACY_IDS.items():
+        old, new = gymnasium.spec(legacy), gymnasium.spec(current)
+        assert old.namespace is None and (old.entry_point, old.kwargs) == (new.entry_point, new.kwargs), legacy
+
+
+@pytest.mark.parametrize('env_id', ['BTgymDevStrat_4_11-v0', 'btgym_aac/BTgymDevStrat_4_11-v0'])
+def test_the_reference_id_is_the_reference_configurations_env(env_id):
+    env = gymnasium.make(env_id, render_enabled=False).unwrapped
     assert env.strategy is DevStrat_4_11 and env.spec.kwargs == dict(REFERENCE_ENV_KWARGS, render_enabled=False)
     assert env.params['engine']['start_cash'] == REFERENCE_ENV_KWARGS['start_cash']
     for key in ('order_size', 'drawdown_call', 'reward_scale', 'skip_frame', 'leverage'):
@@ -160,6 +179,24 @@ def test_simple_spaces_keep_the_box_observations_as_vectors_and_act_by_index():
     assert vector.shape == (120,) and vector.dtype == np.float32 and vector in flat.observation_space
     with pytest.raises(ValueError, match=r"keys must name Box observations.*\['metadata'\]"):
         SimpleSpaces(walk_env(render_enabled=False), keys=['metadata'])
+
+
+def test_simple_spaces_passes_gymnasiums_checks_with_rendering_and_is_made_again_from_its_spec():
+    env = SimpleSpaces(gymnasium.make('btgym_aac/BTgymDevStrat_4_11-v0', render_mode='rgb_array'), keys=['internal'],
+                       flatten=True)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        check_env(env, skip_render_check=False)  # makes the env again from env.spec in every render mode
+    assert not [w for w in caught if 'render' in str(w.message)], [str(w.message) for w in caught]
+    wrapper = env.spec.additional_wrappers[-1]
+    assert (wrapper.name, wrapper.entry_point) == ('SimpleSpaces', 'btgym_aac.env.wrappers:SimpleSpaces')
+    assert wrapper.kwargs == {'keys': ['internal'], 'flatten': True}
+    again = gymnasium.make(env.spec)
+    assert isinstance(again, SimpleSpaces) and again.unwrapped.render_mode == 'rgb_array'
+    assert again.keys == ['internal'] and again.flatten and again.observation_space == env.observation_space
+    np.testing.assert_array_equal(again.reset(seed=4)[0], env.reset(seed=4)[0])
+    env.close()
+    again.close()
 
 
 def test_stable_baselines3_accepts_the_wrapped_env():

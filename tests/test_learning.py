@@ -6,15 +6,15 @@ from btgym_aac import BTgymEnv
 from btgym_aac.algorithms import A3C, train_in_process
 from btgym_aac.algorithms.policy import AacDensePolicy, AacStackedRL2Policy
 from btgym_aac.env import gym_wrappers
+from btgym_aac.env import registration as env_registration
 from btgym_aac.run_configs import default_configs
 from btgym_aac.strategy import DevStrat_4_11
 
 pytestmark = pytest.mark.slow
 
 REFERENCE_ENV_KWARGS = dict(
-    strategy=DevStrat_4_11, start_cash=2000, commission=0.0001, leverage=10.0, order_size=2000, drawdown_call=10,
-    target_call=10, skip_frame=10, gamma=0.99, reward_scale=7, state_ext_scale=np.linspace(3e3, 1e3, 5),
-    episode_duration={'days': 1, 'hours': 23, 'minutes': 40}, time_gap={'hours': 10}, render_enabled=False,
+    {key: value for key, value in env_registration.REFERENCE_ENV_KWARGS.items() if key != 'render_modes'},
+    strategy=DevStrat_4_11, state_ext_scale=np.linspace(3e3, 1e3, 5), render_enabled=False,
 )
 
 

@@ -5,8 +5,9 @@ from gymnasium.utils.env_checker import check_env
 
 from btgym_aac.data import BTgymDataset, BTgymMultiData, make_correlated_walks
 from btgym_aac.env import BTgymEnv, MultiDiscreteEnv, PortfolioEnv
+from btgym_aac.env.multi_asset import PORTFOLIO_SKIP_FRAME
 from btgym_aac.spaces import ActionDictSpace
-from btgym_aac.strategy import MultiAssetStrategy
+from btgym_aac.strategy import BTgymBaseStrategy, MultiAssetStrategy
 
 ASSETS = ('A', 'B', 'C')
 EPISODE = {'days': 0, 'hours': 5, 'minutes': 0}
@@ -143,6 +144,41 @@ def test_multi_asset_env_errors_name_the_problem():
         MultiDiscreteEnv(**env_kwargs(asset_names=['A', 'D'], order_size=1000))
     with pytest.raises(ValueError, match='MultiDiscreteEnv or PortfolioEnv'):
         BTgymEnv(**env_kwargs())
+
+
+@pytest.mark.parametrize('env_class', [MultiDiscreteEnv, PortfolioEnv])
+def test_a_multi_asset_env_made_with_only_a_dataset_trades_every_line(env_class):
+    env = env_class(dataset=multi_data())
+    try:
+        assert env.strategy is BTgymBaseStrategy and env.asset_names == ASSETS
+        assert env.skip_frame == (PORTFOLIO_SKIP_FRAME if env_class is PortfolioEnv else 1)
+        observation, _ = env.reset(seed=0)
+        assert env.observation_space.contains(observation)
+        if env_class is PortfolioEnv:
+            buy_a = {'A': [1.0], 'B': [0.0], 'C': [0.0], 'default_cash': [0.0]}
+        else:
+            buy_a = {'A': 1, 'B': 0, 'C': 0}
+        for _ in range(3):
+            observation, reward, terminated, truncated, info = env.step(buy_a)
+            assert env.observation_space.contains(observation) and np.isfinite(reward)
+            assert not terminated and not truncated and len(info['bars']) == env.skip_frame
+        assert info['positions']['A'] > 0 and info['positions']['B'] == info['positions']['C'] == 0
+    finally:
+        env.close()
+
+
+def test_a_strategys_own_asset_names_and_skip_frame_stay_the_multi_asset_envs_defaults():
+    class TradesB(BTgymBaseStrategy):
+        params = dict(asset_names=['B'])
+
+    discrete = MultiDiscreteEnv(dataset=multi_data(), strategy=TradesB)
+    portfolio = PortfolioEnv(dataset=multi_data(), strategy=MultiAssetStrategy)
+    assert discrete.asset_names == ('B',)
+    assert portfolio.asset_names == ASSETS and portfolio.skip_frame == MultiAssetStrategy.skip_frame == 5
+    discrete.close()
+    portfolio.close()
+    with pytest.raises(ValueError, match='skip_frame > 1'):
+        PortfolioEnv(dataset=multi_data(), skip_frame=1)
 
 
 @pytest.mark.parametrize('env_class', [MultiDiscreteEnv, PortfolioEnv])

@@ -113,7 +113,7 @@ def test_a_trainer_builds_the_pass_exactly_when_a_loss_reads_it(trainer_class, f
     with started_trainer(trainer_class, [cartpole()], AacDensePolicy, dict(CARTPOLE_POLICY, **policy_kwargs),
                          test_mode=True, rollout_length=5, **flags) as (trainer, sess, _):
         data = trainer.get_data()
-        on_policy = train_batches(trainer, data, [True]).on_policy
+        on_policy = train_batches(trainer.config, data, [True]).on_policy
         for policy in (trainer.network, trainer.local_network):
             assert {bool(placeholder.consumers()) for placeholder in off_inputs(policy)} == {expected}
             if not expected:

@@ -9,7 +9,8 @@ from btgym_aac import BTgymDataset, BTgymEnv
 from btgym_aac.algorithms import A3C, PPO, BaseAAC, Unreal, train_in_process
 from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.sample_cycle import SampleCycle, SampleCycles
-from btgym_aac.algorithms.trainer_runners import memory_config
+from btgym_aac.algorithms.config import AacConfig
+from btgym_aac.algorithms.trainer_runners import RunnerSetup, memory_config
 from btgym_aac.algorithms.policy import Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy
 from btgym_aac.compat import tf
 from btgym_aac.data import make_sine_data
@@ -369,13 +370,12 @@ def test_each_env_keeps_its_own_sample_cycle():
 
 
 def test_each_env_replay_memory_draws_from_its_own_seed():
-    trainer = types.SimpleNamespace(use_memory=True, replay_memory_size=10, replay_rollout_length=5,
-                                    rp_sequence_size=3, rp_reward_threshold=0.1, use_reward_prediction=False,
-                                    task=2, log_level=None, random_seed=7)
+    config = AacConfig(use_value_replay=True, replay_memory_size=10, replay_rollout_length=5).resolve()
+    setup = RunnerSetup(task=2, runner_config=None, ep_summary=None, global_step=None, log_level=None, random_seed=7)
 
     def draws(index):
-        config = memory_config(trainer, index)
-        return config['class_ref'](**config['kwargs'])._rng.integers(1 << 30, size=4).tolist()
+        memory = memory_config(config, setup, index)
+        return memory['class_ref'](**memory['kwargs'])._rng.integers(1 << 30, size=4).tolist()
 
     assert draws(0) == draws(0) and draws(0) != draws(1)
 

@@ -9,6 +9,7 @@ _PUBLIC = {
     'A3C': 'btgym_aac.algorithms.aac',
     'Unreal': 'btgym_aac.algorithms.aac',
     'PPO': 'btgym_aac.algorithms.aac',
+    'AacConfig': 'btgym_aac.algorithms.config',
     'train_in_process': 'btgym_aac.algorithms.in_process',
     'Launcher': 'btgym_aac.distributed.launcher',
     'RunnerThread': 'btgym_aac.algorithms.runner',

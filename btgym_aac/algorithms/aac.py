@@ -18,6 +18,7 @@ import contextlib
 
 import numpy as np
 
+from btgym_aac.algorithms.config import SETTING_NAMES, configured
 from btgym_aac.algorithms.finite_guard import first_non_finite
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
 from btgym_aac.algorithms.policy.checks import check_spaces
@@ -31,19 +32,16 @@ from btgym_aac.algorithms.train_step import TrainStep
 from btgym_aac.algorithms.trainer_feeds import rollout_is_train, train_batches, train_feed
 from btgym_aac.algorithms.trainer_graph import (decayed_learn_rate, global_device, make_step_counters,
                                                 make_train_ops, on_device, worker_device)
-from btgym_aac.algorithms.trainer_losses import base_loss, make_train_targets, pixel_control_q_target
-from btgym_aac.algorithms.trainer_runners import make_runners
-from btgym_aac.algorithms.trainer_settings import (IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks, fixed_kwargs,
-                                                   trainer_attributes)
+from btgym_aac.algorithms.trainer_losses import LossBuilders, base_loss, make_train_targets, pixel_control_q_target
+from btgym_aac.algorithms.trainer_runners import RunnerSetup, make_runners
+from btgym_aac.algorithms.trainer_settings import IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks, fixed_kwargs
 from btgym_aac.class_refs import resolved
 from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger
 from btgym_aac.nonfinite import NonFiniteTrainingError, data_explanation
 
-_CONSTRUCTION_ARGUMENTS = ('self', 'env', 'task', 'policy_config', 'kwargs', 'log_level', 'runner_config',
-                           'runner_fn_ref', 'global_step_op', 'global_episode_op', 'inc_episode_op', 'acting_replica',
-                           'batch_acting', 'episodes_per_trial')
-"""Constructor arguments that are not settings (`trainer_settings.trainer_attributes`)."""
+CONFIG_ATTRIBUTES = SETTING_NAMES | {'use_any_aux_tasks', 'use_memory', 'use_target_policy', 'use_global_network'}
+"""Names under which a trainer reads its settings from `config` (the original's attribute names)."""
 
 
 class BaseAAC:
@@ -62,52 +60,22 @@ class BaseAAC:
         runner_fn_ref: runner logic for the default runner.
         cluster_spec: cluster dict (`{'ps': [...], 'worker': [...]}`); None builds both copies on this process's
             default device (single-process use without a parameter server).
-        random_seed: seeds numpy and the graph-level TF seed.
-        model_gamma, model_gae_lambda: discount and GAE lambda.
-        model_beta: entropy weight, or [low, high] for a log-uniform draw.
-        opt_max_env_steps: default learn-rate decay horizon.
-        opt_decay_steps: learn-rate decay horizon in env steps (None: `opt_max_env_steps`).
-        opt_end_learn_rate: final learn rate (None: constant).
-        opt_learn_rate: start learn rate, or [low, high] for a log-uniform draw.
-        opt_epsilon: Adam epsilon.
-        rollout_length: on-policy rollout length.
-        time_flat: True: one-step BPTT with per-frame stored contexts; False: unroll over the rollout.
-        episode_train_test_cycle: (n_train, n_test) episodes of train and test data, repeated.
-        episode_summary_freq, env_render_freq: runner-side summary and rendering periods, in episodes.
-        model_summary_freq: train steps between model summaries.
-        test_mode: True for gymnasium test environments (Atari, CartPole) instead of BTgymEnv.
-        replay_memory_size: frames each runner's replay memory holds.
-        replay_rollout_length: longest replayed sequence (the memory's `max_sample_size`; runners ask for
-            `rollout_length` frames, so off-policy sequences hold at most the smaller of the two); off-policy
-            batches are padded to it when `time_flat` is False. Must be >= `rp_sequence_size` with reward
-            prediction.
-        use_off_policy_aac, use_reward_prediction, use_pixel_control, use_value_replay: auxiliary tasks.
-        rp_lambda, pc_lambda, vr_lambda, off_aac_lambda: auxiliary loss weights (scalars or [low, high]).
-        gamma_pc: discount of the pixel-control n-step Q targets (see `pixel_control`).
-        rp_reward_threshold: |reward| above this counts as non-zero for reward prediction and priority replay.
-        rp_sequence_size: reward-prediction sample length in frames.
-        clip_epsilon: PPO clip range (annealed with the learn rate).
-        num_epochs: SGD passes per batch; the local policy is synced between them.
-        pi_prime_update_period: train steps between local pi -> pi' copies.
-        episodes_per_trial: episodes per data trial (default 1: a new trial every episode, as the original
-            asked for; an RL2 policy keeps its LSTM-2 context across the episodes of one trial).
+        random_seed: seeds numpy (before the log-uniform settings are drawn) and the graph-level TF seed.
+        config: an `AacConfig`; the settings given as keyword arguments replace its fields. None: `AacConfig()`.
         global_step_op, global_episode_op, inc_episode_op: external counters (for `_use_global_network=False`).
-        _use_global_network: build the global copy.
-        _use_target_policy: build the local pi' copy.
-        _use_local_memory: the runners keep no replay memory (a subclass keeps its own).
-        aux_render_modes: extra rendering modes summarised as images.
-        acting_replica: runners act through an `ActingReplica` of the local policy (its own plain session, refreshed
-            every rollout) instead of the worker session; None: only in a distributed worker (`cluster_spec` set).
-        batch_acting: with several envs, step them in lockstep in one runner thread that acts for all of them in one
-            policy call (`runner.batched`; the default runners and a policy with `act_batch` only); False: one
-            runner thread per env, each acting on its own (the original's way). Each train step takes one rollout
-            per env either way; batched, noisy layers draw one noise sample per step for all the envs.
-        **kwargs: arguments of the original that these trainers do not use (`IGNORED_ORIGINAL_ARGUMENTS`:
+        **settings: the fields of `AacConfig` (`model_gamma`, `opt_learn_rate`, `rollout_length`, ...: see its
+            docstrings). Arguments of the original that these trainers do not use (`IGNORED_ORIGINAL_ARGUMENTS`:
             `opt_decay`, `opt_momentum`, `replay_batch_size`) and unknown ones are logged as warnings and ignored.
+
+    Attributes:
+        config: the resolved `AacConfig` (ranges drawn, defaults filled in) that the trainer, its learner and its
+            runners read; the original's attribute names of the settings (`trainer.model_gamma`,
+            `trainer.use_memory`, ...) read it too.
 
     Raises:
         ValueError: a setting is out of its range (counts and periods whole numbers >= 1, discounts and lambdas in
-            [0, 1], learn rates and loss weights >= 0; see `trainer_settings`); the message names it and its value.
+            [0, 1], learn rates and loss weights >= 0; see `config.AacConfig`); the message names it and its value,
+            or settings are given with a config that is resolved already.
         TypeError: the env's spaces are not DictSpace / ActionDictSpace, the policy lacks a member the enabled
             tasks need (see `policy.interface.check_policy`), or a subclass overrides a hook of the original that
             this trainer no longer calls (`trainer_settings.REMOVED_HOOKS`).
@@ -119,30 +87,21 @@ class BaseAAC:
 
     def __init__(self, env, task, policy_config, log_level=WARNING, name='AAC', on_policy_loss=aac_loss_def,
                  off_policy_loss=aac_loss_def, vr_loss=value_fn_loss_def, rp_loss=rp_loss_def, pc_loss=pc_loss_def,
-                 runner_config=None, runner_fn_ref=BaseEnvRunnerFn, cluster_spec=None, random_seed=None,
-                 model_gamma=0.99, model_gae_lambda=1.0, model_beta=0.01, opt_max_env_steps=10 ** 7,
-                 opt_decay_steps=None, opt_end_learn_rate=None, opt_learn_rate=1e-4, opt_epsilon=1e-5,
-                 rollout_length=20, time_flat=False, episode_train_test_cycle=(1, 0), episode_summary_freq=2,
-                 env_render_freq=10, model_summary_freq=100, test_mode=False, replay_memory_size=2000,
-                 replay_rollout_length=None, use_off_policy_aac=False, use_reward_prediction=False,
-                 use_pixel_control=False, use_value_replay=False, rp_lambda=1.0, pc_lambda=1.0, vr_lambda=1.0,
-                 off_aac_lambda=1.0, gamma_pc=0.9, rp_reward_threshold=0.1, rp_sequence_size=3, clip_epsilon=0.1,
-                 num_epochs=1, pi_prime_update_period=1, episodes_per_trial=1, global_step_op=None,
-                 global_episode_op=None, inc_episode_op=None, _use_global_network=True, _use_target_policy=False,
-                 _use_local_memory=False, aux_render_modes=None, acting_replica=None, batch_acting=True,
-                 **kwargs):
-        # every argument but the construction ones is a setting, validated and kept under its own name
-        settings = {key: value for key, value in locals().items() if key not in _CONSTRUCTION_ARGUMENTS}
-        self.task, self.log_level = task, log_level
+                 runner_config=None, runner_fn_ref=BaseEnvRunnerFn, cluster_spec=None, random_seed=None, *,
+                 config=None, global_step_op=None, global_episode_op=None, inc_episode_op=None, **settings):
+        self.task, self.log_level, self.name = task, log_level, name
         self.log = get_logger(name, task, log_level=log_level)
         check_removed_hooks(type(self), BaseAAC)
-        self._warn_ignored(kwargs)
+        self._warn_ignored({key: value for key, value in settings.items() if key not in SETTING_NAMES})
         self.env_list = list(env) if isinstance(env, (list, tuple)) else [env]
         check_spaces(self.env_list[0].observation_space, self.env_list[0].action_space, owner='trainer')
         if random_seed is not None:
             np.random.seed(random_seed)
             tf.set_random_seed(random_seed)
-        vars(self).update(trainer_attributes(settings))
+        self.random_seed, self.cluster_spec = random_seed, cluster_spec
+        self.on_policy_loss, self.off_policy_loss = on_policy_loss, off_policy_loss
+        self.vr_loss, self.rp_loss, self.pc_loss = vr_loss, rp_loss, pc_loss
+        self.config = configured(config, {key: value for key, value in settings.items() if key in SETTING_NAMES})
         self._log_drawn_settings()
         self.policy_class = resolved(policy_config['class_ref'])
         self.policy_kwargs = self._policy_kwargs(policy_config)
@@ -155,15 +114,21 @@ class BaseAAC:
         self.worker_device = worker_device(task)
         self.train_step = None
         self._build_graph()
-        self.episodes_per_trial = episodes_per_trial
-        self._sample_cycles = SampleCycles(self.episode_train_test_cycle, self.episodes_per_trial)
+        self._sample_cycles = SampleCycles(self.config.episode_train_test_cycle, self.config.episodes_per_trial)
         self.acting_replica = None
-        self.batch_acting = batch_acting
+        acting_replica = self.config.acting_replica
         if acting_replica or (acting_replica is None and cluster_spec is not None):
             self.acting_replica = self.acting_replica_class(
-                self.local_network, self.policy_class, self.policy_kwargs, refresh_period=self.rollout_length,
+                self.local_network, self.policy_class, self.policy_kwargs, refresh_period=self.config.rollout_length,
                 random_seed=random_seed)
         self.runners = self._make_runners(self.acting_replica or self.local_network)
+
+    def __getattr__(self, name):
+        """The settings under the original's attribute names (`self.model_gamma`, ...): read from `self.config`."""
+        config = self.__dict__.get('config')
+        if config is not None and name in CONFIG_ATTRIBUTES:
+            return getattr(config, name)
+        raise AttributeError("'{}' object has no attribute '{}'".format(type(self).__name__, name))
 
     # -------------------------------------------------------------------------------------------- settings
 
@@ -260,7 +225,9 @@ class BaseAAC:
         """
         with tf.name_scope(name) if name is not None else contextlib.nullcontext():
             clip_epsilon = tf.cast(self.clip_epsilon * self.learn_rate_decayed / self.opt_learn_rate, tf.float32)
-            return base_loss(self, pi, pi_prime, clip_epsilon, verbose)
+            losses = LossBuilders(self.on_policy_loss, self.off_policy_loss, self.pc_loss, self.vr_loss, self.rp_loss)
+            return base_loss(self.config, losses, self.targets, self.pc_q_target, pi, pi_prime, clip_epsilon,
+                             verbose)
 
     def _make_train_op(self, pi, pi_prime, pi_global):
         """Adam on the global variables and the sync ops (see `trainer_graph.make_train_ops`); their ops are kept
@@ -288,14 +255,16 @@ class BaseAAC:
                     tf.summary.scalar('var_global_norm', tf.global_norm(policy.var_list)),
                 ]
         model_summary = tf.summary.merge(model_summaries, name='model_summary') if model_summaries else None
-        render_modes = list(getattr(self.env_list[0], 'render_modes', [])) + self.aux_render_modes
+        render_modes = list(getattr(self.env_list[0], 'render_modes', [])) + list(self.config.aux_render_modes)
         return model_summary, make_episode_summaries(render_modes, self.test_mode)
 
     # ---------------------------------------------------------------------------------------------- runners
 
     def _make_runners(self, policy):
         """The trainer's runners, acting with `policy` (see `trainer_runners.make_runners`)."""
-        return make_runners(self, policy)
+        setup = RunnerSetup(self.task, self.runner_config, self.ep_summary, self.global_step, self.log_level,
+                            self.random_seed)
+        return make_runners(self.config, self.env_list, setup, policy)
 
     def get_sample_config(self, _new_trial=None, env=None, **kwargs):
         """Next episode's data sample config from `env`'s train/test cycle (see `SampleCycle`).
@@ -354,8 +323,9 @@ class BaseAAC:
         Returns:
             feed dict.
         """
-        batches = train_batches(self, data, is_train)
-        feed = train_feed(self, batches, pi, pi_prime if self.use_target_policy else None)
+        batches = train_batches(self.config, data, is_train)
+        feed = train_feed(self.targets, batches, pi, pi_prime if self.config.use_target_policy else None,
+                          self.config.use_off_policy_aac)
         feed.update(self.extra_feed(batches))
         return feed
 
@@ -432,25 +402,29 @@ class BaseAAC:
 
 
 class Unreal(BaseAAC):
-    """UNREAL: A3C with the auxiliary tasks of https://arxiv.org/abs/1611.05397 (all flags available)."""
+    """UNREAL: A3C with the auxiliary tasks of https://arxiv.org/abs/1611.05397 (all flags available; fixed:
+    `FIXED_SETTINGS`)."""
+    FIXED_SETTINGS = {'name': 'UNREAL'}
 
     def __init__(self, **kwargs):
-        super().__init__(**fixed_kwargs('Unreal', kwargs, {'name': 'UNREAL'}))
+        super().__init__(**fixed_kwargs('Unreal', kwargs, Unreal.FIXED_SETTINGS))
 
 
 class A3C(BaseAAC):
-    """A3C (https://arxiv.org/abs/1602.01783): on-policy actor-critic loss only, no auxiliary tasks."""
+    """A3C (https://arxiv.org/abs/1602.01783): the on-policy actor-critic loss only, no auxiliary tasks (fixed:
+    `FIXED_SETTINGS`)."""
+    FIXED_SETTINGS = dict(on_policy_loss=aac_loss_def, use_off_policy_aac=False, use_reward_prediction=False,
+                          use_pixel_control=False, use_value_replay=False, _use_target_policy=False, name='A3C')
 
     def __init__(self, **kwargs):
-        super().__init__(**fixed_kwargs('A3C', kwargs, dict(
-            on_policy_loss=aac_loss_def, use_off_policy_aac=False, use_reward_prediction=False,
-            use_pixel_control=False, use_value_replay=False, _use_target_policy=False, name='A3C')))
+        super().__init__(**fixed_kwargs('A3C', kwargs, A3C.FIXED_SETTINGS))
 
 
 class PPO(BaseAAC):
     """PPO (https://arxiv.org/abs/1707.06347) with the clipped surrogate; pi' is the local policy copy of the
-    previous update."""
+    previous update (fixed: `FIXED_SETTINGS`)."""
+    FIXED_SETTINGS = dict(on_policy_loss=ppo_loss_def, off_policy_loss=ppo_loss_def, _use_target_policy=True,
+                          name='PPO')
 
     def __init__(self, **kwargs):
-        super().__init__(**fixed_kwargs('PPO', kwargs, dict(
-            on_policy_loss=ppo_loss_def, off_policy_loss=ppo_loss_def, _use_target_policy=True, name='PPO')))
+        super().__init__(**fixed_kwargs('PPO', kwargs, PPO.FIXED_SETTINGS))

@@ -32,32 +32,31 @@ def process_rollouts(rollouts, gamma, gae_lambda, size, time_flat, gamma_pc=None
     return stacked
 
 
-def train_batches(trainer, data, is_train):
+def train_batches(config, data, is_train):
     """The TrainBatches of merged runner `data`: its train rollouts on-policy, its replayed sequences off-policy
-    and for reward prediction (as `trainer`'s settings ask).
+    and for reward prediction (as the settings ask).
 
     Args:
-        trainer: reads `model_gamma`, `model_gae_lambda`, `rollout_length`, `replay_rollout_length`, `time_flat`,
-            `gamma_pc`, `rp_reward_threshold` and the `use_*` flags.
+        config: the trainer's resolved `AacConfig`.
         data: merged runner data (see `BaseAAC.get_data`).
         is_train: list of bools, one per on-policy rollout.
     """
     def process(rollouts, size, gamma_pc=None):
-        return process_rollouts(rollouts, trainer.model_gamma, trainer.model_gae_lambda, size, trainer.time_flat,
+        return process_rollouts(rollouts, config.model_gamma, config.model_gae_lambda, size, config.time_flat,
                                 gamma_pc)
 
     on_policy = process([rollout for rollout, train in zip(data['on_policy'], is_train) if train],
-                        trainer.rollout_length)
+                        config.rollout_length)
     off_policy = reward_prediction = None
-    if trainer.use_memory:
+    if config.use_memory:
         replayed = [rollout for rollout in data['off_policy'] if rollout is not None and rollout.size]
         if replayed:
-            off_policy = process(replayed, trainer.replay_rollout_length,
-                                 trainer.gamma_pc if trainer.use_pixel_control else None)
-        if trainer.use_reward_prediction:
+            off_policy = process(replayed, config.replay_rollout_length,
+                                 config.gamma_pc if config.use_pixel_control else None)
+        if config.use_reward_prediction:
             rp_rollouts = [rollout for rollout in data['off_policy_rp'] if rollout is not None]
             if rp_rollouts:
-                reward_prediction = batch_stack([rollout.process_rp(trainer.rp_reward_threshold)
+                reward_prediction = batch_stack([rollout.process_rp(config.rp_reward_threshold)
                                                  for rollout in rp_rollouts])
     return TrainBatches(on_policy, off_policy, reward_prediction)
 
@@ -91,18 +90,18 @@ def pixel_control_feed(targets, batch):
             targets.bootstrap_row: batch['pc_bootstrap_row'], targets.mask: batch['pc_mask']}
 
 
-def train_feed(trainer, batches, pi, pi_prime=None):
+def train_feed(targets, batches, pi, pi_prime=None, off_policy_prime=False):
     """Feed dict of one train step (`pi.train_phase` fed True).
 
     Args:
-        trainer: reads `targets` (TrainTargets) and the `use_*` flags.
+        targets: the trainer's TrainTargets.
         batches: TrainBatches.
         pi, pi_prime: local policy and target policy (or None).
+        off_policy_prime: feed `pi_prime`'s off-policy inputs too (the off-policy actor-critic loss reads them).
 
     Returns:
         dict placeholder -> value.
     """
-    targets = trainer.targets
     feed = policy_inputs_feed(pi, 'on', batches.on_policy)
     feed.update(policy_targets_feed(targets.on_policy, batches.on_policy))
     feed[pi.train_phase] = True
@@ -112,7 +111,7 @@ def train_feed(trainer, batches, pi, pi_prime=None):
     if off is not None and pi.off_lstm_state_pl_flatten is not None:  # (no off-policy pass: no loss reads it)
         feed.update(policy_inputs_feed(pi, 'off', off))
         feed.update(policy_targets_feed(targets.off_policy, off))
-        if pi_prime is not None and trainer.use_off_policy_aac:
+        if pi_prime is not None and off_policy_prime:
             feed.update(policy_inputs_feed(pi_prime, 'off', off))
         if targets.pixel_control is not None:
             feed.update(pixel_control_feed(targets.pixel_control, off))

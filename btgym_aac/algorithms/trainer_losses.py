@@ -20,6 +20,10 @@ PixelControlTargets = collections.namedtuple('PixelControlTargets', [
 """Placeholders of the pixel-control loss (see `pixel_control.pixel_control_targets`): one-hot actions [N, A],
 discounted pixel changes [N, H, W], bootstrap weights [N] and rows [N], row mask [N]."""
 
+LossBuilders = collections.namedtuple('LossBuilders', ['on_policy', 'off_policy', 'pixel_control', 'value_replay',
+                                                       'reward_prediction'])
+"""A trainer's loss builders (`nn.losses` functions or your own with their arguments)."""
+
 TrainTargets = collections.namedtuple('TrainTargets', ['on_policy', 'off_policy', 'pixel_control', 'value_replay',
                                                        'reward_prediction'])
 """All target placeholders of a trainer: PolicyTargets of the on- and off-policy passes, PixelControlTargets,
@@ -78,13 +82,14 @@ def actor_critic_loss(loss_fn, targets, logits, vf, prime_logits, entropy_beta, 
                    verbose=verbose, mask=targets.mask, **groups)
 
 
-def base_loss(trainer, pi, pi_prime, clip_epsilon, verbose=True):
+def base_loss(config, losses, targets, pc_q_target, pi, pi_prime, clip_epsilon, verbose=True):
     """The on-policy loss plus the enabled off-policy and auxiliary terms, each weighted by its lambda.
 
     Args:
-        trainer: reads its loss builders (`on_policy_loss`, ...), weights (`off_aac_lambda`, ...), task flags
-            (`use_off_policy_aac`, ...), `model_beta`, `targets` (TrainTargets) and `pc_q_target` (see
-            `pixel_control_q_target`).
+        config: the trainer's resolved `AacConfig` (task flags, weights, `model_beta`).
+        losses: LossBuilders.
+        targets: TrainTargets.
+        pc_q_target: pixel-control Q target (see `pixel_control_q_target`), or None without pixel control.
         pi, pi_prime: local policy and target policy (or None).
         clip_epsilon: PPO clip range tensor.
         verbose: on-policy loss writes its verbose summaries.
@@ -92,30 +97,27 @@ def base_loss(trainer, pi, pi_prime, clip_epsilon, verbose=True):
     Returns:
         (loss tensor, list of summaries).
     """
-    targets = trainer.targets
     prime = (lambda name: getattr(pi_prime, name)) if pi_prime is not None else (lambda name: None)
     groups = getattr(pi.ac_space, 'action_groups', 1)
-    loss, summaries = actor_critic_loss(trainer.on_policy_loss, targets.on_policy, pi.on_logits, pi.on_vf,
-                                        prime('on_logits'), trainer.model_beta, clip_epsilon, 'on_policy', verbose,
+    loss, summaries = actor_critic_loss(losses.on_policy, targets.on_policy, pi.on_logits, pi.on_vf,
+                                        prime('on_logits'), config.model_beta, clip_epsilon, 'on_policy', verbose,
                                         groups)
     terms = []
-    if trainer.use_off_policy_aac:
-        terms.append((trainer.off_aac_lambda, actor_critic_loss(
-            trainer.off_policy_loss, targets.off_policy, pi.off_logits, pi.off_vf, prime('off_logits'),
-            trainer.model_beta, clip_epsilon, 'off_policy', False, groups)))
-    if trainer.use_pixel_control:
+    if config.use_off_policy_aac:
+        terms.append((config.off_aac_lambda, actor_critic_loss(
+            losses.off_policy, targets.off_policy, pi.off_logits, pi.off_vf, prime('off_logits'),
+            config.model_beta, clip_epsilon, 'off_policy', False, groups)))
+    if config.use_pixel_control:
         pc = targets.pixel_control
-        terms.append((trainer.pc_lambda, trainer.pc_loss(
-            actions=pc.action, targets=trainer.pc_q_target, pi_pc_q=pi.pc_q, name='aux', verbose=True,
-            mask=pc.mask)))
-    if trainer.use_value_replay:
-        terms.append((trainer.vr_lambda, trainer.vr_loss(
+        terms.append((config.pc_lambda, losses.pixel_control(
+            actions=pc.action, targets=pc_q_target, pi_pc_q=pi.pc_q, name='aux', verbose=True, mask=pc.mask)))
+    if config.use_value_replay:
+        terms.append((config.vr_lambda, losses.value_replay(
             r_target=targets.value_replay, pi_vf=pi.vr_value, name='aux', verbose=True,
             mask=targets.off_policy.mask)))
-    if trainer.use_reward_prediction:
-        terms.append((trainer.rp_lambda, trainer.rp_loss(
-            rp_targets=targets.reward_prediction, pi_rp_logits=pi.rp_logits, name='aux',
-            verbose=True)))
+    if config.use_reward_prediction:
+        terms.append((config.rp_lambda, losses.reward_prediction(
+            rp_targets=targets.reward_prediction, pi_rp_logits=pi.rp_logits, name='aux', verbose=True)))
     for weight, (term, term_summaries) in terms:
         loss = loss + weight * term
         summaries = summaries + term_summaries

@@ -4,14 +4,25 @@ import numpy as np
 
 from btgym_aac.env.base import BTgymEnv
 from btgym_aac.spaces import ActionDictSpace
-from btgym_aac.strategy.base import SKIP_ACTION_KEY
+from btgym_aac.strategy.base import SKIP_ACTION_KEY, BTgymBaseStrategy
+
+PORTFOLIO_SKIP_FRAME = 10
+"""PortfolioEnv's `skip_frame` when neither the call nor the strategy's default sets one above 1 (the original's
+portfolio notebook's)."""
+
+
+def _strategy_default(kwargs, name):
+    """The default of strategy param `name` of the strategy that `kwargs` (BTgymEnv's) will build."""
+    return getattr((kwargs.get('strategy') or BTgymBaseStrategy).params, name)
 
 
 class MultiDiscreteEnv(BTgymEnv):
     """BTgymEnv trading every asset of `asset_names`, each with one of the strategy's `portfolio_actions` per step.
 
     The dataset (`dataset=`, required) holds one data line per asset and may hold information-only lines, usually a
-    `BTgymMultiData`; every asset must be one of its data lines. The action space is an `ActionDictSpace` of
+    `BTgymMultiData`; every asset must be one of its data lines. `asset_names` defaults to the strategy's, or to
+    every data line when the strategy's names a line the dataset lacks (`BTgymBaseStrategy`'s 'default_asset'),
+    so that `MultiDiscreteEnv(dataset=...)` trades every line. The action space is an `ActionDictSpace` of
     `{asset: Discrete(len(portfolio_actions))}`; `step()` takes such a dict, or one index applied to every asset.
     `action_encoding` sets how policies see it: 'joint' (default, the original's: one categorical over every
     combination of the assets' actions, N**K of them) or 'per_asset' (one categorical per asset: K * N logits,
@@ -35,6 +46,15 @@ class MultiDiscreteEnv(BTgymEnv):
                              'lines may be added)'.format(type(self).__name__))
         return super()._make_dataset(kwargs)
 
+    def _make_engine(self, kwargs):
+        """BTgymEnv's engine; without `asset_names` and `engine`, the assets are every data line unless the
+        strategy's default names are all data lines."""
+        data_names = list(getattr(self.dataset, 'data_names', None) or ())
+        if kwargs.get('engine') is None and 'asset_names' not in kwargs and data_names and \
+                not set(_strategy_default(kwargs, 'asset_names')) <= set(data_names):
+            kwargs['asset_names'] = data_names
+        return super()._make_engine(kwargs)
+
     def _check_asset_count(self):
         """Any number of assets (at least one: `ActionDictSpace` refuses none)."""
 
@@ -51,7 +71,9 @@ class PortfolioEnv(MultiDiscreteEnv):
     `step()` normalises the weights of an action to sum 1 (all zero: all cash); the strategy then orders every asset
     to `0.9 * weight` of the portfolio value (no short positions; 10 % stays in reserve), on the bar after the
     decision and again on the next two. The strategy runs with `portfolio_actions=None` (continuous orders), which
-    needs `skip_frame > 1`. Arguments as `MultiDiscreteEnv`; every asset must be a data line.
+    needs `skip_frame > 1`: without `skip_frame` (and `engine`) it is the strategy's default, or
+    `PORTFOLIO_SKIP_FRAME` (10) when that is 1 (`BTgymBaseStrategy`'s), so that `PortfolioEnv(dataset=...)` runs.
+    Arguments as `MultiDiscreteEnv`; every asset must be a data line.
     """
     logger_name = 'BTgymPortfolioShell'
 
@@ -59,6 +81,13 @@ class PortfolioEnv(MultiDiscreteEnv):
         if 'action_encoding' in kwargs:
             raise TypeError('PortfolioEnv takes no action_encoding: its actions are continuous weights')
         super().__init__(**kwargs)
+
+    def _make_engine(self, kwargs):
+        """MultiDiscreteEnv's engine; without `skip_frame` and `engine`, a strategy whose default `skip_frame` is 1
+        runs with `PORTFOLIO_SKIP_FRAME`."""
+        if kwargs.get('engine') is None and 'skip_frame' not in kwargs and _strategy_default(kwargs, 'skip_frame') <= 1:
+            kwargs['skip_frame'] = PORTFOLIO_SKIP_FRAME
+        return super()._make_engine(kwargs)
 
     def _set_actions(self, strategy_kwargs):
         """Sets continuous actions (`portfolio_actions=None`) and the all-cash initial action.

@@ -7,7 +7,7 @@ Discrete per asset. Example with SB3::
     from stable_baselines3 import PPO
     from btgym_aac.env.wrappers import SimpleSpaces
 
-    env = SimpleSpaces(gymnasium.make('BTgymDevStrat_4_11-v0'))
+    env = SimpleSpaces(gymnasium.make('btgym_aac/BTgymDevStrat_4_11-v0'))
     PPO('MultiInputPolicy', env).learn(20000)
 """
 import gymnasium
@@ -20,7 +20,7 @@ def _as_vector(space):
     return spaces.Box(space.low.reshape(-1), space.high.reshape(-1), dtype=space.dtype)
 
 
-class SimpleSpaces(gymnasium.Wrapper):
+class SimpleSpaces(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
     """The env with a Dict of its Box observations, each as a vector (or all in one float32 vector), and a Discrete
     action.
 
@@ -29,15 +29,19 @@ class SimpleSpaces(gymnasium.Wrapper):
         keys: observation keys to keep, each a Box (default: every top-level Box; nested dicts are left out).
         flatten: observe one float32 vector, the kept keys' values concatenated in key order.
 
+    The wrapper records its arguments, so that `env.spec` names it and `gymnasium.make(env.spec)` makes it again.
+
     Raises:
         ValueError: a key is missing or not a Box, no Box is left, or the env trades several assets.
     """
 
     def __init__(self, env, keys=None, flatten=False):
-        super().__init__(env)
+        keys = None if keys is None else list(keys)
+        gymnasium.utils.RecordConstructorArgs.__init__(self, keys=keys, flatten=flatten)
+        gymnasium.Wrapper.__init__(self, env)
         observed = env.observation_space.spaces
         keys = sorted(key for key, space in observed.items() if isinstance(space, spaces.Box)) \
-            if keys is None else list(keys)
+            if keys is None else keys
         bad = [key for key in keys if not isinstance(observed.get(key), spaces.Box)]
         if bad or not keys:
             raise ValueError('keys must name Box observations of {}; got {} (not Boxes or missing: {})'.format(
@@ -46,7 +50,7 @@ class SimpleSpaces(gymnasium.Wrapper):
         if len(base.asset_names) != 1 or not base.portfolio_actions:
             raise ValueError('SimpleSpaces needs one asset with discrete actions, got assets {} and actions {}'
                              .format(list(base.asset_names), base.portfolio_actions))
-        self.keys = keys
+        self.keys = list(keys)
         self.flatten = bool(flatten)
         self._boxes = spaces.Dict({key: _as_vector(observed[key]) for key in keys})
         if self.flatten:

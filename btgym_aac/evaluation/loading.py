@@ -5,14 +5,13 @@ A run's log dir holds `run_config.pkl` (written by its chief once set up) and th
 under the `global` variable scope with the kwargs the trainer gave it, so variable names and shapes match the
 checkpoint; only the policy's variables are restored (optimizer slots and step counters are left in the file).
 """
-import inspect
 import os
 import pickle
 
 import numpy as np
 
-from btgym_aac.algorithms.aac import BaseAAC
-from btgym_aac.algorithms.policy.options import set_off_policy_pass
+from btgym_aac.algorithms.config import SETTING_NAMES, AacConfig
+from btgym_aac.algorithms.policy.options import OFF_POLICY_PASS_FLAGS, set_off_policy_pass
 from btgym_aac.algorithms.session_config import session_config
 from btgym_aac.class_refs import resolved
 from btgym_aac.compat import tf
@@ -26,7 +25,6 @@ from btgym_aac.logs import error_summary
 from btgym_aac.spaces import ActionDictSpace, DictSpace
 
 GLOBAL_SCOPE = 'global'
-AUX_TASK_FLAGS = ('use_value_replay', 'use_pixel_control', 'use_reward_prediction')
 NOISE_SCALE_NAMES = ('w_sigma', 'b_sigma')
 
 
@@ -130,16 +128,15 @@ def global_policy_kwargs(run_config, ob_space, ac_space):
     Returns:
         dict of policy kwargs.
     """
-    defaults = {name: parameter.default for name, parameter in inspect.signature(BaseAAC.__init__).parameters.items()
-                if parameter.default is not inspect.Parameter.empty}
-    trainer = dict(defaults, **run_config['trainer_config'].get('kwargs', {}))
+    saved = run_config['trainer_config'].get('kwargs', {})
+    settings = AacConfig(**{name: value for name, value in saved.items() if name in SETTING_NAMES})
     kwargs = dict(run_config['policy_config'].get('kwargs', {}))
-    kwargs.update(ob_space=ob_space, ac_space=ac_space, rp_sequence_size=trainer['rp_sequence_size'],
-                  aux_estimate=any(trainer[flag] for flag in AUX_TASK_FLAGS), static_rnn=trainer['time_flat'],
-                  task=0, cluster_spec=None)
-    if trainer['use_pixel_control']:
+    kwargs.update(ob_space=ob_space, ac_space=ac_space, rp_sequence_size=settings.rp_sequence_size,
+                  aux_estimate=settings.use_any_aux_tasks, static_rnn=settings.time_flat, task=0, cluster_spec=None)
+    if settings.use_pixel_control:
         kwargs.setdefault('pixel_control', True)
-    set_off_policy_pass(resolved(run_config['policy_config']['class_ref']), kwargs, trainer)
+    set_off_policy_pass(resolved(run_config['policy_config']['class_ref']), kwargs,
+                        {flag: getattr(settings, flag) for flag in OFF_POLICY_PASS_FLAGS})
     return kwargs
 
 
