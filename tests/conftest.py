@@ -1,5 +1,10 @@
-"""Suite-wide set-up: Ctrl-C works in the test process and the commands it starts, however the suite was started."""
+"""Suite-wide set-up: Ctrl-C works in the test process and the commands it starts, however the suite was started;
+TensorFlow sessions that tests make are configured as the package configures its own."""
+import functools
 import signal
+import sys
+
+import pytest
 
 
 def pytest_configure(config):
@@ -9,3 +14,28 @@ def pytest_configure(config):
     commands the tests start."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+@pytest.fixture(autouse=True, scope='session')
+def sessions_configured_as_the_package_does():
+    """A `tf.Session` made without a config gets the one every session of the package has (grappler off, see
+    `algorithms.session_config`) with idle threads that sleep (as a worker's, `worker.quiet_threads_config`), so
+    that a test measures what users run and two xdist processes do not spin against each other. Tests that give a
+    config keep theirs. Nothing is done where no test module imported TensorFlow."""
+    if 'tensorflow' not in sys.modules:
+        yield
+        return
+    from btgym_aac.compat import tf
+    from btgym_aac.distributed.worker import quiet_threads_config
+
+    original = tf.Session.__init__
+
+    @functools.wraps(original)
+    def configured_init(self, target='', graph=None, config=None):
+        original(self, target, graph, quiet_threads_config() if config is None else config)
+
+    tf.Session.__init__ = configured_init
+    try:
+        yield
+    finally:
+        tf.Session.__init__ = original

@@ -355,9 +355,8 @@ def test_a_chief_waiting_on_a_hung_env_saves_when_the_run_is_stopped(tmp_path):
 
 
 def test_hand_started_cluster_nodes_form_a_working_cluster(tmp_path):
-    ports = free_ports(3)
-    spec = {'ps': ['127.0.0.1:{}'.format(ports[0])],
-            'worker': ['127.0.0.1:{}'.format(port) for port in ports[1:]]}
+    ports = free_ports(2)
+    spec = {'ps': ['127.0.0.1:{}'.format(ports[0])], 'worker': ['127.0.0.1:{}'.format(ports[1])]}
     spec_path = tmp_path / 'cluster.json'
     spec_path.write_text(json.dumps(spec))
     config_path = tmp_path / 'config.py'
@@ -372,12 +371,12 @@ def test_hand_started_cluster_nodes_form_a_working_cluster(tmp_path):
         launcher_config = {'test_mode': True, 'max_env_steps': 1000, 'save_secs': 5}
     ''' % str(tmp_path / 'run')))
     command = [sys.executable, '-m', 'btgym_aac.cli', 'cluster-node', '--cluster', str(spec_path), str(config_path)]
-    roles = (('ps', 0), ('worker', 0), ('worker', 1))
+    roles = (('ps', 0), ('worker', 0))  # (several workers: the Launcher tests; the same task code)
     logs = [open(tmp_path / '{}_{}.log'.format(job, task), 'w+') for job, task in roles]
     nodes = [subprocess.Popen(command + ['--job', job, '--task', str(task)], stdout=subprocess.DEVNULL, stderr=log)
              for (job, task), log in zip(roles, logs)]
     try:
-        assert [node.wait(timeout=240) for node in nodes[1:]] == [0, 0]
+        assert nodes[1].wait(timeout=240) == 0
         assert checkpoint_step(str(tmp_path / 'run' / CKPT)) >= 1000
         for port, log in zip(ports, logs):  # a node cannot be isolated: each says its port is open, once
             log.seek(0)

@@ -31,7 +31,8 @@ def aux_train_step(request, tmp_path_factory):
     `Session.train_step` returned, whether the reward-prediction head's global weights moved)."""
     session = Session(Unreal, multi_asset_env(request.param), AacStackedRL2Policy, POLICY_KWARGS,
                       tmp_path_factory.mktemp('aux'), rollout_length=10, use_value_replay=True,
-                      use_reward_prediction=True, replay_memory_size=40, rp_reward_threshold=0.001)
+                      use_reward_prediction=True, replay_memory_size=40, rp_reward_threshold=0.001,
+                      time_flat=True)  # as every shipped configuration: one-step unrolls, a graph half the size
     try:
         rp_head = [index for index, variable in enumerate(session.trainer.network.var_list)
                    if '/rp_' in variable.op.name]

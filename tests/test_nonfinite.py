@@ -2,6 +2,7 @@
 naming the first non-finite tensor; an env observation holding NaN is named with what the data checks find."""
 import glob
 import os
+import re
 import subprocess
 import sys
 
@@ -9,8 +10,9 @@ import numpy as np
 import pytest
 
 from btgym_aac import BTgymEnv
-from btgym_aac.algorithms import A3C, PPO
+from btgym_aac.algorithms import A3C, PPO, train_in_process
 from btgym_aac.algorithms.policy import AacDensePolicy
+from btgym_aac.cli import default_configs
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from btgym_aac.env import gym_wrappers
@@ -144,12 +146,31 @@ def test_a_run_that_meets_nan_stops_without_restarts_and_keeps_only_finite_check
         assert all(np.all(np.isfinite(value)) for value in tensors.values() if np.issubdtype(value.dtype, np.floating))
 
 
+def constant_prices_file(tmp_path):
+    """A HistData CSV of 20,000 bars whose prices are all 1.1."""
+    bars = make_random_walk_data(num_bars=20000, seed=0)
+    bars[['open', 'high', 'low', 'close']] = 1.1
+    return write_histdata_csv(bars, str(tmp_path / 'constant.csv'))
+
+
+def test_the_reference_configuration_on_constant_prices_stops_at_its_first_step_naming_the_data_file(tmp_path):
+    """With the constant-prices check turned off, the features divide by zero: the first train step is not finite
+    and the error says what the data checks find in the env's data file."""
+    data = constant_prices_file(tmp_path)
+    configs = default_configs()
+    configs['env_config']['kwargs'].update(filename=data, parsing_params={'checks': {'constant_prices': 'off'}})
+    with pytest.raises(NonFiniteTrainingError, match=r'train step 0 of task 0: the loss or its gradients are not '
+                                                     r'finite, .*the data explains it: data file <{}>: column close '
+                                                     r'is 1.1 in all 20000 bars'.format(re.escape(data))):
+        train_in_process(configs['env_config'], configs['policy_config'], configs['trainer_config'],
+                         max_env_steps=2000, log_dir=str(tmp_path / 'run'))
+
+
+@pytest.mark.slow  # by default: the test above (in one process) and the NaN run above (checkpoints, exit status)
 def test_constant_prices_with_their_check_off_stop_training_naming_the_data_file(tmp_path):
     """The reference configuration on constant prices (the data check turned off): the first train step is not
     finite; the run stops naming the data file and leaves only finite checkpoints."""
-    bars = make_random_walk_data(num_bars=20000, seed=0)
-    bars[['open', 'high', 'low', 'close']] = 1.1
-    data = write_histdata_csv(bars, str(tmp_path / 'constant.csv'))
+    data = constant_prices_file(tmp_path)
     config = tmp_path / 'config.py'
     config.write_text('from btgym_aac.cli import default_configs\n'
                       'env_config = default_configs()["env_config"]\n'
