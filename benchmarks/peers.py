@@ -43,7 +43,7 @@ def our_ppo_settings_for_sb3():
     per update, one epoch over it, its learning rate, entropy weight, gamma, GAE lambda, clip range and gradient
     clip norm (SB3's value-loss weight stays 0.5 where ours is 1, and its policy and value nets stay apart)."""
     from btgym_aac.algorithms.config import AacConfig
-    from btgym_aac.algorithms.trainer_graph import GRADIENT_CLIP_NORM
+    from btgym_aac.algorithms.learner import GRADIENT_CLIP_NORM
     from btgym_aac.run_configs import default_configs
 
     ours = AacConfig(**default_configs('ppo', import_classes=False)['trainer_config']['kwargs'])

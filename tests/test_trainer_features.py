@@ -121,13 +121,13 @@ def test_ppo_pi_prime_is_synced_only_every_pi_prime_update_period_train_steps():
     with cartpole_trainer(PPO, count=1, rollout_length=ROLLOUT, opt_learn_rate=1e-2,
                           pi_prime_update_period=period) as (trainer, sess, _):
         pi, pi_prime = trainer.local_network, trainer.local_network_prime
-        names, run = [], trainer.train_step._callables.run
+        names, run = [], trainer.learner._callables.run
 
         def recording_run(sess, name, *args, **kwargs):
             names.append((trainer.local_steps, name[0] if isinstance(name, tuple) else name))
             return run(sess, name, *args, **kwargs)
 
-        trainer.train_step._callables.run = recording_run
+        trainer.learner._callables.run = recording_run
         local_before, prime_after = [], []
         for _ in range(steps):
             local_before.append(sess.run(pi.var_list))

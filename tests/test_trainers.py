@@ -145,13 +145,13 @@ def test_train_step_equals_session_run_and_sync_skips_only_untrained_variables(t
 
 def _record_runs(trainer):
     """List that collects the names of the train-step session runs of `trainer` (sync_pi, train_last, ...)."""
-    names, run = [], trainer.train_step._callables.run
+    names, run = [], trainer.learner._callables.run
 
     def recording_run(sess, name, *args, **kwargs):
         names.append(name[0] if isinstance(name, tuple) else name)
         return run(sess, name, *args, **kwargs)
 
-    trainer.train_step._callables.run = recording_run
+    trainer.learner._callables.run = recording_run
     return names
 
 

@@ -1,8 +1,9 @@
 """BaseAAC: the advantage actor-critic trainer framework; A3C, Unreal and PPO on top.
 
-A trainer builds a global (parameter-server) and a local policy (`trainer_graph`), its target placeholders and
-total loss (`trainer_losses`), runners that collect rollouts, and trains by `process()`: one rollout from every
-runner, turned into a feed (`trainer_feeds`), one train step (`train_step`), summaries.
+A trainer builds a global (parameter-server) and a local policy (placed by `devices`), its target placeholders and
+total loss (`objective`), its learner (`learner`: the train and sync ops, and the train step that runs them) and
+runners that collect rollouts; `process()` is one train step: one rollout from every runner, turned into a feed
+(`feeds`) and trained on by `learner.Learner.step`, then the summaries.
 
 Extension points for a subclass (walked through in docs/custom-algorithms.md):
     * `_make_loss(pi, pi_prime)`: returns (loss, summaries); call `_make_base_loss` for the standard terms and add
@@ -28,11 +29,11 @@ from btgym_aac.algorithms.policy.replica import ActingReplica
 from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
 from btgym_aac.algorithms.sample_cycle import SampleCycles
 from btgym_aac.algorithms.summaries import make_episode_summaries, write_runner_summaries
-from btgym_aac.algorithms.train_step import TrainStep
-from btgym_aac.algorithms.trainer_feeds import rollout_is_train, train_batches, train_feed
-from btgym_aac.algorithms.trainer_graph import (decayed_learn_rate, global_device, make_step_counters,
-                                                make_train_ops, on_device, worker_device)
-from btgym_aac.algorithms.trainer_losses import LossBuilders, base_loss, make_train_targets, pixel_control_q_target
+from btgym_aac.algorithms.devices import (decayed_learn_rate, global_device, make_step_counters, on_device,
+                                          worker_device)
+from btgym_aac.algorithms.feeds import rollout_is_train, train_batches, train_feed
+from btgym_aac.algorithms.learner import Learner, make_train_ops
+from btgym_aac.algorithms.objective import LossBuilders, base_loss, make_train_targets, pixel_control_q_target
 from btgym_aac.algorithms.trainer_runners import RunnerSetup, make_runners
 from btgym_aac.algorithms.trainer_settings import IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks, fixed_kwargs
 from btgym_aac.class_refs import resolved
@@ -108,11 +109,9 @@ class BaseAAC:
         self.runner_config = runner_config or {'class_ref': RunnerThread, 'kwargs': {'runner_fn_ref': runner_fn_ref}}
         self.global_step, self.global_episode, self.inc_episode = global_step_op, global_episode_op, inc_episode_op
         self.reset_global_step = None
-        self.local_steps = 0
-        self.last_global_step = None
         self.summary_writer = None
         self.worker_device = worker_device(task)
-        self.train_step = None
+        self.learner = None
         self._build_graph()
         self._sample_cycles = SampleCycles(self.config.episode_train_test_cycle, self.config.episodes_per_trial)
         self.acting_replica = None
@@ -183,6 +182,8 @@ class BaseAAC:
             self.loss, self.loss_summaries = self._make_loss(pi=pi, pi_prime=pi_prime)
             self.train_op = self._make_train_op(pi, pi_prime, self.network) if self.use_global_network else []
             self.model_summary_op, self.ep_summary = self._combine_summaries(pi, self.loss_summaries)
+            if self.learner is not None:
+                self.learner.summary_op = self.model_summary_op
 
     def _decayed_learn_rate(self):
         """`opt_learn_rate` decayed linearly to `opt_end_learn_rate` over `opt_decay_steps` global steps."""
@@ -216,7 +217,7 @@ class BaseAAC:
         return self._make_base_loss(pi=pi, pi_prime=pi_prime, name=None)
 
     def _make_base_loss(self, pi, pi_prime, name='base', verbose=True):
-        """The on-policy loss plus the enabled off-policy and auxiliary terms (see `trainer_losses.base_loss`),
+        """The on-policy loss plus the enabled off-policy and auxiliary terms (see `objective.base_loss`),
         under name scope `name` inside the trainer's (None: directly in the trainer's, so the summary tags are
         `<trainer name>/on_policy/...`); PPO's clip range anneals with the learn rate.
 
@@ -230,8 +231,9 @@ class BaseAAC:
                              verbose)
 
     def _make_train_op(self, pi, pi_prime, pi_global):
-        """Adam on the global variables and the sync ops (see `trainer_graph.make_train_ops`); their ops are kept
-        as attributes of the same names (`self.sync`, `self.sync_pi`, `self.grads`, ...).
+        """Adam on the global variables, the sync ops (see `learner.make_train_ops`; their ops are kept as
+        attributes of the same names: `self.sync`, `self.sync_pi`, `self.grads`, ...) and the learner that runs
+        them.
 
         Returns:
             train op.
@@ -240,7 +242,12 @@ class BaseAAC:
         ops = make_train_ops(self.loss, pi, pi_prime, pi_global, self.global_step, self._decayed_learn_rate, frames,
                              self.opt_epsilon)
         vars(self).update(ops._asdict())
-        self.train_step = TrainStep(ops, self.num_epochs, self.pi_prime_update_period)
+
+        def feed(sess, data, is_train):
+            return self.process_data(sess, data, is_train, self.local_network, self.local_network_prime)
+
+        self.learner = Learner(ops, self.config, feed, self.rollout_is_train, self.targets.on_policy.mask,
+                               check_finite=self._check_finite)
         return ops.train_op
 
     def _combine_summaries(self, policy, model_summaries):
@@ -292,8 +299,8 @@ class BaseAAC:
             **kwargs: passed on to every runner's `start_runner` (e.g. `stop_event`: a threading.Event whose setting
                 makes `process` raise RunnerStopped rather than wait for data from a hung environment).
         """
-        if self.train_step is not None:
-            self.train_step.start(sess)
+        if self.learner is not None:
+            self.learner.start(sess)
         for runner in self.runners:
             runner.start_runner(sess, summary_writer, **kwargs)
         self.summary_writer = summary_writer
@@ -333,7 +340,7 @@ class BaseAAC:
         """Extension point: values of a subclass's own placeholders for a train step.
 
         Args:
-            batches: the step's `trainer_feeds.TrainBatches` (processed on-policy batch, replayed ones or None).
+            batches: the step's `feeds.TrainBatches` (processed on-policy batch, replayed ones or None).
 
         Returns:
             dict placeholder -> value (default: empty).
@@ -349,28 +356,30 @@ class BaseAAC:
         return self._process(sess)
 
     def _process(self, sess):
-        """Takes one rollout from every runner; trains on the train rollouts (see `train_step`); writes summaries.
+        """Takes one rollout from every runner, trains on the train rollouts (`learner.Learner.step`), writes the
+        summaries.
 
         Returns:
             number of env frames trained on (0 for a test-only batch).
         """
-        if self.train_step is None:
-            raise RuntimeError('{} has no train step: it was built without a global network (_use_global_network='
+        if self.learner is None:
+            raise RuntimeError('{} has no learner: it was built without a global network (_use_global_network='
                                'False), or its _make_train_op did not call BaseAAC._make_train_op; a subclass that '
                                'trains otherwise overrides _process'.format(type(self).__name__))
         data = self.get_data()
-        self.train_step.update_target(sess, self.local_steps)
-        is_train = [self.rollout_is_train(rollout) for rollout in data['on_policy']]
-        model_summary, frames = None, 0
-        if any(is_train):
-            feed_dict = self.process_data(sess, data, is_train, self.local_network, self.local_network_prime)
-            write_summary = self.model_summary_op is not None and self.local_steps % self.model_summary_freq == 0
-            self.last_global_step, model_summary = self.train_step.run(
-                sess, feed_dict, self.model_summary_op if write_summary else None, self._check_finite)
-            frames = int(np.sum(feed_dict[self.targets.on_policy.mask]))
-            self.local_steps += 1
+        frames, model_summary = self.learner.step(sess, data)
         self.process_summary(sess, data, model_summary)
         return frames
+
+    @property
+    def local_steps(self):
+        """Train steps run (0 without a learner)."""
+        return self.learner.steps if self.learner is not None else 0
+
+    @property
+    def last_global_step(self):
+        """The global step after the latest train step (None before the first, or without a learner)."""
+        return self.learner.last_global_step if self.learner is not None else None
 
     def _check_finite(self, sess, finite, feed_dict):
         """Raises NonFiniteTrainingError after a train run whose `train_finite` was False, naming the first

@@ -10,7 +10,7 @@ IGNORED_ORIGINAL_ARGUMENTS = {
 
 REMOVED_HOOKS = {
     '_get_main_feeder': 'override process_data, or extra_feed for placeholders of your own',
-    '_process_rollouts': 'override process_data (see trainer_feeds.train_batches)',
+    '_process_rollouts': 'override process_data (see feeds.train_batches)',
 }
 """Hooks of the original's BaseAAC with no counterpart here, and what to override instead."""
 

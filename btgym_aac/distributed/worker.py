@@ -256,9 +256,9 @@ class Worker:
             raise _setup_error('cannot write the run config to {}'.format(self.config['log_dir']), error) from error
 
     def _train_in(self, sess, writer):
-        """Trains to `max_env_steps` (see `training_loop.train_until`), the chief saving every `save_secs` and
+        """Trains to `max_env_steps` (see `learner.train_until`), the chief saving every `save_secs` and
         every worker reporting progress every PROGRESS_SECONDS; then ends (see `_end_training`)."""
-        from btgym_aac.algorithms.training_loop import train_until
+        from btgym_aac.algorithms.learner import train_until
 
         ckpt_path = os.path.join(self.config['current_ckpt_dir'], 'model_parameters')
         self.trainer.start(sess, writer, stop_event=self.stop)

@@ -1,5 +1,5 @@
 """From runner data to a train step's feed dict: rollouts processed into batches, batches fed to the policy's
-inputs and the trainer's targets (see `trainer_losses.TrainTargets`)."""
+inputs and the trainer's targets (see `objective.TrainTargets`)."""
 import collections
 
 import numpy as np
