@@ -206,8 +206,14 @@ def test_dotted_dates_are_day_first(tmp_path):
 
 def test_ragged_binary_and_latin1_files_are_named(tmp_path):
     ragged = '20170101 000000;1;1;1;1;0\n' * 3 + '20170101 000300;1;1;1;1;0;7;8;9\n'
-    with pytest.raises(DataError, match=r'ragged.csv> cannot be read as UTF-8 CSV text \(ParserError: .*line 4'):
+    with pytest.raises(DataError, match=r'ragged.csv>: line 4 has 9 fields, expected 6 as in the lines before it'):
         read_ohlcv(_write(tmp_path / 'ragged.csv', ragged))
+    cut = ('Date;Open;High;Low;Close;Volume\n' + '20170101 000000;1;1;1;1;0\n' * 91  # lines 1-92
+           + '20170101 0001;1;1;20170101 000200;1;1;1;1\n')  # line 93: cut short, the next line run into it
+    with pytest.raises(DataError, match=r'cut.csv>: line 93 has 8 fields, expected 6 .*\(a line cut short, or two '
+                                        r'lines run together\?\)$') as refused:
+        read_ohlcv(_write(tmp_path / 'cut.csv', cut))
+    assert 'UTF-8' not in str(refused.value)
     (tmp_path / 'binary.csv').write_bytes(bytes(range(256)) * 4)
     with pytest.raises(DataError, match=r'binary.csv> cannot be read as UTF-8 CSV text \(UnicodeDecodeError'):
         read_ohlcv(tmp_path / 'binary.csv')

@@ -4,6 +4,7 @@ The canonical frame is sorted by time, has a DatetimeIndex and float64 columns o
 """
 import csv
 import os
+import re
 
 import numpy as np
 import pandas as pd
@@ -22,6 +23,8 @@ DEFAULT_PARSING_PARAMS = dict(sep=None, datetime_format=None, timeframe=None, na
 # because header lines, the datetime column and its parsing are detected.
 IGNORED_LEGACY_PARSING_KEYS = frozenset(['header', 'index_col', 'parse_dates', 'openinterest'])
 _ENCODING = 'utf-8-sig'
+_FIELD_COUNT = re.compile(r'Expected (\d+) fields in line (\d+), saw (\d+)')
+"""What pandas' C parser says of a line with more fields than the lines before it."""
 
 
 def resolve_parsing_params(parsing_params=None):
@@ -145,6 +148,17 @@ def _override_positions(roles, params, num_columns, where):
     return roles
 
 
+def _csv_error(where, error):
+    """DataError for a file pandas cannot split into rows of equal width: the line and its field count where pandas
+    names them."""
+    found = _FIELD_COUNT.search(str(error))
+    if found:
+        expected, line, seen = found.groups()
+        return DataError('{}: line {} has {} fields, expected {} as in the lines before it (a line cut short, or two '
+                         'lines run together?)'.format(where, line, seen, expected))
+    return DataError('{} cannot be split into CSV rows ({})'.format(where, error_summary(error)))
+
+
 def read_file(path, parsing_params=None):
     """Reads one CSV file (HistData `;` without or with a header line, or generic OHLCV CSV with a header).
 
@@ -180,8 +194,10 @@ def read_file(path, parsing_params=None):
                             encoding=_ENCODING, skipinitialspace=True)
     except pd.errors.EmptyDataError:
         table = pd.DataFrame()
-    except (UnicodeDecodeError, pd.errors.ParserError) as error:
+    except UnicodeDecodeError as error:
         raise DataError('{} cannot be read as UTF-8 CSV text ({})'.format(where, error_summary(error))) from error
+    except pd.errors.ParserError as error:
+        raise _csv_error(where, error) from error
     if table.empty:
         raise DataError('{} has a header line but no data rows'.format(where))
     if params['names'] is not None:
