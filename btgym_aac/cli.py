@@ -178,7 +178,7 @@ def _train(args):
     start_forkserver_early()
     configs = _configs_from_args(args)
     purge = 2 if args.fresh else 0
-    launcher = make_launcher(configs, purge_previous=purge)
+    launcher = make_launcher(configs, purge_previous=purge, resume_from=args.resume_from)
     _warn_of_changed_data(launcher, args.allow_untrusted_config)
     print('logs and checkpoints: {} (tensorboard --logdir {} --host 127.0.0.1)'.format(launcher.log_dir,
                                                                                        launcher.log_dir))
@@ -202,7 +202,8 @@ def _train(args):
     if result['first_step_seconds'] is not None:
         before_run = run_started - STARTED
         print('first trained step {:.1f} s after the command started{}'.format(
-            before_run + result['first_step_seconds'], _startup_phases(result['startup_seconds'], before_run)))
+            before_run + result['first_step_seconds'],
+            _startup_phases(result['startup_task'], result['startup_seconds'], before_run)))
     return 0
 
 
@@ -210,11 +211,11 @@ STARTUP_PHASES = (('imported', 'configs and TensorFlow imported'), ('graph_built
                   ('session_ready', 'session ready'))
 
 
-def _startup_phases(startup_seconds, before_run):
-    """' (worker 0: ... at X s, ...)': when the chief passed its start-up phases, from the command's start."""
+def _startup_phases(task, startup_seconds, before_run):
+    """' (worker N: ... at X s, ...)': when worker `task` passed its start-up phases, from the command's start."""
     phases = ['{} at {:.1f} s'.format(words, before_run + startup_seconds[phase])
               for phase, words in STARTUP_PHASES if phase in startup_seconds]
-    return ' (worker 0: {})'.format(', '.join(phases)) if phases else ''
+    return ' (worker {}: {})'.format(task, ', '.join(phases)) if phases else ''
 
 
 def _cluster_role(args, cluster_config):
@@ -457,6 +458,10 @@ def build_parser():
     resume.add_argument('--fresh', action='store_true',
                         help='delete the log dir contents (only files a run writes) and start anew')
     resume.add_argument('--resume', action='store_true', help='continue from the log dir checkpoint (default)')
+    resume.add_argument('--resume-from', metavar='CHECKPOINT',
+                        help='continue from this earlier checkpoint of the log dir (model_parameters-<step>) where '
+                        'the latest is damaged; the later checkpoints\' files are moved to <checkpoint '
+                        'folder>/set_aside')
     _add_untrusted_flag(train, 'a resumed log dir\'s run_config.pkl is read to compare its data with this run\'s')
     train.set_defaults(run=_train)
 

@@ -184,6 +184,28 @@ def test_first_trained_step_is_timed_from_a_report_past_the_step_the_worker_star
     assert launcher.first_step_seconds == 5.5  # the worker's own time of its first trained step
 
 
+def test_the_start_up_line_names_the_first_start_of_the_worker_that_trained_first(tmp_path, monkeypatch):
+    """After a restart the start-up stamps of the later start are not mixed into the line: it gives the phases of
+    the start that trained first, labelled with its worker."""
+    launcher = cartpole_launcher(tmp_path / 'run', 1000)
+    monkeypatch.setattr(launcher_module, 'time', types.SimpleNamespace(time=lambda: 1000.0))
+    first_start = {'started': 101.0, 'imported': 104.0, 'graph_built': 105.0, 'session_ready': 105.5,
+                   'first_step': 106.0}
+    report = {'step': 0, 'start_step': 0, 'seconds': 1.0, 'finished': False, 'episodes': 0, 'recent_rewards': [],
+              'peak_rss_mb': 300.0}
+    reports = queue.Queue()
+    reports.put(dict(report, task=0, startup={'started': 101.0}))  # the chief, not trained yet
+    reports.put(dict(report, task=1, step=40, startup=first_start))  # worker 1 trains first
+    reports.put(dict(report, task=0, step=900, start_step=800, startup={  # the chief again, after a restart
+        'started': 120.0, 'imported': 125.6, 'graph_built': 127.0, 'session_ready': 127.5, 'first_step': 128.0}))
+    launcher._drain(reports, 100.0)
+    summary = launcher.summary(100.0)
+    assert summary['first_step_seconds'] == 6.0 and summary['startup_task'] == 1
+    assert summary['startup_seconds'] == {phase: stamp - 100.0 for phase, stamp in first_start.items()}
+    assert cli_module._startup_phases(summary['startup_task'], summary['startup_seconds'], 2.0) == (
+        ' (worker 1: configs and TensorFlow imported at 6.0 s, graph built at 7.0 s, session ready at 7.5 s)')
+
+
 def test_initial_checkpoint_folder_without_a_checkpoint_is_dropped_with_a_notice(tmp_path):
     (tmp_path / 'empty').mkdir()
     with logbook.TestHandler() as handler:
@@ -444,6 +466,47 @@ def test_a_damaged_checkpoint_to_resume_from_is_refused_and_kept(tmp_path):
     assert {path.name: path.read_bytes() for path in ckpt_dir.iterdir()} == before
     assert read_run_config(str(tmp_path / 'run')) == previous
     assert multiprocessing.active_children() == []
+
+
+def two_listed_checkpoints(ckpt_dir):
+    """`ckpt_dir` holding checkpoints model_parameters-100 and -200 of one variable, both listed."""
+    graph = tf.Graph()
+    with graph.as_default():
+        variable = tf.Variable(1.5, name='weight')
+        saver = tf.train.Saver([variable], max_to_keep=5)
+        with tf.Session() as sess:
+            sess.run(variable.initializer)
+            for step in (100, 200):
+                saver.save(sess, str(ckpt_dir / 'model_parameters'), global_step=step, write_meta_graph=False)
+
+
+def test_a_damaged_newest_checkpoint_names_the_newest_intact_one_which_resume_from_restores(tmp_path, capsys):
+    log_dir = tmp_path / 'run'
+    ckpt_dir = log_dir / CKPT
+    ckpt_dir.mkdir(parents=True)
+    two_listed_checkpoints(ckpt_dir)
+    damaged = ckpt_dir / 'model_parameters-200.data-00000-of-00001'
+    damaged.write_bytes(damaged.read_bytes()[:-2])  # truncated
+    before = {path.name: path.read_bytes() for path in ckpt_dir.iterdir()}
+    way_out = (r"the newest intact one is model_parameters-100: `btgym-aac train --resume-from model_parameters-100` "
+               r"with the same config and log dir \(Launcher\(\.\.\., resume_from='model_parameters-100'\)\) resumes "
+               r"from it, moving the files of the later checkpoints to {}; nothing was changed$".format(
+                   re.escape(str(ckpt_dir / 'set_aside'))))
+    with pytest.raises(ValueError, match=r"checkpoint '.*model_parameters-200' cannot be read \(its files are "
+                                         r"truncated or damaged\): .*; " + way_out):
+        cartpole_launcher(log_dir, 600, num_workers=1)
+    assert cli_main(['train', str(cartpole_config_file(tmp_path, 600)), '--log-dir', str(log_dir)]) == 2
+    assert re.search(way_out, capsys.readouterr().err.strip())
+    assert {path.name: path.read_bytes() for path in ckpt_dir.iterdir()} == before
+
+    cartpole_launcher(log_dir, 600, num_workers=1, resume_from='model_parameters-100')
+    assert latest_checkpoint(str(ckpt_dir)) == str(ckpt_dir / 'model_parameters-100')
+    moved = {name: data for name, data in before.items() if name.startswith('model_parameters-200.')}
+    assert {path.name: path.read_bytes() for path in (ckpt_dir / 'set_aside').iterdir()} == moved  # kept as it was
+    assert not set(moved) & set(os.listdir(ckpt_dir))
+    with pytest.raises(ValueError, match=r"resume_from 'model_parameters-150': .* holds no such checkpoint \(one "
+                                         r"of: model_parameters-100\)"):
+        cartpole_launcher(log_dir, 600, num_workers=1, resume_from='model_parameters-150')
 
 
 def constant_price_csv(path):

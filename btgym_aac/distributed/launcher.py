@@ -82,12 +82,15 @@ class Launcher:
         shared_log_dir: True for a node of a hand-started cluster (`btgym-aac cluster-node`), whose tasks share
             the log dir: construction then takes no lock on it (`run()` still does) and never empties it
             (`purge_previous` must be 0).
+        resume_from: name of an earlier checkpoint of this run (`model_parameters-<step>`) to resume from where
+            the latest is damaged: the files of the later checkpoints are moved to `<checkpoint folder>/set_aside`
+            (see `checkpoint_recovery`). Needs `purge_previous` 0 and no `initial_ckpt_dir`.
     """
 
     def __init__(self, env_config=None, cluster_config=None, policy_config=None, trainer_config=None,
                  max_env_steps=100e6, save_secs=600, root_random_seed=None, test_mode=False, purge_previous=0,
                  render_last_env=True, log_level=None, verbose=0, max_restarts=3, show_progress=True,
-                 cluster_spec=None, stall_seconds=300, shared_log_dir=False):
+                 cluster_spec=None, stall_seconds=300, shared_log_dir=False, resume_from=None):
         self.log = get_logger('Launcher', 'shell', verbose, log_level)
         self.log_level = self.log.level
         configs = launcher_configs(env_config=env_config, cluster_config=cluster_config, policy_config=policy_config,
@@ -101,6 +104,9 @@ class Launcher:
         self.max_restarts = check_whole_number('max_restarts', max_restarts, 0)
         self.stall_seconds = None if stall_seconds is None else positive_seconds('stall_seconds', stall_seconds)
         check_purge_previous(purge_previous, shared_log_dir)
+        if resume_from is not None and purge_previous != 0:
+            raise ValueError('resume_from resumes the run in the log dir; purge_previous must be 0, got {}'.format(
+                purge_previous))
         self.show_progress = show_progress
         self.shared_log_dir = shared_log_dir
         if cluster_spec is None:  # before anything is done per worker
@@ -108,6 +114,9 @@ class Launcher:
         self._set_log_paths()
         data = read_data_files(self.env_config)
         self._set_initial_checkpoint()
+        if resume_from is not None and self.initial_ckpt_dir:
+            raise ValueError('resume_from resumes the run in the log dir, initial_ckpt_dir starts from another '
+                             'model: give one of them')
         if cluster_spec is None:
             cluster_spec = make_cluster_spec(self.cluster_config['host'], self.cluster_config['port'],
                                              self.cluster_config['num_workers'], self.cluster_config['num_ps'])
@@ -115,7 +124,7 @@ class Launcher:
         self.pickled_run_config = self._pickled_run_config()
         with contextlib.nullcontext() if shared_log_dir else LogDirLock(self.log_dir):
             self.purged = prepare_log_dir(self.log_dir, self.current_ckpt_dir, self.initial_ckpt_dir, purge_previous,
-                                          self.log)
+                                          self.log, resume_from)
             self.data_cache = [publish(frame, key, self.log_dir) for frame, key in data]
         rng = np.random.default_rng(root_random_seed)
         self.task_seeds = [int(seed) for seed in rng.integers(0, 2 ** 30, size=len(cluster_spec['worker']))]
@@ -172,6 +181,7 @@ class Launcher:
         self.last_errors = {}
         self.error_before_restart = {}
         self.first_step_seconds = None
+        self.first_trained = None
         self.ps_peak_rss_mb = {}
         self.namespace_holder = None
 
@@ -227,8 +237,9 @@ class Launcher:
             before `max_env_steps`), `episodes`, `mean_reward` (recent train episodes), `seconds`, `restarts` (the
             counted restarts per worker), `ps_restarts` (per parameter server), `first_step_seconds` (from `run()`
             to the first trained step a worker reported, timed when it was done; None where none was trained),
-            `startup_seconds` (the chief's start-up stamps, see
-            `worker.Worker.startup`, in seconds from `run()`), `peak_rss_mb` per process (Linux) and `log_dir`.
+            `startup_task` and `startup_seconds` (the worker that trained first and the start-up stamps of that start
+            of it, see `worker.Worker.startup`, in seconds from `run()`; before any worker trained, the chief's
+            latest), `peak_rss_mb` per process (Linux) and `log_dir`.
 
         Raises:
             RuntimeError: a worker kept crashing or could not set up, or a parameter server kept dying.
@@ -420,6 +431,7 @@ class Launcher:
             if self.first_step_seconds is None and report['step'] > report['start_step']:
                 trained_at = report.get('startup', {}).get('first_step') or time.time()
                 self.first_step_seconds = trained_at - start
+                self.first_trained = (report['task'], dict(report.get('startup', {})))
 
     def _stop_all_uninterrupted(self):
         """`_stop_all` with Ctrl-C and SIGTERM ignored (in the main thread), so a second one cannot cut the stop
@@ -459,16 +471,20 @@ class Launcher:
             'restarts': dict(self.restarts),
             'ps_restarts': dict(self.ps_restarts),
             'first_step_seconds': self.first_step_seconds,
-            'startup_seconds': {phase: stamp - start for phase, stamp in self._chief_startup().items()},
+            'startup_task': self._startup()[0],
+            'startup_seconds': {phase: stamp - start for phase, stamp in self._startup()[1].items()},
             'peak_rss_mb': dict({'worker_{}'.format(task): report.get('peak_rss_mb')
                                  for task, report in self.progress.items()},
                                 **{'ps_{}'.format(task): rss for task, rss in self.ps_peak_rss_mb.items()}),
             'log_dir': self.log_dir,
         }
 
-    def _chief_startup(self):
-        """The start-up stamps of worker 0's last report ({} before it reports)."""
-        return self.progress.get(0, {}).get('startup', {})
+    def _startup(self):
+        """(task, start-up stamps) of the worker that trained first, as that start of it reported them; before any
+        trained, worker 0's latest ({} before it reports)."""
+        if self.first_trained is not None:
+            return self.first_trained
+        return 0, self.progress.get(0, {}).get('startup', {})
 
     def _print_progress(self, start, final=False):
         if not self.show_progress:

@@ -6,15 +6,16 @@ import shutil
 import sys
 
 from btgym_aac.data.shared import CACHE_DIR
+from btgym_aac.distributed.checkpoint_recovery import damaged_checkpoint_error, resume_from_checkpoint
 from btgym_aac.distributed.checkpoints import (check_checkpoint_readable, is_within, latest_checkpoint,
                                                resumable_checkpoint)
 from btgym_aac.distributed.log_dir_lock import LOCK_FILE
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
 
 
-def prepare_log_dir(log_dir, current_ckpt_dir, initial_ckpt_dir, purge_previous, log):
+def prepare_log_dir(log_dir, current_ckpt_dir, initial_ckpt_dir, purge_previous, log, resume_from=None):
     """Creates the log dir; empties it when `purge_previous` says so, else checks its checkpoints can be resumed
-    from.
+    from (after making `resume_from` the latest, see `checkpoint_recovery.resume_from_checkpoint`).
 
     Args:
         log_dir: the run's log dir.
@@ -22,13 +23,15 @@ def prepare_log_dir(log_dir, current_ckpt_dir, initial_ckpt_dir, purge_previous,
         initial_ckpt_dir: the run's pre-trained model folder, or None.
         purge_previous: 0 keep, 1 ask (on a terminal), 2 delete.
         log: logger told of the purge.
+        resume_from: name of an earlier checkpoint of the run to resume from, or None (the latest).
 
     Returns:
         True when the log dir was emptied.
 
     Raises:
         RuntimeError: `purge_previous` is 1 and there is no terminal to ask.
-        ValueError: the log dir cannot be emptied (see `check_purgeable`), or its checkpoint state is damaged.
+        ValueError: the log dir cannot be emptied (see `check_purgeable`), its checkpoint state is damaged, or the
+            checkpoint to resume from cannot be read (naming the newest intact one).
     """
     os.makedirs(log_dir, exist_ok=True)
     purged = False
@@ -47,9 +50,14 @@ def prepare_log_dir(log_dir, current_ckpt_dir, initial_ckpt_dir, purge_previous,
                 shutil.rmtree(path) if os.path.isdir(path) else os.remove(path)
             log.notice('purged {}'.format(log_dir))
     if not purged:
+        if resume_from is not None:
+            resume_from_checkpoint(current_ckpt_dir, resume_from, log)
         resumable = resumable_checkpoint(current_ckpt_dir)  # raises for a damaged state before any task starts
         if resumable is not None:
-            check_checkpoint_readable(resumable)
+            try:
+                check_checkpoint_readable(resumable)
+            except ValueError as error:
+                raise damaged_checkpoint_error(current_ckpt_dir, resumable, error) from None
     return purged
 
 
