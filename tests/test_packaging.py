@@ -5,6 +5,7 @@ import email
 import os
 import pathlib
 import re
+import shutil
 import subprocess
 import sys
 import tarfile
@@ -31,10 +32,20 @@ def unreachable_index(output):
     return match and match.group(0)
 
 
+def source_copy(destination):
+    """`destination`: a copy of the source tree without what installs, builds and runs leave in it. A build writes
+    into the tree it builds (egg-info, a release folder it then deletes), so it builds a copy: the working tree,
+    which the other xdist process reads and writes meanwhile, stays out of it."""
+    shutil.copytree(ROOT, destination, symlinks=True, ignore=shutil.ignore_patterns(
+        '.venv', '.git', '__pycache__', '*.egg-info', 'build', 'dist', '.pytest_cache', 'runs', 'out'))
+    return destination
+
+
 @pytest.fixture(scope='module')
 def unpacked_sdist(tmp_path_factory):
     out = tmp_path_factory.mktemp('sdist')
-    built = run([sys.executable, '-m', 'build', '--sdist', '--outdir', str(out), str(ROOT)], cwd=out)
+    source = source_copy(tmp_path_factory.mktemp('source') / 'btgym_aac')
+    built = run([sys.executable, '-m', 'build', '--sdist', '--outdir', str(out), str(source)], cwd=out)
     pip_says = built.returncode and unreachable_index(built.stdout + built.stderr)
     if pip_says:
         pytest.skip(f'python -m build cannot install the build requirements: no package index reachable ({pip_says})')
