@@ -276,6 +276,22 @@ def one_ps_one_worker_spec(tmp_path):
     return ps_port
 
 
+def test_a_ctrl_c_handed_to_another_thread_still_ends_a_serving_parameter_server():
+    """The kernel may deliver a process's SIGINT to any thread; a parameter server's main thread must still see it
+    (it slept for an hour at a time, and a Ctrl-C taken by one of TensorFlow's threads went unseen)."""
+    code = ('import signal, threading, time\n'
+            'from btgym_aac.distributed.task_process import _serve_until_interrupted\n'
+            'other = threading.Thread(target=time.sleep, args=(120,), daemon=True)\n'
+            'other.start()\n'
+            'threading.Timer(0.5, signal.pthread_kill, (other.ident, signal.SIGINT)).start()\n'
+            'try:\n'
+            '    _serve_until_interrupted(object())\n'
+            'except KeyboardInterrupt:\n'
+            '    print("interrupted")\n')
+    finished = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=90)
+    assert finished.stdout.strip() == 'interrupted', finished.stderr
+
+
 def test_ctrl_c_ends_a_hand_started_parameter_server(tmp_path):
     ps_port = one_ps_one_worker_spec(tmp_path)
     node = subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli', 'cluster-node', '--cluster',

@@ -160,10 +160,12 @@ def _report_error(progress_queue, task, error):
 
 
 def _serve_until_interrupted(server):
-    """Keeps `server` serving in a Python sleep rather than in `server.join()`, which no signal handler can
-    interrupt: Ctrl-C ends a hand-started parameter server (launcher-started ones ignore it)."""
+    """Keeps `server` serving in short Python sleeps rather than in `server.join()`, which no signal handler can
+    interrupt: Ctrl-C ends a hand-started parameter server (launcher-started ones ignore it). The kernel may hand a
+    process's Ctrl-C to any of its threads (one of TensorFlow's, on a busy machine), which does not cut the main
+    thread's sleep short; the main thread runs Python's handler when it next wakes, within a second."""
     while server is not None:
-        time.sleep(3600)
+        time.sleep(1.0)
 
 
 def _end_with_launcher(launcher_pid):
