@@ -462,6 +462,7 @@ class Launcher:
         reports = list(self.progress.values())
         rewards = [reward for report in reports for reward in report['recent_rewards']]
         global_step = max((report['step'] for report in reports), default=0)
+        startup_task, startup = self._startup()
         return {
             'global_step': global_step,
             'completed': global_step >= self.max_env_steps,
@@ -471,8 +472,8 @@ class Launcher:
             'restarts': dict(self.restarts),
             'ps_restarts': dict(self.ps_restarts),
             'first_step_seconds': self.first_step_seconds,
-            'startup_task': self._startup()[0],
-            'startup_seconds': {phase: stamp - start for phase, stamp in self._startup()[1].items()},
+            'startup_task': startup_task,
+            'startup_seconds': {phase: stamp - start for phase, stamp in startup.items()},
             'peak_rss_mb': dict({'worker_{}'.format(task): report.get('peak_rss_mb')
                                  for task, report in self.progress.items()},
                                 **{'ps_{}'.format(task): rss for task, rss in self.ps_peak_rss_mb.items()}),

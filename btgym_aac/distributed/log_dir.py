@@ -53,7 +53,7 @@ def prepare_log_dir(log_dir, current_ckpt_dir, initial_ckpt_dir, purge_previous,
         if resume_from is not None:
             resume_from_checkpoint(current_ckpt_dir, resume_from, log)
         resumable = resumable_checkpoint(current_ckpt_dir)  # raises for a damaged state before any task starts
-        if resumable is not None:
+        if resumable is not None and resume_from is None:  # (resume_from_checkpoint read its checkpoint in full)
             try:
                 check_checkpoint_readable(resumable)
             except ValueError as error:
