@@ -241,12 +241,14 @@ class Handoff:
     def stop(self):
         """Caller side: ends a running episode (the strategy stops at the current bar).
 
-        Called from another thread than the episode's, it only drops the episode, which greenlet then
-        collects in its own thread.
+        The episode ends back in the caller's greenlet: the env's finalizer may run while another env's episode
+        runs (a garbage collection inside it), and that episode must go on. Called from another thread than the
+        episode's, it only drops the episode, which greenlet then collects in its own thread.
         """
         if self._episode is None or self.finished or not self._episode:
             return
         try:
+            self._episode.parent = greenlet.getcurrent()
             self._episode.switch(STOP)
-        except greenlet.error:
+        except (greenlet.error, ValueError):  # ValueError: the caller's greenlet is of another thread
             self._episode = None
