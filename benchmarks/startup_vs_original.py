@@ -4,12 +4,12 @@ command's start to the first trained step.
 Pairs: `btgym-aac train` (the reference configuration, 2 workers) and the original's
 `unreal_stacked_lstm_strat_4_11` notebook with 2 workers; then every example that ports a notebook against that
 notebook, with the example's worker count: `unreal_stacked_lstm_strat_4_11.py`, `guided_a3c.py`,
-`multi_discrete_casual_conv.py` (notebook `multi_discrete_setup_intro`), `portfolio_casual_conv.py`
+`multi_discrete_causal_conv.py` (notebook `multi_discrete_setup_intro`), `portfolio_causal_conv.py`
 (`portfolio_setup_BETA`). Each pair runs `--runs` times, the order alternating. This package runs as `startup.py`
 runs it (`btgym-aac train [CONFIG] --max-steps 100 --fresh`, the first trained step as it prints it); the original
 runs the notebook's own cells through `original_notebook.py` until worker 0's first train step, then is stopped
 with SIGINT as the notebook is. Both read the same data: the sine series (`make_sine_data()`) and the four FX
-stand-ins that `multi_discrete_casual_conv.py` writes (the notebooks' real 2017 files are not shipped). Also
+stand-ins that `multi_discrete_causal_conv.py` writes (the notebooks' real 2017 files are not shipped). Also
 recorded: the machine's 1-minute load before each run. Writes `startup_vs_original.json` to --out.
 
 The original's Python 3.7 environment and source tree: see `vs_original.py`.
@@ -38,8 +38,8 @@ EXAMPLES_DIR = EXAMPLES[0].parent
 PAIRS = ((None, 'unreal_stacked_lstm_strat_4_11'),
          ('unreal_stacked_lstm_strat_4_11.py', 'unreal_stacked_lstm_strat_4_11'),
          ('guided_a3c.py', 'guided_a3c'),
-         ('multi_discrete_casual_conv.py', 'multi_discrete_setup_intro'),
-         ('portfolio_casual_conv.py', 'portfolio_setup_BETA'))
+         ('multi_discrete_causal_conv.py', 'multi_discrete_setup_intro'),
+         ('portfolio_causal_conv.py', 'portfolio_setup_BETA'))
 REFERENCE_WORKERS = 2
 FIRST_STEP_TIMEOUT_SECONDS = 600
 
@@ -53,7 +53,7 @@ def example_workers(example):
 
 def prepare_data(scratch):
     """Writes the data both versions read into `scratch`: the FX stand-ins (by loading
-    `multi_discrete_casual_conv.py` there) and, for the original's notebooks, ./data with them and the sine file.
+    `multi_discrete_causal_conv.py` there) and, for the original's notebooks, ./data with them and the sine file.
 
     Returns:
         the original's working directory.
@@ -61,7 +61,7 @@ def prepare_data(scratch):
     ours = os.path.join(scratch, 'btgym_aac')
     os.makedirs(ours)
     subprocess.run([sys.executable, '-c', 'import runpy, sys; runpy.run_path(sys.argv[1])',
-                    str(EXAMPLES_DIR / 'multi_discrete_casual_conv.py')], cwd=ours, check=True,
+                    str(EXAMPLES_DIR / 'multi_discrete_causal_conv.py')], cwd=ours, check=True,
                    stdout=subprocess.DEVNULL)
     original = os.path.join(scratch, 'original')
     data = os.path.join(original, 'data')

@@ -57,7 +57,7 @@ import time
 import numpy as np
 
 from btgym_aac.algorithms import A3C, AacStackedRL2Policy, BaseAacPolicy, Launcher, Unreal
-from btgym_aac.algorithms.policy.replica import ActingReplica
+from btgym_aac.algorithms.acting.replica import ActingReplica
 from btgym_aac.env import BTgymEnv
 from btgym_aac.run_configs import default_configs
 from btgym_aac.strategy import DevStrat_4_11

@@ -2,10 +2,10 @@
 
 Public names are imported lazily, so `import btgym_aac` stays cheap and never imports TensorFlow by itself. The
 original's module paths (`btgym_aac.research.strategy_gen_4`, `btgym_aac.datafeed`, ...) resolve to this package's
-classes (`btgym_aac.original_paths`). It imports nothing but the standard library: a launcher's task process imports
+classes (`btgym_aac.legacy`). It imports nothing but the standard library: a launcher's task process imports
 it while still single-threaded (numpy's import starts threads), to join its private namespaces.
 """
-from btgym_aac import original_paths
+from btgym_aac import legacy
 from btgym_aac.lazy import lazy_names
 
 __version__ = '0.1.0'
@@ -19,7 +19,8 @@ _PUBLIC = {
     'BTgymDataset2': 'btgym_aac.data',
     'BTgymRandomDataDomain': 'btgym_aac.data',
     'BTgymSequentialDataDomain': 'btgym_aac.data',
-    'BTgymCasualDataDomain': 'btgym_aac.data',
+    'BTgymCausalDataDomain': 'btgym_aac.data',
+    'BTgymCasualDataDomain': 'btgym_aac.legacy.causal_names',  # the original's spelling of the name above
     'DataSampleConfig': 'btgym_aac.data',
     'EnvResetConfig': 'btgym_aac.data',
     'DictSpace': 'btgym_aac.spaces',
@@ -33,4 +34,4 @@ __all__ = sorted(_PUBLIC)
 
 __getattr__, __dir__ = lazy_names(__name__, _PUBLIC, globals())
 
-original_paths.install()
+legacy.install()

@@ -1,6 +1,6 @@
 """Port of the original `multi_discrete_setup_intro` notebook: discrete actions (hold / buy / sell / close) on two
 assets, USD and CHF, with GBP and JPY as information-only data lines, all four EUR crosses observed through
-CasualConvStrategyMulti's wavelet features. BTgymMultiData over BTgymCasualDataDomain (expanding 30-day source
+CausalConvStrategyMulti's wavelet features. BTgymMultiData over BTgymCausalDataDomain (expanding 30-day source
 trials before a time split frozen at 2017-03-01, 7-day trial test periods, episodes of 2 days 23h55m),
 StackedLstmPolicy with the causal-convolution attention encoder, A3C, four workers. The joint action space has
 4 ** 2 = 16 categories over ('CHF', 'USD').
@@ -20,7 +20,7 @@ Differences from the notebook:
   ~/tmp/multi_discrete;
 * the run is shortened (`max_env_steps`) from 100 million env steps.
 
-Run: python examples/multi_discrete_casual_conv.py   (or: btgym-aac train examples/multi_discrete_casual_conv.py)
+Run: python examples/multi_discrete_causal_conv.py   (or: btgym-aac train examples/multi_discrete_causal_conv.py)
 """
 import os
 from collections import OrderedDict
@@ -31,8 +31,8 @@ import numpy as np
 from btgym_aac import MultiDiscreteEnv
 from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import StackedLstmPolicy
-from btgym_aac.data import BTgymCasualDataDomain, BTgymMultiData, make_correlated_walks, write_histdata_csv
-from btgym_aac.research.casual_conv import CasualConvStrategyMulti, conv_1d_casual_attention_encoder
+from btgym_aac.data import BTgymCausalDataDomain, BTgymMultiData, make_correlated_walks, write_histdata_csv
+from btgym_aac.research.causal_conv import CausalConvStrategyMulti, conv_1d_causal_attention_encoder
 
 LINES = ('USD', 'GBP', 'JPY', 'CHF')
 NOTEBOOK_DATA_DIR = 'data'
@@ -77,7 +77,7 @@ engine = bt.Cerebro()
 num_features = 16
 
 engine.addstrategy(
-    CasualConvStrategyMulti,
+    CausalConvStrategyMulti,
     cash_name='EUR',
     start_cash=2000,
     commission=0.0001,
@@ -111,7 +111,7 @@ data_config = OrderedDict([
 ])
 
 dataset = BTgymMultiData(
-    data_class_ref=BTgymCasualDataDomain,
+    data_class_ref=BTgymCausalDataDomain,
     data_config=data_config,
     trial_params=dict(
         start_weekdays={0, 1, 2, 3, 4, 5, 6},
@@ -161,7 +161,7 @@ policy_config = dict(
         'dropout_keep_prob': 1.0,
         'encode_internal_state': False,
         'conv_1d_num_filters': 64,
-        'state_encoder_class_ref': conv_1d_casual_attention_encoder,
+        'state_encoder_class_ref': conv_1d_causal_attention_encoder,
     },
 )
 

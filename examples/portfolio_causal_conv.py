@@ -1,6 +1,6 @@
 """Port of the original `portfolio_setup_BETA` notebook: continuous target weights over EUR cash and four assets,
-USD, GBP, JPY and CHF (all four EUR crosses are traded and observed through CasualConvStrategyMulti's wavelet
-features). BTgymMultiData over BTgymCasualDataDomain (expanding 30-day source trials before a time split frozen at
+USD, GBP, JPY and CHF (all four EUR crosses are traded and observed through CausalConvStrategyMulti's wavelet
+features). BTgymMultiData over BTgymCausalDataDomain (expanding 30-day source trials before a time split frozen at
 2017-03-01, 7-day trial test periods, episodes of 2 days 23h55m), PortfolioEnv, StackedLstmPolicy with the
 causal-convolution attention encoder (one encoder per data line, Dirichlet-like weight sampling with
 `action_dp_alpha` 200), A3C, four workers. An action is a weight in [0, 1] for each of ('CHF', 'EUR', 'GBP',
@@ -15,7 +15,7 @@ Differences from the notebook:
   1e-4 a bar) of 90 days of 1-minute bars from 2017-01-01, enough for 30-day trials ending at the frozen split plus
   an episode; JPY is scaled to a level of 120 (the others start at 1.1), the scale the notebook's JPY
   `state_ext_scale` expects, and prices are rounded to HistData's decimals. They have no weekend gaps,
-  unlike the real files. (The same files as examples/multi_discrete_casual_conv.py.)
+  unlike the real files. (The same files as examples/multi_discrete_causal_conv.py.)
 * the original's network kwargs (`port`, `data_port`, `connect_timeout`) are dropped: the envs run in process, with
   no data server, as in the other examples;
 * cluster: free ports instead of 12230 (two runs cannot collide), logs in runs/multi_continuous instead of
@@ -23,7 +23,7 @@ Differences from the notebook:
 * the run is shortened (`max_env_steps`) from 100 million env steps;
 * the notebook's manual play with the env, before training, is in tests/test_notebook_ports_multi.py.
 
-Run: python examples/portfolio_casual_conv.py   (or: btgym-aac train examples/portfolio_casual_conv.py)
+Run: python examples/portfolio_causal_conv.py   (or: btgym-aac train examples/portfolio_causal_conv.py)
 """
 import os
 
@@ -33,8 +33,8 @@ import numpy as np
 from btgym_aac import PortfolioEnv
 from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import StackedLstmPolicy
-from btgym_aac.data import BTgymCasualDataDomain, BTgymMultiData, make_correlated_walks, write_histdata_csv
-from btgym_aac.research.casual_conv import CasualConvStrategyMulti, conv_1d_casual_attention_encoder
+from btgym_aac.data import BTgymCausalDataDomain, BTgymMultiData, make_correlated_walks, write_histdata_csv
+from btgym_aac.research.causal_conv import CausalConvStrategyMulti, conv_1d_causal_attention_encoder
 
 LINES = ('USD', 'GBP', 'JPY', 'CHF')
 NOTEBOOK_DATA_DIR = 'data'
@@ -79,7 +79,7 @@ engine = bt.Cerebro()
 num_features = 16
 
 engine.addstrategy(
-    CasualConvStrategyMulti,
+    CausalConvStrategyMulti,
     cash_name='EUR',
     start_cash=2000,
     commission=0.0001,
@@ -109,7 +109,7 @@ data_config = {
 }
 
 dataset = BTgymMultiData(
-    data_class_ref=BTgymCasualDataDomain,
+    data_class_ref=BTgymCausalDataDomain,
     data_config=data_config,
     trial_params=dict(
         start_weekdays={0, 1, 2, 3, 4, 5, 6},
@@ -161,7 +161,7 @@ policy_config = dict(
         'encode_internal_state': False,
         'conv_1d_num_filters': 64,
         'share_encoder_params': False,
-        'state_encoder_class_ref': conv_1d_casual_attention_encoder,
+        'state_encoder_class_ref': conv_1d_causal_attention_encoder,
     },
 )
 

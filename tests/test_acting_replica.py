@@ -7,7 +7,7 @@ import pytest
 
 from btgym_aac.algorithms import A3C
 from btgym_aac.algorithms.policy import AacDensePolicy
-from btgym_aac.algorithms.policy.replica import ActingReplica
+from btgym_aac.algorithms.acting.replica import ActingReplica
 from btgym_aac.compat import tf
 from btgym_aac.env import gym_wrappers
 

@@ -3,8 +3,8 @@ from collections import OrderedDict
 import numpy as np
 import pytest
 
-from btgym_aac.algorithms.batches import as_array, batch_pad, batch_stack, is_subdict
-from btgym_aac.algorithms.placeholders import (LSTMStateTuple, check_variable_pairing, feed_dict_from_nested,
+from btgym_aac.algorithms.common.batches import as_array, batch_pad, batch_stack, is_subdict
+from btgym_aac.algorithms.common.placeholders import (LSTMStateTuple, check_variable_pairing, feed_dict_from_nested,
                                                feed_dict_rnn_context, nested_placeholders, rnn_placeholders)
 from btgym_aac.compat import tf
 

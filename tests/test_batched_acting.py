@@ -6,10 +6,10 @@ import pytest
 from btgym_aac import BTgymEnv
 from btgym_aac.algorithms import A3C, AacStackedRL2Policy, BaseAacPolicy
 from btgym_aac.algorithms.nn.layers import linear
-from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
-from btgym_aac.algorithms.policy.replica import ActingReplica
-from btgym_aac.algorithms.runner.batched import BatchedEnvRunnerFn, RunnerView
-from btgym_aac.algorithms.trainer_runners import has_batch_calls
+from btgym_aac.algorithms.acting import BaseEnvRunnerFn, RunnerThread
+from btgym_aac.algorithms.acting.replica import ActingReplica
+from btgym_aac.algorithms.acting.batched_runner import BatchedEnvRunnerFn, RunnerView
+from btgym_aac.algorithms.acting.construction import has_batch_calls
 from btgym_aac.compat import tf
 from btgym_aac.logs import get_logger
 from btgym_aac.strategy import DevStrat_4_11

@@ -1,5 +1,5 @@
-"""btgym_aac.research.casual_conv: the Ricker wavelet transform against its formula and SciPy 1.14's numbers, the
-sliding-candle indicators against numpy rolling extrema, the CasualConvStrategy observations of real episodes
+"""btgym_aac.research.causal_conv: the Ricker wavelet transform against its formula and SciPy 1.14's numbers, the
+sliding-candle indicators against numpy rolling extrema, the CausalConvStrategy observations of real episodes
 recomputed with numpy from the episode's bars, and the causal encoders / attention / dilated convolution against
 numpy forward passes, variable sharing and their use as StackedLstmPolicy state encoders."""
 import copy
@@ -18,9 +18,9 @@ from btgym_aac.algorithms.policy import StackedLstmPolicy
 from btgym_aac.compat import tf
 from btgym_aac.data import make_sine_data
 from btgym_aac.env import engine
-from btgym_aac.research.casual_conv import (
-    CasualConvPolicy_0_0, CasualConvStrategy, CasualConvStrategy_0, CasualConvStrategy_1, CasualConvStrategyMulti,
-    MaxPool, MinPool, attention_layer, batch_to_time, conv_1d_casual_attention_encoder, conv_1d_casual_encoder, cwt,
+from btgym_aac.research.causal_conv import (
+    CausalConvPolicy_0_0, CausalConvStrategy, CausalConvStrategy_0, CausalConvStrategy_1, CausalConvStrategyMulti,
+    MaxPool, MinPool, attention_layer, batch_to_time, conv_1d_causal_attention_encoder, conv_1d_causal_encoder, cwt,
     dilated_conv1d, ricker, time_to_batch,
 )
 from btgym_aac.spaces import ActionDictSpace, DictSpace
@@ -152,7 +152,7 @@ def test_cwt_and_ricker_equal_scipy_1_14s_numbers():
 def test_pools_are_rolling_extrema_and_the_scale_param_stays_as_given():
     frame = make_sine_data(num_bars=420, period=150, noise=2e-4, seed=5)
     scale = np.linspace(2e3, 1e3, 6)
-    episode = run(CasualConvStrategy_0, frame, actions=['buy'], state_ext_scale=scale)
+    episode = run(CausalConvStrategy_0, frame, actions=['buy'], state_ext_scale=scale)
     strategy = episode.strategy
     features = strategy.data.features
     assert [type(f) for f in features] == [MinPool, MaxPool] * 6
@@ -197,8 +197,8 @@ def assert_common_observation(observation, space, frame, row):
 
 def test_sma_strategy_observations_are_tanh_of_sma_gradients():
     frame = make_sine_data(num_bars=1500, period=300, noise=2e-4, seed=7)
-    space, observations, rows = env_episode(CasualConvStrategy, frame)
-    assert CasualConvStrategy.warmup_period == 640 and min(rows) >= 639
+    space, observations, rows = env_episode(CausalConvStrategy, frame)
+    assert CausalConvStrategy.warmup_period == 640 and min(rows) >= 639
     assert space['external'].shape == (128, 1, 4) and len(observations) >= 5
     closes = frame['close'].to_numpy()
     smas = np.stack([rolling(closes, p, np.mean) for p in (8, 32, 128, 512)], axis=-1)
@@ -211,7 +211,7 @@ def test_sma_strategy_observations_are_tanh_of_sma_gradients():
 
 def test_sliding_candle_strategy_observations_are_tanh_of_interleaved_extremum_gradients():
     frame = make_sine_data(num_bars=1200, period=300, noise=2e-4, seed=8)
-    space, observations, rows = env_episode(CasualConvStrategy_0, frame, hours=10, state_ext_scale=1500.0)
+    space, observations, rows = env_episode(CausalConvStrategy_0, frame, hours=10, state_ext_scale=1500.0)
     assert space['external'].shape == (128, 1, 12) and len(observations) >= 20 and min(rows) >= 383
     lows, highs = frame['low'].to_numpy(), frame['high'].to_numpy()
     features = np.stack([line for p in (8, 16, 32, 64, 128, 256)
@@ -225,9 +225,9 @@ def test_sliding_candle_strategy_observations_are_tanh_of_interleaved_extremum_g
 
 def test_wavelet_strategy_observations_are_tanh_of_the_midpoint_transform():
     frame = make_sine_data(num_bars=1200, period=300, noise=2e-4, seed=9)
-    state_shape = dict(CasualConvStrategy_1.params.state_shape,
+    state_shape = dict(CausalConvStrategy_1.params.state_shape,
                        external_2=spaces.Box(-1, 1, (128, 1, 4), dtype=np.float32))
-    space, observations, rows = env_episode(CasualConvStrategy_1, frame, hours=10, state_shape=state_shape,
+    space, observations, rows = env_episode(CausalConvStrategy_1, frame, hours=10, state_shape=state_shape,
                                             cwt_signal_scale=2e3)
     assert space['external'].shape == (128, 16, 1) and space['raw'].shape == (128, 4) and len(observations) >= 20
     widths = np.linspace(3.0, 90.0, 16)
@@ -246,9 +246,9 @@ def test_wavelet_strategy_observations_are_tanh_of_the_midpoint_transform():
 
 
 @pytest.mark.parametrize('strategy_class, scale, message', [
-    (CasualConvStrategy_0, np.ones(12), 'one value per period'),
-    (CasualConvStrategy, np.ones(6), 'external'),
-    (CasualConvStrategy, np.ones(6), r'\(128, 4\)'),
+    (CausalConvStrategy_0, np.ones(12), 'one value per period'),
+    (CausalConvStrategy, np.ones(6), 'external'),
+    (CausalConvStrategy, np.ones(6), r'\(128, 4\)'),
 ])
 def test_external_scale_that_does_not_fit_is_rejected(strategy_class, scale, message):
     params = dict(strategy_class.params._getitems(), state_ext_scale=scale)
@@ -257,7 +257,7 @@ def test_external_scale_that_does_not_fit_is_rejected(strategy_class, scale, mes
 
 
 def test_wavelet_strategy_ignores_its_unused_external_scale():
-    CasualConvStrategy_1.check_params(dict(CasualConvStrategy_1.params._getitems(), state_ext_scale=np.ones(3)))
+    CausalConvStrategy_1.check_params(dict(CausalConvStrategy_1.params._getitems(), state_ext_scale=np.ones(3)))
 
 
 # ------------------------------------------------------------------------------------ multi-line strategy
@@ -279,7 +279,7 @@ def pandas_feed(frame):
 
 
 def multi_episode(frames, traded, actions=(), **params):
-    """Runs CasualConvStrategyMulti over one feed per frame (in `frames` order); returns (strategy, the states of
+    """Runs CausalConvStrategyMulti over one feed per frame (in `frames` order); returns (strategy, the states of
     every response, the response rows)."""
     states, rows = [], []
     index = next(iter(frames.values())).index
@@ -294,7 +294,7 @@ def multi_episode(frames, traded, actions=(), **params):
         return dict({asset: 'hold' for asset in traded}, **next(decisions, {}))
 
     cerebro = bt.Cerebro(stdstats=False)
-    cerebro.addstrategy(CasualConvStrategyMulti, asset_names=set(traded), **params)
+    cerebro.addstrategy(CausalConvStrategyMulti, asset_names=set(traded), **params)
     cerebro.broker.setcash(2000.0)
     injected = dict(initial_action={asset: 0 for asset in traded},
                     initial_portfolio_action={asset: 'hold' for asset in traded}, metadata=META)
@@ -313,8 +313,8 @@ def test_multi_line_observations_are_one_wavelet_stream_per_line():
     assert len(states) >= 8 and min(rows) >= 383
     widths = np.linspace(4.0, 90.0, 16)
     np.testing.assert_allclose(strategy.cwt_width, widths)
-    shape = CasualConvStrategyMulti.params.state_shape
-    scales = CasualConvStrategyMulti.state_ext_scale
+    shape = CausalConvStrategyMulti.params.state_shape
+    scales = CausalConvStrategyMulti.state_ext_scale
     usd = frames['USD'][['open', 'high', 'low', 'close']].to_numpy()
     for state, row in zip(states, rows):
         assert sorted(state['external']) == sorted(names)
@@ -335,12 +335,12 @@ def test_multi_line_observations_are_one_wavelet_stream_per_line():
 def test_multi_line_strategy_takes_any_line_names_through_state_shape_for():
     names = ('EURUSD', 'XAUUSD')
     frames = line_frames(names, num_bars=430)
-    state_shape = CasualConvStrategyMulti.state_shape_for(names)
+    state_shape = CausalConvStrategyMulti.state_shape_for(names)
     assert sorted(state_shape['external'].spaces) == sorted(names)
     assert {key: space.shape for key, space in state_shape.items() if key not in ('external', 'metadata')} == {
         'raw': (128, 4), 'internal': (20, 1, 5), 'datetime': (1, 5)}
     assert state_shape['external']['XAUUSD'].shape == (128, 1, 16)
-    assert CasualConvStrategyMulti.state_shape_for(names, ('EURUSD',)).keys() == state_shape.keys()
+    assert CausalConvStrategyMulti.state_shape_for(names, ('EURUSD',)).keys() == state_shape.keys()
     _, states, rows = multi_episode(frames, traded=('EURUSD',), state_shape=state_shape,
                                     state_ext_scale=np.linspace(1, 2, 16), order_size={'EURUSD': 1000})
     widths = np.linspace(4.0, 100.0, 16)
@@ -356,19 +356,19 @@ def test_multi_line_strategy_names_the_lines_that_do_not_match_the_state_shape()
 
 
 @pytest.mark.parametrize('changes, message', [
-    (dict(state_shape=CasualConvStrategyMulti.state_shape_for(('USD', 'NOK', 'AUD'))), r"\['AUD', 'NOK'\]"),
-    (dict(state_ext_scale=dict(CasualConvStrategyMulti.state_ext_scale, GBP=np.ones(5))), "state_ext_scale\\['GBP'\\]"),
-    (dict(state_shape=dict(CasualConvStrategy_0.params.state_shape)), 'DictSpace'),
+    (dict(state_shape=CausalConvStrategyMulti.state_shape_for(('USD', 'NOK', 'AUD'))), r"\['AUD', 'NOK'\]"),
+    (dict(state_ext_scale=dict(CausalConvStrategyMulti.state_ext_scale, GBP=np.ones(5))), "state_ext_scale\\['GBP'\\]"),
+    (dict(state_shape=dict(CausalConvStrategy_0.params.state_shape)), 'DictSpace'),
 ])
 def test_multi_line_strategy_rejects_scales_and_spaces_that_do_not_fit(changes, message):
-    params = dict(CasualConvStrategyMulti.params._getitems(), **changes)
+    params = dict(CausalConvStrategyMulti.params._getitems(), **changes)
     with pytest.raises(ValueError, match=message):
-        CasualConvStrategyMulti.check_params(params)
+        CausalConvStrategyMulti.check_params(params)
 
 
 def test_state_shape_for_rejects_repeated_names():
     with pytest.raises(ValueError, match='distinct'):
-        CasualConvStrategyMulti.state_shape_for(['USD', 'USD'])
+        CausalConvStrategyMulti.state_shape_for(['USD', 'USD'])
 
 
 # ------------------------------------------------------------------------------------------------- encoders
@@ -380,15 +380,15 @@ def build_encoder(encoder, time_steps, channels=3, name='encoder', **kwargs):
 
 
 @pytest.mark.parametrize('encoder, time_steps, kwargs, shape', [
-    (conv_1d_casual_encoder, 128, {}, [7, 32]),
-    (conv_1d_casual_encoder, 30, {}, [4, 32]),
-    (conv_1d_casual_encoder, 30, dict(conv_1d_gated=True), [4, 16]),
-    (conv_1d_casual_encoder, 64, dict(conv_1d_filter_size=4, conv_1d_overlap=3), [5, 32]),
-    (conv_1d_casual_attention_encoder, 128, {}, [13, 32]),
-    (conv_1d_casual_attention_encoder, 30, {}, [8, 32]),
-    (conv_1d_casual_attention_encoder, 20, {}, [8, 32]),
-    (conv_1d_casual_attention_encoder, 128, dict(conv_1d_gated=True, conv_1d_num_filters=8), [13, 4]),
-    (conv_1d_casual_attention_encoder, 30, dict(conv_1d_full_hidden=True), [15 + 8 + 4 + 2 + 4, 32]),
+    (conv_1d_causal_encoder, 128, {}, [7, 32]),
+    (conv_1d_causal_encoder, 30, {}, [4, 32]),
+    (conv_1d_causal_encoder, 30, dict(conv_1d_gated=True), [4, 16]),
+    (conv_1d_causal_encoder, 64, dict(conv_1d_filter_size=4, conv_1d_overlap=3), [5, 32]),
+    (conv_1d_causal_attention_encoder, 128, {}, [13, 32]),
+    (conv_1d_causal_attention_encoder, 30, {}, [8, 32]),
+    (conv_1d_causal_attention_encoder, 20, {}, [8, 32]),
+    (conv_1d_causal_attention_encoder, 128, dict(conv_1d_gated=True, conv_1d_num_filters=8), [13, 4]),
+    (conv_1d_causal_attention_encoder, 30, dict(conv_1d_full_hidden=True), [15 + 8 + 4 + 2 + 4, 32]),
 ])
 def test_encoder_output_shapes(encoder, time_steps, kwargs, shape):
     with tf.Graph().as_default(), tf.Session() as sess:
@@ -440,8 +440,8 @@ def evaluated_encoder(encoder, time_steps, batch=3, **kwargs):
         return batch_x, sess.run(encoded, {x: batch_x}), variables
 
 
-def test_casual_encoder_matches_a_numpy_forward_pass():
-    batch_x, out, variables = evaluated_encoder(conv_1d_casual_encoder, 30)
+def test_causal_encoder_matches_a_numpy_forward_pass():
+    batch_x, out, variables = evaluated_encoder(conv_1d_causal_encoder, 30)
     layers = numpy_tree_layers(batch_x, variables, 4)
     assert [layer.shape[1] for layer in layers] == [15, 8, 4, 2]
     np.testing.assert_allclose(out, np.concatenate([layer[:, -1:] for layer in layers], axis=1), rtol=1e-4,
@@ -449,7 +449,7 @@ def test_casual_encoder_matches_a_numpy_forward_pass():
 
 
 def test_attention_encoder_matches_a_numpy_forward_pass():
-    batch_x, out, variables = evaluated_encoder(conv_1d_casual_attention_encoder, 20)
+    batch_x, out, variables = evaluated_encoder(conv_1d_causal_attention_encoder, 20)
     layers = numpy_tree_layers(batch_x, variables, 4)
     assert [layer.shape[1] for layer in layers] == [10, 5, 3, 2]
     contexts = [numpy_attention(layer, variables['encoder/attention_layer_{}/W'.format(i)])
@@ -471,7 +471,7 @@ def test_attention_layer_is_softmax_attention_of_the_newest_step():
     np.testing.assert_allclose(out, numpy_attention(batch.astype(np.float64), weights), rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize('encoder', [conv_1d_casual_encoder, conv_1d_casual_attention_encoder])
+@pytest.mark.parametrize('encoder', [conv_1d_causal_encoder, conv_1d_causal_attention_encoder])
 def test_encoder_rebuilt_with_reuse_shares_every_variable(encoder):
     rng = np.random.default_rng(6)
     with tf.Graph().as_default(), tf.Session() as sess:
@@ -491,7 +491,7 @@ def test_first_tree_layer_reads_only_its_block_and_the_newest_step_lands_last():
     newest step feeds the newest block. Other samples of the batch never change."""
     rng = np.random.default_rng(7)
     with tf.Graph().as_default(), tf.Session() as sess:
-        x, encoded = build_encoder(conv_1d_casual_encoder, 31)
+        x, encoded = build_encoder(conv_1d_causal_encoder, 31)
         first_layer = tf.get_default_graph().get_tensor_by_name('encoder/layer_0_output:0')
         randomise_variables(sess, rng)
         batch = rng.normal(size=(2, 31, 1, 3))
@@ -510,12 +510,12 @@ def test_first_tree_layer_reads_only_its_block_and_the_newest_step_lands_last():
 def test_encoder_input_checks():
     with tf.Graph().as_default():
         with pytest.raises(ValueError, match='conv_1d_overlap'):
-            build_encoder(conv_1d_casual_encoder, 30, conv_1d_overlap=2)
+            build_encoder(conv_1d_causal_encoder, 30, conv_1d_overlap=2)
         with pytest.raises(ValueError, match='even'):
-            build_encoder(conv_1d_casual_attention_encoder, 30, name='gated', conv_1d_gated=True,
+            build_encoder(conv_1d_causal_attention_encoder, 30, name='gated', conv_1d_gated=True,
                           conv_1d_num_filters=7)
         with pytest.raises(ValueError, match='at least 4 time steps'):
-            build_encoder(conv_1d_casual_encoder, 3, name='short', conv_1d_filter_size=4, conv_1d_overlap=0)
+            build_encoder(conv_1d_causal_encoder, 3, name='short', conv_1d_filter_size=4, conv_1d_overlap=0)
 
 
 # ------------------------------------------------------------------------------------------ dilated layers
@@ -573,11 +573,11 @@ def act_a_few_times(policy, ob_space, ac_space, steps=2):
 
 
 def test_stacked_lstm_policy_encodes_every_line_with_the_attention_encoder():
-    ob_space = DictSpace(CasualConvStrategyMulti.state_shape_for(('CHF', 'USD')))
+    ob_space = DictSpace(CausalConvStrategyMulti.state_shape_for(('CHF', 'USD')))
     with tf.Graph().as_default():
         with tf.variable_scope('local'):
             policy = StackedLstmPolicy(ob_space=ob_space, ac_space=MULTI_ACTIONS, rp_sequence_size=3,
-                                       state_encoder_class_ref=conv_1d_casual_attention_encoder,
+                                       state_encoder_class_ref=conv_1d_causal_attention_encoder,
                                        conv_1d_num_filters=8, lstm_layers=(8, 8), task=0)
         names = {v.op.name: v.get_shape().as_list() for v in policy.var_list}
         # (scope, input channels, tree layers, attention layers): W, b, beta, gamma per layer, W per attention.
@@ -603,10 +603,10 @@ GUIDED_SPACE = DictSpace({
 TRADE_ACTIONS = ActionDictSpace(assets=('default_asset',), base_actions=ACTIONS)
 
 
-def test_casual_conv_policy_encodes_with_the_casual_encoder_and_exposes_the_expert():
+def test_causal_conv_policy_encodes_with_the_causal_encoder_and_exposes_the_expert():
     with tf.Graph().as_default():
         with tf.variable_scope('local'):
-            policy = CasualConvPolicy_0_0(ob_space=GUIDED_SPACE, ac_space=TRADE_ACTIONS, rp_sequence_size=3,
+            policy = CausalConvPolicy_0_0(ob_space=GUIDED_SPACE, ac_space=TRADE_ACTIONS, rp_sequence_size=3,
                                           conv_1d_num_filters=8, lstm_layers=(8, 8))
         names = {v.op.name: v.get_shape().as_list() for v in policy.var_list}
         assert names['local/encoded_external/conv1d_layer_3/W'] == [2, 8, 8]
@@ -615,7 +615,7 @@ def test_casual_conv_policy_encodes_with_the_casual_encoder_and_exposes_the_expe
         assert policy.expert_actions is policy.on_state_in['expert']
         assert policy.expert_actions.get_shape().as_list() == [None, 4]
         act_a_few_times(policy, GUIDED_SPACE, TRADE_ACTIONS, steps=1)
-    assert CasualConvPolicy_0_0.kwargs_readers({})[0] is conv_1d_casual_encoder
+    assert CausalConvPolicy_0_0.kwargs_readers({})[0] is conv_1d_causal_encoder
 
 
 @pytest.mark.parametrize('changes, message', [
@@ -623,7 +623,7 @@ def test_casual_conv_policy_encodes_with_the_casual_encoder_and_exposes_the_expe
      'guided policy.*`expert`'),
     (dict(conv_1d_slice_size=2), 'conv_1d_slice_size'),
 ])
-def test_casual_conv_policy_rejects_what_it_cannot_build(changes, message):
+def test_causal_conv_policy_rejects_what_it_cannot_build(changes, message):
     kwargs = dict(dict(ob_space=GUIDED_SPACE, ac_space=TRADE_ACTIONS, rp_sequence_size=3), **changes)
     with tf.Graph().as_default(), pytest.raises(ValueError, match=message):
-        CasualConvPolicy_0_0(**kwargs)
+        CausalConvPolicy_0_0(**kwargs)

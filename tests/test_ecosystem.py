@@ -11,7 +11,8 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 from btgym_aac import BTgymDataset, BTgymEnv, BTgymMultiData
-from btgym_aac.data import data_master, make_correlated_walks, make_random_walk_data
+from btgym_aac.data import make_correlated_walks, make_random_walk_data
+from btgym_aac.legacy import data_master
 from btgym_aac.env.registration import ENV_IDS, LEGACY_IDS, REFERENCE_ENV_KWARGS
 from btgym_aac.env.wrappers import SimpleSpaces
 from btgym_aac.strategy import DevStrat_4_11

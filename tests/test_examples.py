@@ -16,7 +16,7 @@ EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[1] / 'examples').glo
 
 def test_every_notebook_port_is_covered():
     assert [path.name for path in EXAMPLES] == ['a3c_atari_pong.py', 'a3c_sine.py', 'guided_a3c.py',
-                                                'multi_discrete_casual_conv.py', 'portfolio_casual_conv.py',
+                                                'multi_discrete_causal_conv.py', 'portfolio_causal_conv.py',
                                                 'ppo_sine.py', 'unreal_stacked_lstm_strat_4_11.py']
 
 

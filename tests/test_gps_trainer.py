@@ -5,7 +5,7 @@ import pytest
 
 from btgym_aac import BTgymDataset, BTgymEnv
 from btgym_aac.algorithms.policy import AacStackedRL2Policy
-from btgym_aac.algorithms.runner import BaseSynchroRunner, VerboseSynchroRunner
+from btgym_aac.algorithms.acting import BaseSynchroRunner, VerboseSynchroRunner
 from btgym_aac.data import make_sine_data
 from btgym_aac.research.gps import GuidedAAC, GuidedPolicy_0_0, GuidedStrategy_0_0, VerboseGuidedAAC
 from btgym_aac.research.gps.aac import VERBOSE_RENDER_MODES

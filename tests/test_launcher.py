@@ -23,6 +23,7 @@ import pytest
 from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import AacDensePolicy
 from btgym_aac import cli as cli_module
+from btgym_aac.cli import commands as cli_commands
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import latest_checkpoint
@@ -33,7 +34,7 @@ from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, pickle_run_config
 from btgym_aac.distributed.launcher_config import launcher_configs
 from btgym_aac.distributed.stop_signals import ctrl_c_held, terminate_and_wait
 from btgym_aac.distributed import checkpoints as checkpoints_module
-from btgym_aac.distributed import launcher as launcher_module
+from btgym_aac.distributed import supervision as supervision_module
 from btgym_aac.distributed import task_process
 from btgym_aac.distributed import worker as worker_module
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
@@ -168,7 +169,7 @@ def test_run_finishes_resumes_exports_and_starts_pretrained(tmp_path):
 
 def test_first_trained_step_is_timed_from_a_report_past_the_step_the_worker_started_at(tmp_path, monkeypatch):
     launcher = cartpole_launcher(tmp_path / 'run', 1000)
-    monkeypatch.setattr(launcher_module, 'time', types.SimpleNamespace(time=lambda: 1000.0))  # the launcher's clock
+    monkeypatch.setattr(supervision_module, 'time', types.SimpleNamespace(time=lambda: 1000.0))  # the launcher's clock
     reports = queue.Queue()
     resumed = {'task': 0, 'step': 800, 'start_step': 800, 'seconds': 1.0, 'finished': False, 'episodes': 0,
                'recent_rewards': [], 'peak_rss_mb': 300.0}
@@ -188,7 +189,7 @@ def test_the_start_up_line_names_the_first_start_of_the_worker_that_trained_firs
     """After a restart the start-up stamps of the later start are not mixed into the line: it gives the phases of
     the start that trained first, labelled with its worker."""
     launcher = cartpole_launcher(tmp_path / 'run', 1000)
-    monkeypatch.setattr(launcher_module, 'time', types.SimpleNamespace(time=lambda: 1000.0))
+    monkeypatch.setattr(supervision_module, 'time', types.SimpleNamespace(time=lambda: 1000.0))
     first_start = {'started': 101.0, 'imported': 104.0, 'graph_built': 105.0, 'session_ready': 105.5,
                    'first_step': 106.0}
     report = {'step': 0, 'start_step': 0, 'seconds': 1.0, 'finished': False, 'episodes': 0, 'recent_rewards': [],
@@ -320,7 +321,7 @@ def test_a_worker_is_stalled_when_its_last_unfinished_report_is_older_than_stall
     """The check `test_stalled_worker_is_stopped_and_restarted` (slow) runs end to end; the stop of a worker whose
     env hangs is run by `test_a_chief_waiting_on_a_hung_env_saves_when_the_run_is_stopped`, a restart by
     `test_killed_worker_is_restarted_and_the_run_completes`."""
-    monkeypatch.setattr(launcher_module, 'time', types.SimpleNamespace(time=lambda: 1000.0))
+    monkeypatch.setattr(supervision_module, 'time', types.SimpleNamespace(time=lambda: 1000.0))
     launcher = object.__new__(Launcher)
     launcher.stall_seconds = 8
     launcher.last_report_time = {0: 991.0, 1: 992.5, 2: 985.0, 3: 980.0}
@@ -755,7 +756,7 @@ def test_a_run_started_with_ctrl_c_ignored_trains_to_the_end_through_a_ctrl_c(tm
 
 def test_workers_stopped_from_outside_make_train_exit_non_zero(tmp_path, monkeypatch, capsys):
     launchers = []
-    make_launcher = cli_module.make_launcher
+    make_launcher = cli_commands.make_launcher
 
     def keep_launcher(*args, **kwargs):
         launchers.append(make_launcher(*args, **kwargs))
@@ -770,7 +771,7 @@ def test_workers_stopped_from_outside_make_train_exit_non_zero(tmp_path, monkeyp
         reported.append(launchers[0].progress[0]['step'])
         launchers[0].processes[('worker', 0)].terminate()  # a signal from outside the launcher
 
-    monkeypatch.setattr(cli_module, 'make_launcher', keep_launcher)
+    monkeypatch.setattr(cli_commands, 'make_launcher', keep_launcher)
     stopper = threading.Thread(target=stop_the_worker_once_it_trains)
     stopper.start()
     code = cli_main(['train', str(cartpole_config_file(tmp_path, 10 ** 9)), '--log-dir', str(tmp_path / 'run'),
@@ -908,14 +909,14 @@ class EndingProcess:
 
 
 def test_a_worker_that_lost_its_session_waits_for_the_parameter_server_death_that_caused_it(monkeypatch):
-    monkeypatch.setattr(launcher_module, 'PS_DEATH_WAIT_SECONDS', 1.0)
+    monkeypatch.setattr(supervision_module, 'PS_DEATH_WAIT_SECONDS', 1.0)
     launcher = object.__new__(Launcher)
     launcher.processes = {('ps', 0): EndingProcess(0.3, -9),
                           ('worker', 0): EndingProcess(0, task_process.SESSION_LOST_EXIT_CODE)}
     assert launcher._dead_parameter_server() == (0, -9)
     launcher.processes[('ps', 0)] = live = EndingProcess(600, 0)
     assert launcher._dead_parameter_server() is None  # a live parameter server: the worker alone is to blame
-    assert len(live.join_timeouts) == 1 and 0 < live.join_timeouts[0] <= launcher_module.PS_DEATH_WAIT_SECONDS
+    assert len(live.join_timeouts) == 1 and 0 < live.join_timeouts[0] <= supervision_module.PS_DEATH_WAIT_SECONDS
 
 
 def test_a_policy_class_of_the_users_keeps_its_own_defaults_and_the_default_class_gets_the_launchers():

@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from btgym_aac.algorithms.memory import DummyMemory, Memory, _DummyMemory
-from btgym_aac.algorithms.rollout import Rollout
+from btgym_aac.algorithms.common.memory import DummyMemory, Memory, _DummyMemory
+from btgym_aac.algorithms.common.rollout import Rollout
 
 
 def make_frame(episode, step, reward=0.0, terminal=False, test=False):

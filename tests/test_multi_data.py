@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from btgym_aac.data import (BTgymCasualDataDomain, BTgymDataset, BTgymMultiData, BTgymRandomDataDomain,
+from btgym_aac.data import (BTgymCausalDataDomain, BTgymDataset, BTgymMultiData, BTgymRandomDataDomain,
                             BTgymSequentialDataDomain, DataError, make_correlated_walks, write_histdata_csv)
 
 NUM_BARS = 6000
@@ -99,9 +99,9 @@ def test_dataset_episodes_are_synchronised_and_test_ones_come_from_the_target_pa
     assert len(first_rows) > 15  # random starts, not one window
 
 
-def test_casual_domain_source_and_target_trials_and_their_episodes_are_synchronised():
+def test_causal_domain_source_and_target_trials_and_their_episodes_are_synchronised():
     frames = walks()
-    data = multi(frames, data_class_ref=BTgymCasualDataDomain, trial_params=dict(TRIAL, expanding=True),
+    data = multi(frames, data_class_ref=BTgymCausalDataDomain, trial_params=dict(TRIAL, expanding=True),
                  episode_params=EPISODE)
     start = data.global_timestamp
     assert start == frames['A'].index[S_TR].timestamp()
@@ -294,8 +294,8 @@ def test_bad_configurations_are_refused_with_clear_messages():
         BTgymMultiData(BTgymRandomDataDomain, specs, **shared)
 
 
-def test_target_trials_of_casual_streams_only_follow_their_own_rows():
-    domain = BTgymCasualDataDomain(trial_params=TRIAL, episode_params=EPISODE, dataframe=walks(('A',))['A'])
+def test_target_trials_of_causal_streams_only_follow_their_own_rows():
+    domain = BTgymCausalDataDomain(trial_params=TRIAL, episode_params=EPISODE, dataframe=walks(('A',))['A'])
     domain.reset()
     current = domain.get_global_index()
     target = [current - (S_TR - N_EP), current + N_EP]
@@ -365,7 +365,7 @@ def test_a_single_stream_works_as_its_own_master():
 def test_params_loggers_global_time_and_files_reach_every_stream(tmp_path):
     frames = walks(('A', 'B'))
     files = {key: str(write_histdata_csv(frame, tmp_path / '{}.csv'.format(key))) for key, frame in frames.items()}
-    data = BTgymMultiData(BTgymCasualDataDomain, {key: {'filename': path} for key, path in files.items()},
+    data = BTgymMultiData(BTgymCausalDataDomain, {key: {'filename': path} for key, path in files.items()},
                           trial_params=TRIAL, episode_params=EPISODE, task=3)
     assert data.filename == files and data.frame is None
     data.reset()

@@ -14,8 +14,8 @@ import pytest
 import btgym_aac
 from btgym_aac import BTgymDataset, BTgymEnv
 from btgym_aac.data import make_random_walk_data, make_sine_data
-from btgym_aac.data import data_master
-from btgym_aac.original_paths import ORIGINAL_MODULES
+from btgym_aac.legacy import data_master
+from btgym_aac.legacy.module_paths import ORIGINAL_MODULES
 from btgym_aac.strategy import DevStrat_4_11
 
 QUIET = dict(render_enabled=False)
@@ -39,7 +39,7 @@ def warnings_of(handler):
 @pytest.mark.parametrize('module_name', sorted(ORIGINAL_MODULES))
 def test_every_original_module_path_imports_and_its_names_are_the_package_objects(module_name):
     module = importlib.import_module(module_name)
-    assert sorted(dir(module)) >= sorted(ORIGINAL_MODULES[module_name])
+    assert set(dir(module)) >= set(ORIGINAL_MODULES[module_name])
     for name, source in ORIGINAL_MODULES[module_name].items():
         assert getattr(module, name) is getattr(importlib.import_module(source), name), name
     with pytest.raises(AttributeError, match='no attribute'):

@@ -10,7 +10,7 @@ from btgym_aac.data import make_sine_data
 from btgym_aac.algorithms import (BaseAAC, A3C, Unreal, PPO, Launcher, BaseAacPolicy, Aac1dPolicy,
                                   StackedLstmPolicy, AacStackedRL2Policy, RunnerThread, Memory, Rollout)
 from btgym_aac.algorithms.nn.losses import aac_loss_def, ppo_loss_def, value_fn_loss_def, rp_loss_def, pc_loss_def
-from btgym_aac.algorithms.math_utils import discount, log_uniform, cat_entropy, kl_divergence
+from btgym_aac.algorithms.common.math_utils import discount, log_uniform, cat_entropy, kl_divergence
 from btgym_aac.compat import tf
 assert tf.executing_eagerly() is False
 '''
@@ -89,7 +89,8 @@ def test_only_the_start_up_notice_lines_are_dropped():
 
 
 def test_the_original_utils_path_re_exports_the_batch_and_placeholder_helpers():
-    from btgym_aac.algorithms import batches, placeholders, utils
+    from btgym_aac.algorithms import utils
+    from btgym_aac.algorithms.common import batches, placeholders
 
     for name in utils.__all__:
         assert getattr(utils, name) is getattr(batches, name, None) or getattr(utils, name) is getattr(

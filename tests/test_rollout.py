@@ -3,7 +3,7 @@ import queue
 import numpy as np
 import pytest
 
-from btgym_aac.algorithms.rollout import Rollout, make_data_getter
+from btgym_aac.algorithms.common.rollout import Rollout, make_data_getter
 from btgym_aac.algorithms.utils import LSTMStateTuple, batch_stack
 
 UNITS = 2

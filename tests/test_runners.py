@@ -10,14 +10,15 @@ import numpy as np
 import pytest
 
 from btgym_aac import BTgymEnv
-from btgym_aac.algorithms.memory import Memory
+from btgym_aac.algorithms.common.memory import Memory
 from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.policy import AacDensePolicy
-from btgym_aac.algorithms.rollout import make_data_getter
-from btgym_aac.algorithms.runner import (BaseEnvRunnerFn, BaseSynchroRunner, RunnerStopped, RunnerThread,
+from btgym_aac.algorithms.common.rollout import make_data_getter
+from btgym_aac.algorithms.acting import (BaseEnvRunnerFn, BaseSynchroRunner, RunnerStopped, RunnerThread,
                                         VerboseSynchroRunner)
-from btgym_aac.algorithms.runner.base import act_and_step, collect_rollout, initial_action_code
-from btgym_aac.algorithms.runner.synchro import lstm_h_history, min_max_255
+from btgym_aac.algorithms.acting.episode import act_and_step, initial_action_code
+from btgym_aac.algorithms.acting.rollout_assembly import collect_rollout
+from btgym_aac.algorithms.acting.synchro_runner import lstm_h_history, min_max_255
 from btgym_aac.algorithms.utils import LSTMStateTuple
 from btgym_aac.compat import tf
 from btgym_aac.data import EnvResetConfig, make_sine_data

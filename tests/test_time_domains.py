@@ -1,5 +1,5 @@
 """Time-ordered data domains: BTgymSequentialDataDomain (trials in time order, sliding or expanding) and
-BTgymCasualDataDomain / BTgymCasualTrial (sampling against a monotone global time, no look-ahead)."""
+BTgymCausalDataDomain / BTgymCausalTrial (sampling against a monotone global time, no look-ahead)."""
 import logbook
 import numpy as np
 import pandas as pd
@@ -8,7 +8,7 @@ import pytest
 import btgym_aac
 from btgym_aac.algorithms import A3C, train_in_process
 from btgym_aac.algorithms.policy import AacStackedRL2Policy
-from btgym_aac.data import (BTgymCasualDataDomain, BTgymCasualTrial, BTgymSequentialDataDomain, DataError,
+from btgym_aac.data import (BTgymCausalDataDomain, BTgymCausalTrial, BTgymSequentialDataDomain, DataError,
                             make_random_walk_data, make_sine_data)
 from btgym_aac.strategy import BTgymBaseStrategy, DevStrat_4_11
 
@@ -34,8 +34,8 @@ def sequential(data=None, expanding=False, **kwargs):
     return domain
 
 
-def casual(data=None, expanding=False, **kwargs):
-    domain = BTgymCasualDataDomain(trial_params=dict(TRIAL, expanding=expanding), episode_params=dict(EPISODE),
+def causal(data=None, expanding=False, **kwargs):
+    domain = BTgymCausalDataDomain(trial_params=dict(TRIAL, expanding=expanding), episode_params=dict(EPISODE),
                                    dataframe=bars() if data is None else data, **kwargs)
     domain.seed(0)
     domain.reset()
@@ -146,13 +146,13 @@ def test_exp_decay(step, p0, max_steps, gamma, expected):
     assert BTgymSequentialDataDomain._exp_decay(step, p0, max_steps, gamma) == pytest.approx(expected, abs=1e-8)
 
 
-# ---------------------------------------------------------------------------------------------------- casual
+# ---------------------------------------------------------------------------------------------------- causal
 
 def assert_no_look_ahead(trial, global_time, num_episodes=4):
     """Source trials and every train episode end before `global_time`; target test episodes start at the first
     trial bar at or after it; source test episodes come from the trial's test part."""
     trial.reset()
-    assert isinstance(trial, BTgymCasualTrial)
+    assert isinstance(trial, BTgymCausalTrial)
     trial_times = seconds(trial.data)
     if trial.metadata['type'] == 0:
         assert trial_times[-1] < global_time
@@ -174,7 +174,7 @@ def assert_no_look_ahead(trial, global_time, num_episodes=4):
 @pytest.mark.parametrize('expanding', [False, True])
 def test_every_sample_respects_the_global_time_over_many_moves(expanding):
     data = bars()
-    domain = casual(data, expanding=expanding)
+    domain = causal(data, expanding=expanding)
     bar_times = seconds(data)
     assert domain.get_global_index() == S_TR and domain.global_timestamp == bar_times[S_TR]
     rng = np.random.default_rng(1)
@@ -198,7 +198,7 @@ def test_every_sample_respects_the_global_time_over_many_moves(expanding):
 
 
 def test_expanding_source_starts_spread_before_global_time_sliding_ones_end_at_it():
-    sliding, expanding = casual(), casual(expanding=True)
+    sliding, expanding = causal(), causal(expanding=True)
     timestamp = seconds(sliding.data)[4000]
     starts = []
     for _ in range(200):
@@ -215,7 +215,7 @@ def test_expanding_source_starts_spread_before_global_time_sliding_ones_end_at_i
 
 def test_frozen_split_pins_the_global_time():
     data = make_sine_data(num_bars=NUM_BARS)
-    domain = casual(data, frozen_time_split=dict(year=2017, month=1, day=2, hour=3, minute=30, second=30))
+    domain = causal(data, frozen_time_split=dict(year=2017, month=1, day=2, hour=3, minute=30, second=30))
     split = seconds(data)[1650]  # 2017-01-02 03:30, the last bar at or before the split
     assert domain.global_timestamp == split and domain.get_global_index() == 1650
     later = seconds(data)[3000]
@@ -227,7 +227,7 @@ def test_frozen_split_pins_the_global_time():
     trial.reset()
     assert trial.sample(sample_type=1, timestamp=later).data.index[0] == data.index[1650]
     with pytest.raises(DataError, match='frozen_time_split'):
-        casual(data, frozen_time_split=dict(year=2017, month=1, day=1, hour=5))
+        causal(data, frozen_time_split=dict(year=2017, month=1, day=1, hour=5))
 
 
 def test_target_test_episodes_are_left_aligned_at_global_time():
@@ -236,7 +236,7 @@ def test_target_test_episodes_are_left_aligned_at_global_time():
     the uniform draw (which can only give the first row of a part one bar longer than an episode) finds none."""
     data = make_random_walk_data(num_bars=3000, freq='5min', seed=2)
     data = data.drop(data.index[1001])
-    domain = BTgymCasualDataDomain(trial_params=dict(sample_duration={'hours': 10}, time_gap={'hours': 0}),
+    domain = BTgymCausalDataDomain(trial_params=dict(sample_duration={'hours': 10}, time_gap={'hours': 0}),
                                    episode_params=dict(sample_duration={'minutes': 63}, time_gap={'hours': 0}),
                                    dataframe=data)
     domain.reset(timestamp=seconds(data)[1000])
@@ -250,7 +250,7 @@ def test_target_test_episodes_are_left_aligned_at_global_time():
 
 
 def test_global_time_never_moves_backwards():
-    domain = casual()
+    domain = causal()
     bar_times = seconds(domain.data)
     domain.set_global_timestamp(bar_times[2000])
     for timestamp in (bar_times[1500], bar_times[10], None, bar_times[1999] + 30):
@@ -265,7 +265,7 @@ def test_global_time_never_moves_backwards():
 
 
 def test_end_of_data_is_a_data_error():
-    domain = casual()
+    domain = causal()
     bar_times = seconds(domain.data)
     domain.set_global_timestamp(bar_times[NUM_BARS - N_EP])  # the last global time with a target episode after it
     trial = domain.sample(sample_type=1)
@@ -281,7 +281,7 @@ def test_end_of_data_is_a_data_error():
 
 def test_trials_are_numbered_and_settings_are_checked():
     trial_params, episode_params = dict(TRIAL, start_00=True), dict(EPISODE)
-    domain = BTgymCasualDataDomain(trial_params=trial_params, episode_params=episode_params, dataframe=bars(),
+    domain = BTgymCausalDataDomain(trial_params=trial_params, episode_params=episode_params, dataframe=bars(),
                                    target_period={'days': 3})
     assert trial_params['start_00'] is True and 'test_period' in trial_params  # the caller's dicts are untouched
     assert domain.start_00 is False
@@ -297,12 +297,12 @@ def test_trials_are_numbered_and_settings_are_checked():
         domain.sample(sample_type=1, interval=[0, 600])
     with pytest.raises(ValueError, match='before global time'):
         domain.sample(sample_type=0, interval=[0, domain.get_global_index() + 1], force_interval=True)
-    short = BTgymCasualDataDomain(trial_params=dict(TRIAL, sample_duration={'hours': 1, 'minutes': 30}),
+    short = BTgymCausalDataDomain(trial_params=dict(TRIAL, sample_duration={'hours': 1, 'minutes': 30}),
                                   episode_params=dict(EPISODE), dataframe=bars())
     with pytest.raises(DataError, match='two episodes'):
         short.reset()
     with pytest.raises(DataError, match='too few'):
-        BTgymCasualDataDomain(trial_params=dict(TRIAL), episode_params=dict(EPISODE), dataframe=bars(640)).reset()
+        BTgymCausalDataDomain(trial_params=dict(TRIAL), episode_params=dict(EPISODE), dataframe=bars(640)).reset()
 
 
 # ------------------------------------------------------------------------------------------------ through the env
@@ -337,8 +337,8 @@ def test_sequential_domain_through_the_env():
         env.close()
 
 
-def test_casual_domain_through_the_env_never_shows_train_bars_past_global_time():
-    domain = casual()
+def test_causal_domain_through_the_env_never_shows_train_bars_past_global_time():
+    domain = causal()
     bar_times = seconds(domain.data)
     env = btgym_aac.BTgymEnv(dataset=domain, strategy=BTgymBaseStrategy, render_enabled=False, skip_frame=10)
     try:

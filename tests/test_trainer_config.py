@@ -9,7 +9,7 @@ import pytest
 
 from btgym_aac.algorithms import A3C, PPO, AacConfig, Unreal
 from btgym_aac.algorithms.config import LOG_UNIFORM_SETTINGS, SETTING_NAMES, configured
-from btgym_aac.algorithms.math_utils import log_uniform
+from btgym_aac.algorithms.common.math_utils import log_uniform
 from btgym_aac.algorithms.policy import AacDensePolicy
 from btgym_aac.compat import tf
 from btgym_aac.env import gym_wrappers

@@ -8,9 +8,9 @@ import pytest
 from btgym_aac import BTgymDataset, BTgymEnv
 from btgym_aac.algorithms import A3C, PPO, BaseAAC, Unreal, train_in_process
 from btgym_aac.algorithms.nn.layers import linear
-from btgym_aac.algorithms.sample_cycle import SampleCycle, SampleCycles
+from btgym_aac.algorithms.acting.sample_cycle import SampleCycle, SampleCycles
 from btgym_aac.algorithms.config import AacConfig
-from btgym_aac.algorithms.trainer_runners import RunnerSetup, memory_config
+from btgym_aac.algorithms.acting.construction import RunnerSetup, memory_config
 from btgym_aac.algorithms.policy import Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy
 from btgym_aac.compat import tf
 from btgym_aac.data import make_sine_data

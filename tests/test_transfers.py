@@ -8,7 +8,7 @@ from btgym_aac import BTgymEnv
 from btgym_aac.algorithms import A3C
 from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.policy import BaseAacPolicy
-from btgym_aac.algorithms.transfers import moved_to
+from btgym_aac.algorithms.common.transfers import moved_to
 from btgym_aac.compat import tf
 from btgym_aac.distributed.cluster import make_cluster_spec
 from btgym_aac.distributed.worker import worker_session_config

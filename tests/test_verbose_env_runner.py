@@ -6,8 +6,8 @@ import pytest
 
 from btgym_aac.algorithms import A3C
 from btgym_aac.algorithms.policy import AacStackedRL2Policy
-from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
-from btgym_aac.algorithms.runner.aux_renderings import AUX_RENDER_MODES, draw_aux
+from btgym_aac.algorithms.acting import BaseEnvRunnerFn, RunnerThread
+from btgym_aac.algorithms.acting.aux_renderings import AUX_RENDER_MODES, draw_aux
 from btgym_aac.compat import tf
 from btgym_aac.env.rendering import BTgymRendering
 from btgym_aac.research.verbose_env_runner import VerboseEnvRunnerFn

@@ -12,10 +12,10 @@ _PUBLIC = {
     'AacConfig': 'btgym_aac.algorithms.config',
     'train_in_process': 'btgym_aac.algorithms.in_process',
     'Launcher': 'btgym_aac.distributed.launcher',
-    'RunnerThread': 'btgym_aac.algorithms.runner',
-    'BaseEnvRunnerFn': 'btgym_aac.algorithms.runner',
-    'BaseSynchroRunner': 'btgym_aac.algorithms.runner',
-    'VerboseSynchroRunner': 'btgym_aac.algorithms.runner',
+    'RunnerThread': 'btgym_aac.algorithms.acting',
+    'BaseEnvRunnerFn': 'btgym_aac.algorithms.acting',
+    'BaseSynchroRunner': 'btgym_aac.algorithms.acting',
+    'VerboseSynchroRunner': 'btgym_aac.algorithms.acting',
     'AtariRescale42x42': 'btgym_aac.env.gym_wrappers',
     'TestModeEnv': 'btgym_aac.env.gym_wrappers',
     'BaseAacPolicy': 'btgym_aac.algorithms.policy',
@@ -23,8 +23,8 @@ _PUBLIC = {
     'StackedLstmPolicy': 'btgym_aac.algorithms.policy',
     'AacStackedRL2Policy': 'btgym_aac.algorithms.policy',
     'AacDensePolicy': 'btgym_aac.algorithms.policy',
-    'Memory': 'btgym_aac.algorithms.memory',
-    'Rollout': 'btgym_aac.algorithms.rollout',
+    'Memory': 'btgym_aac.algorithms.common.memory',
+    'Rollout': 'btgym_aac.algorithms.common.rollout',
 }
 
 __all__ = sorted(_PUBLIC)

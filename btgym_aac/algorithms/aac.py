@@ -20,22 +20,22 @@ import contextlib
 import numpy as np
 
 from btgym_aac.algorithms.config import SETTING_NAMES, configured
-from btgym_aac.algorithms.finite_guard import first_non_finite
+from btgym_aac.algorithms.common.finite_guard import first_non_finite
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
 from btgym_aac.algorithms.policy.checks import check_spaces
 from btgym_aac.algorithms.policy.interface import AUXILIARY_MEMBERS, check_policy
 from btgym_aac.algorithms.policy.options import OFF_POLICY_PASS_FLAGS, set_off_policy_pass, unread_policy_kwargs
-from btgym_aac.algorithms.policy.replica import ActingReplica
-from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
-from btgym_aac.algorithms.sample_cycle import SampleCycles
+from btgym_aac.algorithms.acting.replica import ActingReplica
+from btgym_aac.algorithms.acting import BaseEnvRunnerFn, RunnerThread
+from btgym_aac.algorithms.acting.sample_cycle import SampleCycles
 from btgym_aac.algorithms.summaries import make_episode_summaries, write_runner_summaries
 from btgym_aac.algorithms.devices import (decayed_learn_rate, global_device, make_step_counters, on_device,
                                           worker_device)
 from btgym_aac.algorithms.feeds import rollout_is_train, train_batches, train_feed
-from btgym_aac.algorithms.learner import Learner, make_train_ops
+from btgym_aac.algorithms.learner import Learner, TrainOps, make_train_ops
 from btgym_aac.algorithms.objective import LossBuilders, base_loss, make_train_targets, pixel_control_q_target
-from btgym_aac.algorithms.trainer_runners import RunnerSetup, make_runners
-from btgym_aac.algorithms.trainer_settings import IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks, fixed_kwargs
+from btgym_aac.algorithms.acting.construction import RunnerSetup, make_runners
+from btgym_aac.legacy.trainer_arguments import IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks, fixed_kwargs
 from btgym_aac.class_refs import resolved
 from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger
@@ -79,7 +79,7 @@ class BaseAAC:
             or settings are given with a config that is resolved already.
         TypeError: the env's spaces are not DictSpace / ActionDictSpace, the policy lacks a member the enabled
             tasks need (see `policy.interface.check_policy`), or a subclass overrides a hook of the original that
-            this trainer no longer calls (`trainer_settings.REMOVED_HOOKS`).
+            this trainer no longer calls (`legacy.trainer_arguments.REMOVED_HOOKS`).
         ValueError: the observation space has no `external` key.
 
     Class attribute `acting_replica_class`: the `ActingReplica` class used (subclasses may replace it).
@@ -123,10 +123,13 @@ class BaseAAC:
         self.runners = self._make_runners(self.acting_replica or self.local_network)
 
     def __getattr__(self, name):
-        """The settings under the original's attribute names (`self.model_gamma`, ...): read from `self.config`."""
-        config = self.__dict__.get('config')
+        """The settings under the original's attribute names (`self.model_gamma`, ...), read from `self.config`,
+        and the train step's ops under theirs (`self.sync`, `self.grads`, ...), read from `self.train_ops`."""
+        config, train_ops = self.__dict__.get('config'), self.__dict__.get('train_ops')
         if config is not None and name in CONFIG_ATTRIBUTES:
             return getattr(config, name)
+        if train_ops is not None and name in TrainOps._fields:
+            return getattr(train_ops, name)
         raise AttributeError("'{}' object has no attribute '{}'".format(type(self).__name__, name))
 
     # -------------------------------------------------------------------------------------------- settings
@@ -231,9 +234,9 @@ class BaseAAC:
                              verbose)
 
     def _make_train_op(self, pi, pi_prime, pi_global):
-        """Adam on the global variables, the sync ops (see `learner.make_train_ops`; their ops are kept as
-        attributes of the same names: `self.sync`, `self.sync_pi`, `self.grads`, ...) and the learner that runs
-        them.
+        """Adam on the global variables, the sync ops (see `learner.make_train_ops`; kept as `self.train_ops`, and
+        read as attributes of the same names: `self.sync`, `self.sync_pi`, `self.grads`, ...) and the learner that
+        runs them.
 
         Returns:
             train op.
@@ -241,7 +244,7 @@ class BaseAAC:
         frames = tf.reduce_sum(self.targets.on_policy.mask)
         ops = make_train_ops(self.loss, pi, pi_prime, pi_global, self.global_step, self._decayed_learn_rate, frames,
                              self.opt_epsilon)
-        vars(self).update(ops._asdict())
+        self.train_ops = ops
 
         def feed(sess, data, is_train):
             return self.process_data(sess, data, is_train, self.local_network, self.local_network_prime)

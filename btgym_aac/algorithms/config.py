@@ -10,7 +10,7 @@ from typing import Optional, Sequence, Tuple, Union
 
 import numpy as np
 
-from btgym_aac.algorithms.math_utils import log_uniform
+from btgym_aac.algorithms.common.math_utils import log_uniform
 from btgym_aac.validation import check_number, check_whole_number
 
 Range = Union[float, Sequence[float]]

@@ -4,9 +4,9 @@ import collections
 
 import numpy as np
 
-from btgym_aac.algorithms.pixel_control import pixel_control_targets
-from btgym_aac.algorithms.batches import batch_stack
-from btgym_aac.algorithms.placeholders import feed_dict_from_nested, feed_dict_rnn_context
+from btgym_aac.algorithms.common.pixel_control import pixel_control_targets
+from btgym_aac.algorithms.common.batches import batch_stack
+from btgym_aac.algorithms.common.placeholders import feed_dict_from_nested, feed_dict_rnn_context
 
 TrainBatches = collections.namedtuple('TrainBatches', ['on_policy', 'off_policy', 'reward_prediction'])
 """Processed, stacked batches of one train step (see `Rollout.process`); the replayed ones are None when the

@@ -7,7 +7,7 @@ import time
 
 import numpy as np
 
-from btgym_aac.algorithms.session_config import session_config
+from btgym_aac.algorithms.common.session_config import session_config
 from btgym_aac.algorithms.learner import train_until
 from btgym_aac.compat import tf
 from btgym_aac.env.construction import build_from_config, env_seed_kwargs, training_env_config

@@ -27,11 +27,11 @@ import collections
 
 import numpy as np
 
-from btgym_aac.algorithms.finite_guard import zeroed_unless
-from btgym_aac.algorithms.placeholders import check_variable_pairing
-from btgym_aac.algorithms.runner import RunnerStopped
-from btgym_aac.algorithms.session_callables import CallableCache
-from btgym_aac.algorithms.transfers import moved_to
+from btgym_aac.algorithms.common.finite_guard import zeroed_unless
+from btgym_aac.algorithms.common.placeholders import check_variable_pairing
+from btgym_aac.algorithms.acting import RunnerStopped
+from btgym_aac.algorithms.common.session_callables import CallableCache
+from btgym_aac.algorithms.common.transfers import moved_to
 from btgym_aac.compat import tf
 
 GRADIENT_CLIP_NORM = 40.0

@@ -1,6 +1,6 @@
 """Data layer: reading OHLCV bars, the Domain -> Trial -> Episode sampling hierarchy and synthetic series."""
 from btgym_aac.data.base import BTgymBaseData
-from btgym_aac.data.casual import BTgymCasualDataDomain, BTgymCasualTrial
+from btgym_aac.data.causal import BTgymCausalDataDomain, BTgymCausalTrial
 from btgym_aac.data.dataset import (BTgymDataset, BTgymDataset2, BTgymDataTrial, BTgymEpisode,
                                     BTgymRandomDataDomain, BTgymSimpleTrial)
 from btgym_aac.data.errors import DataError
@@ -10,11 +10,18 @@ from btgym_aac.data.sampling_params import DataSampleConfig, EnvResetConfig
 from btgym_aac.data.sequential import BTgymSequentialDataDomain
 from btgym_aac.data.synthetic import (cointegration_spread, make_bent_sine_data, make_cointegrated_pair,
                                       make_correlated_walks, make_random_walk_data, make_sine_data, write_histdata_csv)
+from btgym_aac.lazy import lazy_names
 
 __all__ = [
-    'BTgymBaseData', 'BTgymCasualDataDomain', 'BTgymCasualTrial', 'BTgymDataTrial', 'BTgymDataset', 'BTgymDataset2',
+    'BTgymBaseData', 'BTgymCausalDataDomain', 'BTgymCausalTrial', 'BTgymDataTrial', 'BTgymDataset', 'BTgymDataset2',
     'BTgymEpisode', 'BTgymMultiData', 'BTgymRandomDataDomain', 'BTgymSequentialDataDomain', 'BTgymSimpleTrial',
     'DataError', 'DataSampleConfig', 'EnvResetConfig', 'cointegration_spread', 'make_bent_sine_data',
     'make_cointegrated_pair', 'make_correlated_walks', 'make_random_walk_data', 'make_sine_data', 'read_ohlcv',
     'write_histdata_csv',
 ]
+
+_ORIGINAL_SPELLING = {name: 'btgym_aac.legacy.causal_names' for name in ('BTgymCasualDataDomain', 'BTgymCasualTrial')}
+"""The original's names of the causal domain and trial (it spelled them "casual"), imported on first use."""
+__all__ += sorted(_ORIGINAL_SPELLING)
+
+__getattr__, __dir__ = lazy_names(__name__, _ORIGINAL_SPELLING, globals())

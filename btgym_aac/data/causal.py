@@ -1,4 +1,4 @@
-"""BTgymCasualDataDomain and BTgymCasualTrial: sampling against a monotone global time ("now").
+"""BTgymCausalDataDomain and BTgymCausalTrial: sampling against a monotone global time ("now").
 
 The domain imitates an online stream: bars before the global time are known, the others are not. Notation (rows
 of the data, timeframe t): S_tr = trial duration / t (floor), N_te = episode duration / t (rounded),
@@ -68,8 +68,8 @@ def _stamp(sample, sample_type, sample_num, parent_metadata):
                            parent_sample_type=parent_metadata['type'])
 
 
-class BTgymCasualTrial(BTgymDataTrial):
-    """Trial of `BTgymCasualDataDomain`; its intervals depend on its type (`metadata['type']`, stamped by the domain).
+class BTgymCausalTrial(BTgymDataTrial):
+    """Trial of `BTgymCausalDataDomain`; its intervals depend on its type (`metadata['type']`, stamped by the domain).
 
     Source trial (type 0): train part [0, N'), test part [N', N) with N' = N - trial test period rows; train
     episodes Beta-distributed, test episodes uniform (as `BTgymDataTrial`). Target trial (type 1): its own clock
@@ -211,14 +211,14 @@ class BTgymCasualTrial(BTgymDataTrial):
             self.name, num_rows, interval, self.start_weekdays, self.max_time_gap))
 
 
-class BTgymCasualDataDomain(BTgymRandomDataDomain):
+class BTgymCausalDataDomain(BTgymRandomDataDomain):
     """Domain of source trials in the known past and target trials starting at the global time; see the module
     docstring for the intervals and the clock.
 
     Guarantees: no source trial, none of its episodes and no target-trial train episode holds a bar at or after
     the global time it was sampled at; target test episodes start at or after it.
     """
-    trial_class_ref = BTgymCasualTrial
+    trial_class_ref = BTgymCausalTrial
     episode_class_ref = BTgymEpisode
 
     def __init__(self, filename=None, trial_params=None, episode_params=None, frozen_time_split=None,
@@ -361,7 +361,7 @@ class BTgymCasualDataDomain(BTgymRandomDataDomain):
             **ignored: other sample-config keys.
 
         Returns:
-            BTgymCasualTrial with metadata type, sample_num, parent_sample_num, parent_sample_type, first_row,
+            BTgymCausalTrial with metadata type, sample_num, parent_sample_num, parent_sample_type, first_row,
             last_row, and `split_timestamp` = the global time.
         """
         if not self.is_ready:

@@ -123,7 +123,7 @@ class BTgymMultiData:
         """
         Args:
             data_class_ref: the single-stream class of every data line (e.g. BTgymDataset, BTgymRandomDataDomain,
-                BTgymCasualDataDomain, BTgymSequentialDataDomain).
+                BTgymCausalDataDomain, BTgymSequentialDataDomain).
             data_config: mapping data line name -> {'filename': path or list of paths (may be None with a
                 dataframe), 'dataframe': DataFrame (optional), 'config': dict of this stream's own kwargs
                 (optional; they win over the shared kwargs), 'base': True for the master stream (optional)}.

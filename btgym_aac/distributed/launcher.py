@@ -9,12 +9,12 @@ everything cleanly (the chief saves first), and no task outlives the launcher. O
 started are ever stopped. A launcher holds its log dir's lock (`log_dir_lock`) while it empties the folder and
 while it runs, so a second run on the same log dir is refused instead of overwriting the first one's checkpoints.
 Its tasks run in a private network namespace (`network_namespace`), so their TensorFlow ports, which take any
-graph from anyone, cannot be reached from outside the run.
+graph from anyone, cannot be reached from outside the run. The supervision of the running tasks (restarts, stalls,
+the final stop) is `supervision.TaskSupervision`.
 """
 import contextlib
 import os
 import pickle
-import queue
 import shutil
 import signal
 import sys
@@ -24,31 +24,24 @@ import numpy as np
 
 from btgym_aac.config_modules import dumps_with_sources
 from btgym_aac.data.shared import CACHE_DIR, publish
-from btgym_aac.distributed.checkpoint_state import checkpoint_step
 from btgym_aac.distributed.checkpoints import check_checkpoint_readable, export_checkpoint, latest_checkpoint
 from btgym_aac.distributed.cluster import check_local_task_count, make_cluster_spec
 from btgym_aac.distributed.launcher_config import (check_purge_previous, launcher_configs, positive_seconds,
                                                    read_data_files)
 from btgym_aac.distributed.log_dir import checkpoint_report, log_dir_state, prepare_log_dir
 from btgym_aac.distributed.log_dir_lock import LogDirLock
-from btgym_aac.distributed.network_namespace import JOIN_FAILED_EXIT_CODE, isolate_cluster
+from btgym_aac.distributed.network_namespace import isolate_cluster
 from btgym_aac.distributed.run_config import pickle_run_config
-from btgym_aac.distributed.stop_signals import (STOP_GRACE_SECONDS, ctrl_c_held, signals_handled, stop_on_signal,
-                                                stop_process, terminate_and_wait)
+from btgym_aac.distributed.stop_signals import ctrl_c_held, signals_handled, stop_on_signal
+from btgym_aac.distributed.supervision import TaskSupervision
 from btgym_aac.distributed.task_start import LauncherSurroundings, task_context
-from btgym_aac.distributed.task_process import (NON_FINITE_EXIT_CODE, SESSION_LOST_EXIT_CODE,
-                                                SETUP_FAILED_EXIT_CODE, run_pickled_task)
+from btgym_aac.distributed.task_process import run_pickled_task
 from btgym_aac.logs import get_logger
-from btgym_aac.proc_memory import proc_memory_mb
 from btgym_aac.paths import file_in_the_way
 from btgym_aac.validation import check_whole_number
 
-STALL_STOP_SECONDS = 10
-POLL_SECONDS = 0.5
-PS_DEATH_WAIT_SECONDS = 3.0
 
-
-class Launcher:
+class Launcher(TaskSupervision):
     """Distributed training session of one host (or one process per node with `btgym-aac cluster-node`).
 
     Args:
@@ -288,172 +281,6 @@ class Launcher:
     def checkpoint_report(self):
         """One line on the run's latest checkpoint: where it is and its step, or that none was written."""
         return checkpoint_report(self.current_ckpt_dir)
-
-    def _supervise(self, context, progress, start):
-        finished = set()
-        num_workers = len(self.cluster_spec['worker'])
-        last_print = 0.0
-        while len(finished) < num_workers:
-            self._drain(progress, start)
-            for (job_name, task), process in list(self.processes.items()):
-                if process.is_alive() or (job_name, task) in finished:
-                    continue
-                self._drain(progress, start)  # the error report a dying worker sent
-                if process.exitcode == JOIN_FAILED_EXIT_CODE:
-                    raise RuntimeError('{} {} could not join the run\'s network namespace (see its message '
-                                       'above)'.format(job_name, task))
-                if job_name == 'ps':
-                    self._restart_parameter_server(context, task, process.exitcode)
-                    continue
-                if process.exitcode == SESSION_LOST_EXIT_CODE and self._lost_to_a_parameter_server(context, task):
-                    self._restart(context, task, 'lost its cluster session to the parameter server\'s restart',
-                                  progress, counted=False)
-                    continue
-                if process.exitcode == 0:
-                    finished.add((job_name, task))
-                    continue
-                if process.exitcode == NON_FINITE_EXIT_CODE:
-                    raise RuntimeError('worker {} stopped training: it met NaN or inf values (see its message above: a '
-                                       'restart would meet them again); {}'.format(task, self._log_dir_state()))
-                if process.exitcode == SETUP_FAILED_EXIT_CODE:
-                    raise RuntimeError('worker {} could not set up (see its message above: a restart would meet '
-                                       'the same problem); {}'.format(task, self._log_dir_state()))
-                self._restart(context, task, 'died with exit code {}'.format(process.exitcode), progress)
-            for task in self._stalled_workers():
-                self._stop_stalled(task)
-                self._restart(context, task, 'reported no progress for {} s'.format(self.stall_seconds), progress)
-            if self.show_progress and time.time() - last_print >= 2.0:
-                self._print_progress(start)
-                last_print = time.time()
-            time.sleep(POLL_SECONDS)
-        self._drain(progress, start)
-
-    def _lost_to_a_parameter_server(self, context, task):
-        """For worker `task`, whose cluster session failed: True when a parameter server was restarted since the
-        worker started, or has died (waited for, see `_dead_parameter_server`) and is restarted now."""
-        if self._restarted_parameter_server_since(('worker', task)):
-            return True
-        dead = self._dead_parameter_server()
-        if dead is None:
-            return False
-        self._restart_parameter_server(context, *dead)
-        return True
-
-    def _dead_parameter_server(self):
-        """Waits up to PS_DEATH_WAIT_SECONDS for a parameter server to end (a worker whose cluster session failed
-        may exit before the parameter server that caused it can be reaped).
-
-        Returns:
-            (task, exit code) of one that ended, or None.
-        """
-        deadline = time.monotonic() + PS_DEATH_WAIT_SECONDS
-        servers = [(task, process) for (job_name, task), process in self.processes.items() if job_name == 'ps']
-        for task, process in servers:
-            process.join(max(deadline - time.monotonic(), 0))
-            if not process.is_alive():
-                return task, process.exitcode
-        return None
-
-    def _restart_parameter_server(self, context, task, exitcode):
-        """Starts parameter server `task` again, up to `max_restarts` times (then raises RuntimeError), saying
-        from which checkpoint training goes on and how many env steps are lost: the workers lose their sessions
-        (and are restarted), and the chief restores the global variables from the latest checkpoint."""
-        reason = 'parameter server {} died with exit code {}'.format(task, exitcode)
-        count = self.ps_restarts.get(task, 0)
-        if count >= self.max_restarts:
-            raise RuntimeError(reason + (' after {} restarts'.format(count) if count else '') +
-                               '; {}'.format(self._log_dir_state()))
-        self.ps_restarts[task] = count + 1
-        reached = self.summary(time.time())['global_step']
-        saved = checkpoint_step(latest_checkpoint(self.current_ckpt_dir))
-        resume = 'scratch (no checkpoint yet)' if saved is None else 'the checkpoint at step {}'.format(saved)
-        self.log.warning('{}: restarting it ({} of {}); training goes on from {}, losing the {} env steps trained '
-                         'since'.format(reason, count + 1, self.max_restarts, resume, max(reached - (saved or 0), 0)))
-        self._start(context, 'ps', task, None)
-
-    def _restarted_parameter_server_since(self, job_task):
-        """True when a parameter server was (re)started after task `job_task` was."""
-        return any(started > self.started_at[job_task] for (job, _), started in self.started_at.items()
-                   if job == 'ps')
-
-    def _stalled_workers(self):
-        """Tasks of live workers whose last (unfinished) progress report is older than `stall_seconds`."""
-        if self.stall_seconds is None:
-            return []
-        now = time.time()
-        return [task for task, seen in self.last_report_time.items()
-                if now - seen > self.stall_seconds and self.processes[('worker', task)].is_alive()
-                and not self.progress.get(task, {}).get('finished')]
-
-    def _stop_stalled(self, task):
-        stop_process(self.processes[('worker', task)], STALL_STOP_SECONDS)
-
-    def _restart(self, context, task, reason, progress, counted=True):
-        """Starts worker `task` again; one `counted` uses up one of its `max_restarts` (RuntimeError when none is
-        left, or when it died again before training of the error it died of before)."""
-        count = self.restarts.get(task, 0)
-        error = self.last_errors.pop(task, None)
-        cause = '; its error: {}'.format(error) if error and counted else ''
-        self.log.warning('worker {} {}{}'.format(task, reason, cause))
-        which = ''
-        if counted:
-            if count >= self.max_restarts:
-                raise RuntimeError('worker {} {} after {} restarts{}; see the log above'.format(
-                    task, reason, count, cause))
-            trained = self.progress.get(task, {}).get('step', 0) > self.progress.get(task, {}).get('start_step', 0)
-            if error and not trained and error == self.error_before_restart.get(task):
-                raise RuntimeError('worker {} died again before training, of the same error as before its restart '
-                                   '({}): a restart would meet it again; {}'.format(task, error, self._log_dir_state()))
-            self.error_before_restart[task] = error
-            self.restarts[task] = count + 1
-            which = ' ({} of {})'.format(count + 1, self.max_restarts)
-        self._forget_progress(task)
-        self.log.notice('restarting worker {}{}'.format(task, which))
-        self._start(context, 'worker', task, progress)
-
-    def _forget_progress(self, task):
-        """Drops the last progress report of worker `task` (about to restart), keeping its count of episodes."""
-        self.last_report_time.pop(task, None)
-        self.episodes_before_restart[task] = self.episodes_before_restart.get(task, 0) + \
-            self.progress.pop(task, {}).get('episodes', 0)
-
-    def _drain(self, progress, start):
-        while True:
-            try:
-                report = progress.get_nowait()
-            except queue.Empty:
-                return
-            if 'error' in report:
-                self.last_errors[report['task']] = report['error']
-                continue
-            self.progress[report['task']] = report
-            self.last_report_time[report['task']] = time.time()
-            if self.first_step_seconds is None and report['step'] > report['start_step']:
-                trained_at = report.get('startup', {}).get('first_step') or time.time()
-                self.first_step_seconds = trained_at - start
-                self.first_trained = (report['task'], dict(report.get('startup', {})))
-
-    def _stop_all_uninterrupted(self):
-        """`_stop_all` with Ctrl-C and SIGTERM ignored (in the main thread), so a second one cannot cut the stop
-        short and leave a parameter server running."""
-        with signals_handled({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_IGN}):
-            self._stop_all()
-
-    def _stop_all(self):
-        """Stops the workers (SIGTERM: the chief saves), kills those that hang, then kills the parameter servers
-        (they ignore SIGTERM)."""
-        for (job, task), process in self.processes.items():
-            if job == 'ps' and process.is_alive():
-                self.ps_peak_rss_mb[task] = proc_memory_mb(process.pid, 'status', 'VmHWM')  # peak RSS
-        terminate_and_wait([p for (job, _), p in self.processes.items() if job == 'worker'], STOP_GRACE_SECONDS)
-        for (job, _), process in self.processes.items():
-            if process.pid is None:
-                continue
-            if process.is_alive():
-                if job == 'worker':
-                    self.log.warning('{} did not stop in time: killing it'.format(process.name))
-                process.kill()
-            process.join(10)
 
     # ------------------------------------------------------------------------------------------------ report
 

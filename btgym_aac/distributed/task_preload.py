@@ -45,7 +45,7 @@ launcher_watch.start()
 
 import btgym_aac.algorithms.aac  # noqa: E402,F401
 import btgym_aac.algorithms.policy.stacked_lstm  # noqa: E402,F401
-import btgym_aac.algorithms.runner.batched  # noqa: E402,F401
+import btgym_aac.algorithms.acting.batched_runner  # noqa: E402,F401
 import btgym_aac.distributed.task_process  # noqa: E402,F401
 import btgym_aac.env.base  # noqa: E402,F401
 import btgym_aac.env.episode_recorder  # noqa: E402,F401

@@ -117,7 +117,7 @@ def _exit_for(error, task, progress_queue):
     """Ends a worker that `error` stopped. NaN or inf: one line, exit NON_FINITE_EXIT_CODE. Otherwise the error is
     reported to the launcher; then a failed cluster session gets one line and exit SESSION_LOST_EXIT_CODE, and
     anything else is re-raised."""
-    from btgym_aac.algorithms.runner.base import is_session_failure
+    from btgym_aac.algorithms.acting.env_runner import is_session_failure
     from btgym_aac.logs import error_summary
     from btgym_aac.nonfinite import NonFiniteError
 

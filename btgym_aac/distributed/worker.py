@@ -60,7 +60,7 @@ def _accepts_connections(address):
 def quiet_threads_config(**kwargs):
     """`session_config(**kwargs)` whose idle TensorFlow threads sleep at once instead of spinning: on a machine with
     a core per worker, spinning pool threads of one process take CPU from the other processes' env runners."""
-    from btgym_aac.algorithms.session_config import session_config
+    from btgym_aac.algorithms.common.session_config import session_config
 
     config = session_config(**kwargs)
     config.experimental.disable_thread_spinning = True
@@ -294,7 +294,7 @@ class Worker:
         cluster session the chief does not try to save (the parameter server it would read is gone); a final save
         that fails after another `failure` is logged, not raised over it.
         """
-        from btgym_aac.algorithms.runner.base import is_session_failure
+        from btgym_aac.algorithms.acting.env_runner import is_session_failure
         from btgym_aac.logs import error_summary
 
         session_lost = failure is not None and cause_where(failure, is_session_failure) is not None
@@ -319,7 +319,7 @@ class Worker:
         """Saves a checkpoint of the global variables named after the global step it stores (a snapshot of the
         step, taken first, is saved in its place: other workers move the step meanwhile), unless a variable holds
         NaN or inf: then raises NonFiniteTrainingError, and the previous checkpoint stays the latest."""
-        from btgym_aac.algorithms.finite_guard import first_non_finite
+        from btgym_aac.algorithms.common.finite_guard import first_non_finite
         from btgym_aac.nonfinite import NonFiniteTrainingError
 
         step = int(sess.run(self.snapshot_step))

@@ -52,37 +52,83 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         UntrustedFileError (a PermissionError): run_config.pkl or the log dir is another user's or writable by
             others.
     """
-    if windows is None and (isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1):
-        raise ValueError('episodes must be a positive integer, got {!r}'.format(episodes))
-    if windows is not None and not windows:
-        raise ValueError('windows is empty: give at least one [first_row, stop_row) pair')
+    _check_episode_count(episodes, windows)
     log_dir = os.path.abspath(log_dir)
     out = os.path.abspath(out or os.path.join(log_dir, 'evaluation'))
     check_output_folder(out)
     run_config = read_run_config(log_dir, allow_untrusted)
     env = make_evaluation_env(run_config, data)
     try:
-        sample_type = episode_sample_type(env) if windows is None else TEST
-        plan = [reset_options(sample_type) for _ in range(int(episodes))] if windows is None else \
-            [reset_options(TEST, window) for window in windows]
-        with load_policy(log_dir, env=env, allow_untrusted=allow_untrusted) as policy:
-            buy_and_hold, random_agent = baseline_agents(env, seed)
-            agents = {POLICY: policy, BUY_AND_HOLD: buy_and_hold, RANDOM: random_agent}
-            records = {name: [play_episode(env, agent, seed + index, options) for index, options in enumerate(plan)]
-                       for name, agent in agents.items()}
+        sample_type, plan = _episode_plan(env, episodes, windows)
+        policy, records = _play_agents(env, log_dir, plan, seed, allow_untrusted)
     finally:
         env.close()
-    report = build_report(records, {
+    report = build_report(records, _run_description(log_dir, policy, data, sample_type, seed))
+    _write_outputs(report, out, records, policy)
+    return report
+
+
+def _check_episode_count(episodes, windows):
+    """ValueError unless `episodes` is a positive whole number (when no `windows` are given) and `windows`, when
+    given, holds at least one window."""
+    if windows is None and (isinstance(episodes, bool) or int(episodes) != episodes or episodes < 1):
+        raise ValueError('episodes must be a positive integer, got {!r}'.format(episodes))
+    if windows is not None and not windows:
+        raise ValueError('windows is empty: give at least one [first_row, stop_row) pair')
+
+
+def _episode_plan(env, episodes, windows):
+    """The episodes every agent plays.
+
+    Args:
+        env: the evaluation env.
+        episodes: number of seeded episodes, from the env's test interval where it has one, else its train
+            interval; ignored when `windows` are given.
+        windows: None, or [first_row, stop_row) pairs played in order as test episodes.
+
+    Returns:
+        (the sample type: TEST, or the train one for seeded episodes of an env without a test interval; the
+        reset options of each episode).
+    """
+    sample_type = episode_sample_type(env) if windows is None else TEST
+    plan = [reset_options(sample_type) for _ in range(int(episodes))] if windows is None else \
+        [reset_options(TEST, window) for window in windows]
+    return sample_type, plan
+
+
+def _play_agents(env, log_dir, plan, seed, allow_untrusted):
+    """Plays every episode of `plan` with the run's policy, buy-and-hold and the random policy; episode `i` is reset
+    with seed `seed + i` for every agent.
+
+    Returns:
+        (the loaded policy, {agent name: [episode record, ...]}).
+    """
+    with load_policy(log_dir, env=env, allow_untrusted=allow_untrusted) as policy:
+        buy_and_hold, random_agent = baseline_agents(env, seed)
+        agents = {POLICY: policy, BUY_AND_HOLD: buy_and_hold, RANDOM: random_agent}
+        records = {name: [play_episode(env, agent, seed + index, options) for index, options in enumerate(plan)]
+                   for name, agent in agents.items()}
+    return policy, records
+
+
+def _run_description(log_dir, policy, data, sample_type, seed):
+    """The report's entries naming what was evaluated: the run, its checkpoint, the data, the episodes' interval and
+    the first seed."""
+    return {
         'log_dir': log_dir,
         'checkpoint': policy.checkpoint,
         'global_step': _checkpoint_step(policy.checkpoint),
         'data': 'run data' if not data else ([data] if isinstance(data, str) else list(data)),
         'episode_type': 'test' if sample_type == TEST else 'train',
         'seed': seed,
-    })
+    }
+
+
+def _write_outputs(report, out, records, policy):
+    """Writes the plots and report.json to the folder `out`, adding the folder, the plot files and what each plot
+    shows to `report`."""
     os.makedirs(out, exist_ok=True)
     report['out'] = out
     report['plots'] = write_plots(out, records, policy)
     report['plot_contents'] = plot_contents(policy.ac_space, bool(records[POLICY][0].bar_positions))
     write_report(report, out)
-    return report

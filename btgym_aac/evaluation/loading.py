@@ -12,7 +12,7 @@ import numpy as np
 
 from btgym_aac.algorithms.config import SETTING_NAMES, AacConfig
 from btgym_aac.algorithms.policy.options import OFF_POLICY_PASS_FLAGS, set_off_policy_pass
-from btgym_aac.algorithms.session_config import session_config
+from btgym_aac.algorithms.common.session_config import session_config
 from btgym_aac.class_refs import resolved
 from btgym_aac.compat import tf
 from btgym_aac.config_modules import ConfigModuleError, load_with_sources

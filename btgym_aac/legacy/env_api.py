@@ -1,6 +1,6 @@
 """What BTgymEnv keeps of the original's API for its notebooks and scripts: the `params` dict of dicts, the step
 info read as the original's list of per-bar infos, and the original's server settings."""
-from btgym_aac.data.data_master import DEFAULT_DATA_PORT, PublishedDataset, fetch_dataset
+from btgym_aac.legacy.data_master import DEFAULT_DATA_PORT, PublishedDataset, fetch_dataset
 
 IGNORED_SERVER_KWARGS = ('port', 'network_address', 'data_network_address', 'connect_timeout')
 

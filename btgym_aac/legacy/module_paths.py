@@ -1,21 +1,33 @@
-"""The original btgym's module paths, under `btgym_aac`: `from btgym_aac.research.strategy_gen_4 import
-DevStrat_4_11` works as `from btgym.research.strategy_gen_4 import DevStrat_4_11` did.
+"""Module paths that are not this package's layout: the original btgym's, and this package's earlier ones.
 
-Only the paths that differ from this package's own layout are listed (`btgym_aac.strategy.observers`,
-`btgym_aac.algorithms.policy.stacked_lstm` and the like exist as real modules). Each listed path is a module made
-on import whose names are this package's objects, imported from their modules on first use: the classes are the
-same objects, so `isinstance` checks and pickles see the real module paths.
+Three kinds of path resolve here, all consulted before the file system (a path listed here is never also loaded
+from a file):
+- `ORIGINAL_MODULES`: the original's paths under `btgym_aac` (`from btgym_aac.research.strategy_gen_4 import
+  DevStrat_4_11` works as `from btgym.research.strategy_gen_4 import DevStrat_4_11` did). Each is a module made
+  on import whose names are this package's objects, imported from their modules on first use.
+- `MOVED_MODULES`: paths of modules that now live elsewhere (the original's `btgym_aac.algorithms.runner.synchro`,
+  `btgym_aac.algorithms.memory`, ...). The old path is the same module object as the new one, so pickles and
+  config files that name a class by its old module path still load it.
+- `causal_names.RENAMED_MODULES`: paths spelled "casual", as the original spelled causal (`btgym_aac.data.casual`,
+  `btgym_aac.research.casual_conv.strategy`, ...). Each is a module made on import that shows the names of the
+  module now holding it, and their old names (`CasualConvStrategy_0` for `CausalConvStrategy_0`): see
+  `causal_names`, which also keeps the old names' table.
+In all three, the classes are the same objects, so `isinstance` checks see one class.
 """
+import importlib
 import importlib.abc
 import importlib.util
 import sys
 
 from btgym_aac.lazy import lazy_names
+from btgym_aac.legacy import causal_names
 
 _DATA = 'btgym_aac.data'
 _GEN4 = ('DevStrat_4_6', 'DevStrat_4_7', 'DevStrat_4_8', 'DevStrat_4_9', 'DevStrat_4_10', 'DevStrat_4_11',
          'DevStrat_4_11_1', 'DevStrat_4_12')
 _RENDERING = {name: 'btgym_aac.env.rendering' for name in ('BTgymRendering', 'BTgymNullRendering')}
+_BATCHES = 'btgym_aac.algorithms.common.batches'
+_PLACEHOLDERS = 'btgym_aac.algorithms.common.placeholders'
 
 ORIGINAL_MODULES = {
     'btgym_aac.datafeed': {name: _DATA for name in (
@@ -25,7 +37,8 @@ ORIGINAL_MODULES = {
     'btgym_aac.datafeed.derivative': {name: _DATA for name in (
         'BTgymEpisode', 'BTgymDataTrial', 'BTgymRandomDataDomain', 'BTgymDataset', 'BTgymDataset2')},
     'btgym_aac.datafeed.stateful': {'BTgymSequentialDataDomain': _DATA},
-    'btgym_aac.datafeed.casual': {name: _DATA for name in ('BTgymCasualDataDomain', 'BTgymCasualTrial')},
+    'btgym_aac.datafeed.casual': {name: 'btgym_aac.legacy.causal_names' for name in (
+        'BTgymCasualDataDomain', 'BTgymCasualTrial')},
     'btgym_aac.datafeed.multi': {'BTgymMultiData': _DATA},
     'btgym_aac.envs': {name: 'btgym_aac.env' for name in ('BTgymEnv', 'MultiDiscreteEnv')},
     'btgym_aac.envs.base': {'BTgymEnv': 'btgym_aac.env'},
@@ -38,22 +51,67 @@ ORIGINAL_MODULES = {
     'btgym_aac.algorithms.launcher.base': {'Launcher': 'btgym_aac.distributed.launcher'},
     'btgym_aac.algorithms.worker': {'Worker': 'btgym_aac.distributed.worker'},
     'btgym_aac.algorithms.envs': {'AtariRescale42x42': 'btgym_aac.env.gym_wrappers'},
+    'btgym_aac.algorithms.utils': dict(
+        {name: _BATCHES for name in ('MASK_KEY', 'ONE_HOT_KEYS', 'as_array', 'batch_pad', 'batch_stack',
+                                     'is_subdict', 'map_nested', 'same_tuple_type')},
+        **{name: _PLACEHOLDERS for name in ('LSTMStateTuple', 'check_variable_pairing', 'feed_dict_from_nested',
+                                            'feed_dict_rnn_context', 'nested_placeholders', 'rnn_placeholders',
+                                            'structure_differences')}),
 }
+"""Original path -> {name: module of this package that holds it}."""
+
+_ALGORITHMS = 'btgym_aac.algorithms.'
+MOVED_MODULES = dict(
+    {_ALGORITHMS + name: _ALGORITHMS + 'common.' + name for name in (
+        'batches', 'placeholders', 'math_utils', 'rollout', 'memory', 'session_callables', 'session_config',
+        'transfers', 'finite_guard', 'pixel_control')},
+    **{_ALGORITHMS + old: _ALGORITHMS + new for old, new in (
+        ('runner', 'acting'),
+        ('runner.base', 'acting.env_runner'),
+        ('runner.threadrunner', 'acting.thread_runner'),
+        ('runner.synchro', 'acting.synchro_runner'),
+        ('runner.batched', 'acting.batched_runner'),
+        ('runner.aux_renderings', 'acting.aux_renderings'),
+        ('policy.replica', 'acting.replica'),
+        ('sample_cycle', 'acting.sample_cycle'),
+        ('trainer_runners', 'acting.construction'),
+        ('policy.acting', 'policy.sampling'),
+    )},
+    **{'btgym_aac.original_paths': 'btgym_aac.legacy.module_paths',
+       'btgym_aac.env.original_api': 'btgym_aac.legacy.env_api',
+       'btgym_aac.data.data_master': 'btgym_aac.legacy.data_master',
+       'btgym_aac.algorithms.trainer_settings': 'btgym_aac.legacy.trainer_arguments'},
+)
+"""Earlier path -> the module's path now."""
 
 
-class OriginalPathFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds and builds the modules of `ORIGINAL_MODULES` (consulted after the real modules)."""
+_RENAMED = causal_names.RENAMED_MODULES
+
+
+class LegacyPathFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds the modules of `ORIGINAL_MODULES` and `causal_names.RENAMED_MODULES` (built on import) and
+    `MOVED_MODULES` (the modules they name)."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname not in ORIGINAL_MODULES:
+        if fullname not in ORIGINAL_MODULES and fullname not in MOVED_MODULES and fullname not in _RENAMED:
             return None
-        is_package = any(other.startswith(fullname + '.') for other in ORIGINAL_MODULES)
+        is_package = any(other.startswith(fullname + '.') for other in (*ORIGINAL_MODULES, *MOVED_MODULES, *_RENAMED))
         return importlib.util.spec_from_loader(fullname, self, is_package=is_package)
 
     def create_module(self, spec):
-        return None
+        if spec.name not in MOVED_MODULES:
+            return None
+        module = importlib.import_module(MOVED_MODULES[spec.name])
+        spec.loader_state = module.__spec__
+        return module
 
     def exec_module(self, module):
+        if module.__spec__.loader_state is not None:
+            module.__spec__ = module.__spec__.loader_state  # the import system gave the module the old path's spec
+            return
+        if module.__name__ in _RENAMED:
+            causal_names.fill_module(module)
+            return
         public = ORIGINAL_MODULES[module.__name__]
         original = 'btgym' + module.__name__[len('btgym_aac'):]
         module.__doc__ = 'The original path `{}`: its names, from btgym_aac\'s own modules.'.format(original)
@@ -62,6 +120,7 @@ class OriginalPathFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def install():
-    """Makes the original's module paths importable (once per process)."""
-    if not any(isinstance(finder, OriginalPathFinder) for finder in sys.meta_path):
-        sys.meta_path.append(OriginalPathFinder())
+    """Makes the paths of `ORIGINAL_MODULES`, `MOVED_MODULES` and `causal_names.RENAMED_MODULES` importable (once
+    per process)."""
+    if not any(isinstance(finder, LegacyPathFinder) for finder in sys.meta_path):
+        sys.meta_path.insert(0, LegacyPathFinder())

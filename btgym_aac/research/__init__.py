@@ -1,6 +1,6 @@
 """Research modules: strategies, experts, policies, losses and trainers built on the core library (`gps`: guided
-policy search; `casual_conv`: causal-convolution strategies with wavelet features and encoders, multi-asset
-`CasualConvStrategyMulti` included; `verbose_env_runner`: a thread-runner function that adds policy renderings
+policy search; `causal_conv`: causal-convolution strategies with wavelet features and encoders, multi-asset
+`CausalConvStrategyMulti` included; `verbose_env_runner`: a thread-runner function that adds policy renderings
 to episode summaries).
 The DevStrat_4_x strategies are importable from here too, as from the original's `btgym.research`.
 

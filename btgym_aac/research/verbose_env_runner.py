@@ -1,15 +1,15 @@
 """`VerboseEnvRunnerFn`: the thread runner's `BaseEnvRunnerFn` plus policy renderings of every rendered episode
-(action probabilities, value function, LSTM h states; see `btgym_aac.algorithms.runner.aux_renderings`).
+(action probabilities, value function, LSTM h states; see `btgym_aac.algorithms.acting.aux_renderings`).
 
 Use it as the runner function of `RunnerThread`: ``A3C(..., runner_fn_ref=VerboseEnvRunnerFn,
 aux_render_modes=['action_prob', 'value_fn', 'lstm_1_h', 'lstm_2_h'])`` or ``runner_config={'class_ref':
 RunnerThread, 'kwargs': {'runner_fn_ref': VerboseEnvRunnerFn}}``. The trainer summarises only the renderings
 named in its `aux_render_modes`, which `RunnerThread` passes on, so those are the ones drawn.
 """
-from btgym_aac.algorithms.runner.aux_renderings import (
+from btgym_aac.algorithms.acting.aux_renderings import (
     AUX_RENDER_MODES, check_aux_render_modes, draw_aux_renderings, new_episode_accumulator,
 )
-from btgym_aac.algorithms.runner.base import _EnvRunner, logged_runner_data, make_memory
+from btgym_aac.algorithms.acting.env_runner import _EnvRunner, logged_runner_data, make_memory
 from btgym_aac.env.rendering import BTgymRendering
 
 __all__ = ['VerboseEnvRunnerFn']

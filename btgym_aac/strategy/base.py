@@ -14,12 +14,13 @@ from gymnasium import spaces
 from btgym_aac.strategy.broker_statistics import BrokerStatistics
 from btgym_aac.strategy.metadata import episode_metadata, metadata_space
 from btgym_aac.strategy.order_size import check_order_size, order_sizes
+from btgym_aac.strategy.orders import OrderExecution
 from btgym_aac.validation import check_number
 
 SKIP_ACTION_KEY = '_skip_this'
 
 
-class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
+class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
     """Base trading strategy: broker statistics, normalisations, potential-based reward and episode end rules.
 
     Each key `k` of the `state_shape` param needs a method `get_<k>_state()`; `get_state()` returns the dict of
@@ -30,7 +31,8 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
     `time_dim` and `avg_period`, so every window is full), `gamma`, `reward_scale`, `portfolio_actions`.
 
     Broker statistics are kept for max(avg_period, 2 * skip_frame) bars: the reward needs two skip_frame
-    windows, so a shorter `avg_period` still gives finite rewards.
+    windows, so a shorter `avg_period` still gives finite rewards. The statistics come from the
+    `broker_statistics.BrokerStatistics` mixin, the orders of the actions from `orders.OrderExecution`.
 
     Params (backtrader `params`, set with `cerebro.addstrategy(cls, **kwargs)` or as env kwargs):
         state_shape: dict of gymnasium spaces, one per observation key (default: `raw` OHLC window and metadata).
@@ -141,24 +143,6 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
         self._check_episode_length(warmup)
         self.data.dim_sma = btind.SimpleMovingAverage(self.datas[0], period=warmup)
         self.data.dim_sma.plotinfo.plot = False
-
-    def _set_action_mode(self):
-        """Discrete actions (`portfolio_actions`) are executed once, as orders the broker checks at submission;
-        continuous target-percent actions (None) are sent again on up to two of the bars skipped after a decision.
-
-        Raises:
-            ValueError: continuous actions with skip_frame <= 1.
-        """
-        if self.p.portfolio_actions:
-            self.broker.set_checksubmit(True)
-            self.next_process_fn = self._next_discrete
-            self.num_action_repeats = 0
-        else:
-            if self.p.skip_frame <= 1:
-                raise ValueError('continuous actions (portfolio_actions=None) need skip_frame > 1')
-            self.broker.set_checksubmit(False)
-            self.next_process_fn = self._next_target_percent
-            self.num_action_repeats = 2
 
     @classmethod
     def check_params(cls, params):
@@ -405,49 +389,3 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics):
             self.broker_message = '{} {}'.format(self.broker_message, message)
             self._close_positions()
         return self.is_done
-
-    def _close_positions(self):
-        """Sends a closing order for every traded asset holding a position."""
-        for data in self.traded_datas.values():
-            if self.getposition(data).size:
-                self.order = self.close(data=data)
-
-    # -------------------------------------------------------------------------------------------- orders
-
-    def _next_discrete(self, action):
-        for asset, name in action.items():
-            if name == 'hold' or self.is_done_enabled:
-                continue
-            if name == 'buy':
-                self.order = self.buy(data=asset, size=self.order_size[asset])
-            elif name == 'sell':
-                self.order = self.sell(data=asset, size=self.order_size[asset])
-            elif name == 'close':
-                self.order = self.close(data=asset)
-            else:
-                continue
-            self.broker_message = 'new {}_{} order submitted'.format(asset, name)
-
-    def _next_target_percent(self, action):
-        """Orders every traded asset towards a position worth `round(0.9 * weight, 2)` of the portfolio value at the
-        current close (keys that are no traded asset, the cash weight among them, are skipped). The order is the
-        value missing from the target in whole units, truncated toward zero, so a position less than one unit's
-        price away from its target is left alone.
-
-        The size is computed here, not by backtrader's `order_target_percent`, which sizes orders with the
-        broker's leverage but values the held position without it, so with leverage above 1 positions overshoot
-        their targets and swing between them on every re-sent order.
-        """
-        portfolio_value = self.broker.get_value()
-        for asset, value in action.items():
-            if asset not in self.traded_datas or self.is_done_enabled:
-                continue
-            target = round(0.9 * float(np.asarray(value).reshape(-1)[0]), 2)
-            data = self.traded_datas[asset]
-            units = int(target * portfolio_value / data.close[0] - self.getposition(data).size)
-            if units > 0:
-                self.order = self.buy(data=data, size=units)
-            elif units < 0:
-                self.order = self.sell(data=data, size=-units)
-            self.broker_message = 'new {} target percent order: {}'.format(asset, target)
-

@@ -1,10 +1,16 @@
-"""Runners: they alone interact with environments and turn episodes into rollouts, summaries and replay memory.
+"""The actor side: runners, the only code that talks to environments, and what builds and feeds them.
 
-`RunnerThread` runs `BaseEnvRunnerFn` in a background thread (the default of the trainers); `BaseSynchroRunner` and
-`VerboseSynchroRunner` collect each rollout on request in the caller's thread.
+- `thread_runner.RunnerThread` runs `env_runner.BaseEnvRunnerFn` in a background thread (the trainers' default);
+  `synchro_runner.BaseSynchroRunner` / `VerboseSynchroRunner` collect each rollout on request in the caller's
+  thread; `batched_runner` acts for several envs in one policy call.
+- `episode` steps one episode (reset, act and step, render, statistics); `rollout_assembly` cuts its frames into
+  rollouts with bootstrap values.
+- `replica.ActingReplica`: the copy of the local policy that runners act through in a distributed worker.
+- `sample_cycle`: the train / test episode cycle of each env.
+- `construction.make_runners`: a trainer's runners, built from its config.
 """
-from btgym_aac.algorithms.runner.base import BaseEnvRunnerFn
-from btgym_aac.algorithms.runner.synchro import BaseSynchroRunner, VerboseSynchroRunner
-from btgym_aac.algorithms.runner.threadrunner import RunnerStopped, RunnerThread
+from btgym_aac.algorithms.acting.env_runner import BaseEnvRunnerFn
+from btgym_aac.algorithms.acting.synchro_runner import BaseSynchroRunner, VerboseSynchroRunner
+from btgym_aac.algorithms.acting.thread_runner import RunnerStopped, RunnerThread
 
 __all__ = ['BaseEnvRunnerFn', 'BaseSynchroRunner', 'RunnerStopped', 'RunnerThread', 'VerboseSynchroRunner']

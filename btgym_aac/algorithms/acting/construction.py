@@ -1,11 +1,11 @@
 """The runners a trainer starts: one per env, each with its replay memory (when the trainer's tasks replay)."""
 import collections
 
-from btgym_aac.algorithms.memory import Memory
-from btgym_aac.algorithms.policy.replica import ActingReplica
-from btgym_aac.algorithms.runner import BaseEnvRunnerFn, RunnerThread
-from btgym_aac.algorithms.runner.base import env_task
-from btgym_aac.algorithms.runner.batched import BatchedRunnerThread
+from btgym_aac.algorithms.common.memory import Memory
+from btgym_aac.algorithms.acting.replica import ActingReplica
+from btgym_aac.algorithms.acting import BaseEnvRunnerFn, RunnerThread
+from btgym_aac.algorithms.acting.env_runner import env_task
+from btgym_aac.algorithms.acting.batched_runner import BatchedRunnerThread
 
 RunnerSetup = collections.namedtuple('RunnerSetup', ['task', 'runner_config', 'ep_summary', 'global_step',
                                                      'log_level', 'random_seed'])

@@ -4,7 +4,7 @@ import queue
 import threading
 import time
 
-from btgym_aac.algorithms.runner.base import BaseEnvRunnerFn, is_session_failure
+from btgym_aac.algorithms.acting.env_runner import BaseEnvRunnerFn, is_session_failure
 from btgym_aac.logs import WARNING, get_logger
 
 QUEUE_SIZE = 5

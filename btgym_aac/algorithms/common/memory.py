@@ -3,7 +3,7 @@ from collections import deque
 
 import numpy as np
 
-from btgym_aac.algorithms.rollout import Rollout
+from btgym_aac.algorithms.common.rollout import Rollout
 from btgym_aac.logs import WARNING, get_logger
 
 

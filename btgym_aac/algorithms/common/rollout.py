@@ -1,8 +1,8 @@
 """Trajectory storage (`Rollout`) and its conversion to feedable batches with n-step returns and GAE advantages."""
 import numpy as np
 
-from btgym_aac.algorithms.math_utils import discount
-from btgym_aac.algorithms.batches import MASK_KEY, as_array, batch_pad, map_nested, same_tuple_type
+from btgym_aac.algorithms.common.math_utils import discount
+from btgym_aac.algorithms.common.batches import MASK_KEY, as_array, batch_pad, map_nested, same_tuple_type
 
 _NOT_CONVERTED_KEYS = frozenset({'context', 'reward', 'r', 'value', 'position'})
 _RP_CLASSES = 3

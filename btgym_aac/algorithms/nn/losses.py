@@ -11,7 +11,7 @@ Padding mask: `aac_loss_def`, `ppo_loss_def`, `value_fn_loss_def` and `pc_loss_d
 pixel-control loss, and the reported mean value / ratio / KL) becomes a mean over the rows with mask 1:
 `sum(mask * x) / max(sum(mask), 1)`, so zero-padded rows contribute nothing (an all-zero mask gives 0).
 """
-from btgym_aac.algorithms.math_utils import cat_entropy, kl_divergence
+from btgym_aac.algorithms.common.math_utils import cat_entropy, kl_divergence
 from btgym_aac.compat import tf
 
 

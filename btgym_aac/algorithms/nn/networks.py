@@ -6,7 +6,7 @@ from btgym_aac.algorithms.nn.layer_norm import layer_norm
 from btgym_aac.algorithms.nn.layers import (
     categorical_sample, conv1d, conv2d, deconv2d, noisy_linear, normalized_columns_initializer,
 )
-from btgym_aac.algorithms.placeholders import rnn_placeholders
+from btgym_aac.algorithms.common.placeholders import rnn_placeholders
 from btgym_aac.compat import tf
 
 

@@ -1,7 +1,7 @@
 """Stacking the inputs of several envs into one acting batch, and splitting the contexts it returns."""
 import numpy as np
 
-from btgym_aac.algorithms.batches import map_nested
+from btgym_aac.algorithms.common.batches import map_nested
 
 
 def stack_observations(observations):

@@ -1,7 +1,7 @@
 """What acting needs besides the graph: the session a policy runs in, and an action category drawn from logits."""
 import numpy as np
 
-from btgym_aac.algorithms.math_utils import softmax
+from btgym_aac.algorithms.common.math_utils import softmax
 from btgym_aac.compat import tf
 
 

@@ -12,6 +12,11 @@ from btgym_aac.compat import tf
 ENCODED_MODES = ('external', 'internal')
 """Top-level observation keys encoded by the state encoder (`internal` when present)."""
 
+NETWORK_DEFAULTS = dict(conv_2d_filter_size=(3, 1), conv_2d_stride=(2, 1), conv_2d_num_filters=(32, 32, 64, 64),
+                        pc_estimator_stride=(2, 1), duell_pc_x_inner_shape=(6, 1, 32), duell_pc_filter_size=(4, 1),
+                        duell_pc_stride=(2, 1))
+"""Encoder and pixel-control options of `StackedLstmPolicy` that its kwargs do not set."""
+
 
 class StackedLstmPolicy(BaseAacPolicy):
     """Conv-encoder, two-LSTM actor-critic policy.
@@ -71,11 +76,8 @@ class StackedLstmPolicy(BaseAacPolicy):
                 to build).
             logits_layer_norm: layer-normalised logits in the policy heads (see `networks.dense_aac_network`: they
                 bound how peaked the policy can get).
-            **kwargs: encoder / pixel-control options; defaults inserted when absent: `conv_2d_filter_size=(3, 1)`,
-                `conv_2d_stride=(2, 1)`, `conv_2d_num_filters=(32, 32, 64, 64)`, `pc_estimator_stride=(2, 1)`,
-                `duell_pc_x_inner_shape=(6, 1, 32)`, `duell_pc_filter_size=(4, 1)`, `duell_pc_stride=(2, 1)`.
-                All kwargs (including the trainer's `task`, `cluster_spec`) also reach `lstm_network`, which
-                ignores what it does not know.
+            **kwargs: encoder / pixel-control options (`NETWORK_DEFAULTS` when absent). All kwargs (including
+                the trainer's `task`, `cluster_spec`) also reach `lstm_network`, which ignores what it does not know.
         """
         self._init_interface(ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate)
         if not 0 < dropout_keep_prob <= 1:
@@ -93,29 +95,23 @@ class StackedLstmPolicy(BaseAacPolicy):
         self.encoded_modes = tuple(key for key in ENCODED_MODES if key in ob_space.spaces)
         self.keep_prob = None if dropout_keep_prob == 1 else \
             1.0 - (1.0 - dropout_keep_prob) * tf.cast(self.train_phase, tf.float32)
-        defaults = dict(
-            conv_2d_filter_size=(3, 1),
-            conv_2d_stride=(2, 1),
-            conv_2d_num_filters=(32, 32, 64, 64),
-            pc_estimator_stride=(2, 1),
-            duell_pc_x_inner_shape=(6, 1, 32),
-            duell_pc_filter_size=(4, 1),
-            duell_pc_stride=(2, 1),
-            keep_prob=self.keep_prob,
-        )
-        self.network_kwargs = dict(defaults, **kwargs)
+        self.network_kwargs = dict(NETWORK_DEFAULTS, keep_prob=self.keep_prob, **kwargs)
+        self._build_graphs(self._wants_pixel_control(pixel_control), off_policy_pass)
 
-        pixel_control = self._wants_pixel_control(pixel_control)
+    def _build_graphs(self, pixel_control, off_policy_pass):
+        """The on-policy graph with its simple head, the off-policy graph (when built), the auxiliary heads and
+        the variable list (see the class docstring)."""
         on_graph = self._build_stacked_graph('on', reuse=False)
         self.on_simple_logits, self.on_simple_value, _ = dense_aac_network(
             on_graph.features, self.ac_space.one_hot_depth, name='aac_dense_simple_pi_v',
-            linear_layer_ref=linear_layer_ref, logits_layer_norm=logits_layer_norm)
+            linear_layer_ref=self.linear_layer_ref, logits_layer_norm=self.logits_layer_norm)
         off_graph = self._build_stacked_graph('off', reuse=True) if off_policy_pass or pixel_control else None
         self._bind_graphs(on_graph, off_graph)
-        self._make_pixel_control(off_graph if pixel_control else None, linear_layer_ref=linear_layer_ref,
+        self._make_pixel_control(off_graph if pixel_control else None, linear_layer_ref=self.linear_layer_ref,
                                  **self.network_kwargs)
         self._make_aux_aliases()
-        self._make_reward_prediction(self._encode_mode(self.rp_state_in, 'external', reuse=True), linear_layer_ref)
+        self._make_reward_prediction(self._encode_mode(self.rp_state_in, 'external', reuse=True),
+                                     self.linear_layer_ref)
         self._collect_variables()
 
     def _encode_mode(self, state_in, key, reuse):

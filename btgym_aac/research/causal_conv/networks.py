@@ -83,8 +83,8 @@ def _check_gated_filters(conv_1d_gated, num_filters):
         raise ValueError('conv_1d_gated needs an even conv_1d_num_filters, got {}'.format(num_filters))
 
 
-def conv_1d_casual_encoder(x, ob_space, ac_space, conv_1d_num_filters=32, conv_1d_filter_size=2,
-                           conv_1d_activation=tf.nn.elu, conv_1d_overlap=1, name='casual_encoder', keep_prob=None,
+def conv_1d_causal_encoder(x, ob_space, ac_space, conv_1d_num_filters=32, conv_1d_filter_size=2,
+                           conv_1d_activation=tf.nn.elu, conv_1d_overlap=1, name='causal_encoder', keep_prob=None,
                            conv_1d_gated=False, reuse=False, collections=None, **kwargs):
     """Tree-shaped causal convolution encoder: the newest steps of every tree layer.
 
@@ -165,9 +165,9 @@ def attention_layer(inputs, name='attention_layer', reuse=None, collections=None
         return tf.matmul(alignments[:, None, :], memory, name='context')
 
 
-def conv_1d_casual_attention_encoder(x, ob_space, ac_space, conv_1d_num_filters=32, conv_1d_filter_size=2,
+def conv_1d_causal_attention_encoder(x, ob_space, ac_space, conv_1d_num_filters=32, conv_1d_filter_size=2,
                                      conv_1d_activation=tf.nn.elu, conv_1d_attention_ref=attention_layer,
-                                     name='casual_encoder', keep_prob=None, conv_1d_gated=False,
+                                     name='causal_encoder', keep_prob=None, conv_1d_gated=False,
                                      conv_1d_full_hidden=False, reuse=False, collections=None, **kwargs):
     """Tree-shaped causal convolution encoder with temporal attention on every layer.
 
@@ -177,7 +177,7 @@ def conv_1d_casual_attention_encoder(x, ob_space, ac_space, conv_1d_num_filters=
     convolved = the newest step of every layer [B, n, F] (with `conv_1d_full_hidden`: all steps of all layers),
     attended = the contexts [B, n_att, F]. For k = 2: T = 128 -> [B, 13, F]; T = 30 or 20 -> [B, 8, F].
 
-    Variables (under `name`): as `conv_1d_casual_encoder`, plus `attention_layer_<i>/W`.
+    Variables (under `name`): as `conv_1d_causal_encoder`, plus `attention_layer_<i>/W`.
 
     Args:
         x: tensor [B, T, 1, C] or [B, T, C] with static T and C.

@@ -1,16 +1,16 @@
-"""CasualConvStrategy family: 128-bar observation windows for the causal convolution encoders of `networks`.
+"""CausalConvStrategy family: 128-bar observation windows for the causal convolution encoders of `networks`.
 
-Chain: DevStrat_4_12 -> CasualConvStrategy (SMA features) -> CasualConvStrategy_0 (sliding-candle features)
--> {CasualConvStrategy_1 (wavelet transform of one line), CasualConvStrategyMulti (wavelet transform of every
+Chain: DevStrat_4_12 -> CausalConvStrategy (SMA features) -> CausalConvStrategy_0 (sliding-candle features)
+-> {CausalConvStrategy_1 (wavelet transform of one line), CausalConvStrategyMulti (wavelet transform of every
 data line)}. All keep DevStrat_4_12's internal [20, 1, 5] and datetime [1, 5] states, reward, info and episode
 end rules. The warm-up (bars before the first decision) is max(features_parameters) + time_dim: 640 for
-CasualConvStrategy, 384 for the others.
+CausalConvStrategy, 384 for the others.
 """
 import backtrader as bt
 import numpy as np
 from gymnasium import spaces
 
-from btgym_aac.research.casual_conv.wavelets import cwt, ricker
+from btgym_aac.research.causal_conv.wavelets import cwt, ricker
 from btgym_aac.spaces import DictSpace
 from btgym_aac.strategy.gen4 import DevStrat_4_6, DevStrat_4_12, _box, _check_scale
 from btgym_aac.strategy.metadata import metadata_space
@@ -55,7 +55,7 @@ def _common_states(avg_period):
 
 
 def _multi_state_shape(data_names, time_dim, avg_period, num_features):
-    """CasualConvStrategyMulti's state spaces for the data lines `data_names`."""
+    """CausalConvStrategyMulti's state spaces for the data lines `data_names`."""
     stream = _box(-1000, 1000, (time_dim, 1, num_features))
     return dict(
         _common_states(avg_period),
@@ -100,7 +100,7 @@ def midpoint_cwt(high, low, widths, signal_scale):
     return cwt(np.gradient(x) * signal_scale, ricker, widths).T
 
 
-class CasualConvStrategy(DevStrat_4_12):
+class CausalConvStrategy(DevStrat_4_12):
     """DevStrat_4_12 over a 128-bar window of four moving averages: SMA(8, 32, 128, 512) of the close.
 
     External state [128, 1, 4]: tanh(np.gradient(X, axis=-1) * state_ext_scale), X the SMA window [128, 4];
@@ -151,7 +151,7 @@ class CasualConvStrategy(DevStrat_4_12):
                          (external.shape[0], external.shape[-1]))
 
 
-class CasualConvStrategy_0(CasualConvStrategy):
+class CausalConvStrategy_0(CausalConvStrategy):
     """Sliding-candle features instead of moving averages.
 
     Features: MinPool (lowest low) and MaxPool (highest high) of the first data line for each period of
@@ -160,7 +160,7 @@ class CasualConvStrategy_0(CasualConvStrategy):
     gradient across the interleaved channels; `scale` repeats each period's entry of `state_ext_scale` for its
     min and max channels. Warm-up: 256 + 128 = 384 bars.
 
-    Params (beyond CasualConvStrategy's): `state_ext_scale` is one value per period (scalar, [6] or [128, 6];
+    Params (beyond CausalConvStrategy's): `state_ext_scale` is one value per period (scalar, [6] or [128, 6];
     default linspace(2e3, 1e3, 6)); the param itself is left unchanged (the per-channel copy is
     `ext_channel_scale`).
     """
@@ -170,7 +170,7 @@ class CasualConvStrategy_0(CasualConvStrategy):
     state_ext_scale = np.linspace(2e3, 1e3, num_features)
 
     params = dict(
-        state_shape=dict(_common_states(CasualConvStrategy.avg_period),
+        state_shape=dict(_common_states(CausalConvStrategy.avg_period),
                          external=_box(-100, 100, (time_dim, 1, 2 * num_features))),
         state_ext_scale=state_ext_scale,
     )
@@ -202,18 +202,18 @@ class CasualConvStrategy_0(CasualConvStrategy):
         return tanh(np.gradient(x, axis=-1) * self.ext_channel_scale)[:, None, :]
 
 
-class CasualConvStrategy_1(CasualConvStrategy_0):
+class CausalConvStrategy_1(CausalConvStrategy_0):
     """Continuous wavelet transform of the first data line, plus its raw OHLC window.
 
     External state [128, 16, 1] (time x wavelet width x one channel): tanh of `midpoint_cwt` of the last 128
     bars, i.e. of the Ricker transform of np.gradient((high + low) / 2) * cwt_signal_scale at 16 widths evenly
     spaced from `cwt_lower_bound` to `cwt_upper_bound` (`cwt_width`). `raw` [128, 4]: the last 128 bars of
     open, high, low, close (BTgymEnv sets its bounds to the data's price range). No feature indicators; the
-    warm-up stays 256 + 128 = 384 bars (`features_parameters` of CasualConvStrategy_0).
+    warm-up stays 256 + 128 = 384 bars (`features_parameters` of CausalConvStrategy_0).
 
     An `external_2` key added to `state_shape` (Box of shape [128, 1, 4]) gets `get_external_2_state`.
 
-    Params (beyond CasualConvStrategy_0's): `cwt_signal_scale` (3e3), `cwt_lower_bound` (3.0),
+    Params (beyond CausalConvStrategy_0's): `cwt_signal_scale` (3e3), `cwt_lower_bound` (3.0),
     `cwt_upper_bound` (90.0). `state_ext_scale` (linspace(1, 3, 16)) is kept as the original declares it but
     used by no state.
     """
@@ -225,7 +225,7 @@ class CasualConvStrategy_1(CasualConvStrategy_0):
     state_ext_scale = np.linspace(1, 3, num_features)
 
     params = dict(
-        state_shape=dict(_common_states(CasualConvStrategy.avg_period),
+        state_shape=dict(_common_states(CausalConvStrategy.avg_period),
                          raw=_box(-100, 100, (time_dim, 4)),
                          external=_box(-100, 100, (time_dim, num_features, 1))),
         state_ext_scale=state_ext_scale,
@@ -269,7 +269,7 @@ class CasualConvStrategy_1(CasualConvStrategy_0):
         return tanh(np.gradient(x, axis=-1) * self.p.cwt_signal_scale)[:, None, :]
 
 
-class CasualConvStrategyMulti(CasualConvStrategy_0):
+class CausalConvStrategyMulti(CausalConvStrategy_0):
     """One wavelet-transform stream per data line (backtrader feed), for several traded or information lines.
 
     External state: dict data line name (`feed._name`) -> [128, 1, 16]: tanh(W * state_ext_scale[name]), W the
@@ -279,10 +279,10 @@ class CasualConvStrategyMulti(CasualConvStrategy_0):
     and position-based values of the first data line. Warm-up: 384 bars, on the first data line.
 
     The class default `state_shape` names the lines USD, GBP, CHF and JPY (the original's); for other lines pass
-    `state_shape=CasualConvStrategyMulti.state_shape_for(names)` (environments that call the
+    `state_shape=CausalConvStrategyMulti.state_shape_for(names)` (environments that call the
     `state_shape_for(data_names, asset_names)` hook do it themselves) and a `state_ext_scale` that covers them.
 
-    Params (beyond CasualConvStrategy_0's): `cwt_signal_scale` (3e3), `cwt_lower_bound` (4.0), `cwt_upper_bound`
+    Params (beyond CausalConvStrategy_0's): `cwt_signal_scale` (3e3), `cwt_lower_bound` (4.0), `cwt_upper_bound`
     (100.0); `state_ext_scale`: dict line name -> factor per width (scalar or [16]; default linspace(1, 2, 16)
     for USD, GBP, CHF and linspace(5e-3, 1e-2, 16) for JPY), or one such factor for all lines; `cash_name`
     'EUR', `asset_names` {'USD', 'GBP', 'CHF', 'JPY'}, `order_size` 1000 for each.
@@ -306,7 +306,7 @@ class CasualConvStrategyMulti(CasualConvStrategy_0):
     order_size = {'USD': 1000, 'GBP': 1000, 'CHF': 1000, 'JPY': 1000}
 
     params = dict(
-        state_shape=_multi_state_shape(default_data_names, time_dim, CasualConvStrategy.avg_period, num_features),
+        state_shape=_multi_state_shape(default_data_names, time_dim, CausalConvStrategy.avg_period, num_features),
         cash_name='EUR',
         asset_names={'USD', 'GBP', 'CHF', 'JPY'},
         order_size=order_size,

@@ -8,7 +8,7 @@ when None) and zero in steps fed `train_phase=False`. The expert's advice is the
 (`_make_loss`, `_make_base_loss`, `runner_config`); docs/custom-algorithms.md walks through it.
 """
 from btgym_aac.algorithms.aac import BaseAAC
-from btgym_aac.algorithms.runner import BaseSynchroRunner, VerboseSynchroRunner
+from btgym_aac.algorithms.acting import BaseSynchroRunner, VerboseSynchroRunner
 from btgym_aac.compat import tf
 from btgym_aac.research.gps.loss import guided_aac_loss_def_0_3
 from btgym_aac.validation import check_number

@@ -1,0 +1,176 @@
+"""The session calls of a policy (acting, values, pixel-control targets), apart from the graph it builds.
+
+`PolicyCalls` is a mixin of `BaseAacPolicy`: it reads the tensors the policy's constructor made (`on_*`, `pc_*`,
+`ac_space`) and never adds ops, so every call works on a finalized graph. Each call runs in the `sess` keyword
+argument when given, else in the default session.
+"""
+import numpy as np
+
+from btgym_aac.algorithms.common.math_utils import sample_dp, softmax
+from btgym_aac.algorithms.common.placeholders import feed_dict_from_nested, feed_dict_rnn_context
+from btgym_aac.algorithms.common.session_callables import CallableCache
+from btgym_aac.algorithms.policy.batching import split_context, stack_contexts, stack_observations
+from btgym_aac.algorithms.policy.sampling import resolve_session, sample_categories
+
+
+class PolicyCalls:
+    """Acting and evaluation calls on a built policy graph (see `BaseAacPolicy`)."""
+
+    def get_initial_features(self, sess=None, **kwargs):
+        """Returns the zero context (batch 1), structured as `on_lstm_init_state`.
+
+        Args:
+            sess: session (None: the default session).
+            **kwargs: runner arguments such as `state`, `context`, ignored.
+        """
+        return resolve_session(sess).run(self.on_lstm_init_state)
+
+    def _run_step(self, sess, name, fetches, feed):
+        """Runs `fetches` with `feed` through a `feed_callable` made once per session, fetch name and feed keys.
+
+        The callables live in `self._step_callables`, made on first use, since subclasses may not call this
+        class's `__init__`.
+        """
+        cache = self.__dict__.setdefault('_step_callables', CallableCache())
+        return cache.run(resolve_session(sess), name, fetches, feed)
+
+    def _step_feed(self, observation, lstm_state, last_action, last_reward):
+        """Feed dict of one acting step: one frame, one sequence of length 1, `train_phase=False`."""
+        return self._batch_feed([observation], [lstm_state], last_action, last_reward)
+
+    def _batch_feed(self, observations, lstm_states, last_actions, last_rewards):
+        """Feed dict of one acting step of K envs: K frames, K sequences of length 1, `train_phase=False`."""
+        count, depth = len(observations), self.ac_space.encoded_depth
+        last_actions = np.asarray(last_actions, dtype=np.float32)
+        last_rewards = np.asarray(last_rewards, dtype=np.float32)
+        if last_actions.size != count * depth or last_rewards.size != count:
+            raise ValueError('policy: expected last_action of {} values ([{}, {}]) and {} last_reward value(s), got '
+                             'shapes {} and {}'.format(count * depth, count, depth, count, last_actions.shape,
+                                                       last_rewards.shape))
+        context = lstm_states[0] if count == 1 else stack_contexts(lstm_states)
+        feed = feed_dict_rnn_context(self.on_lstm_state_pl_flatten, context)
+        if count == 1:
+            feed.update(feed_dict_from_nested(self.on_state_in, observations[0], expand_batch=True))
+        else:
+            feed.update(feed_dict_from_nested(self.on_state_in, stack_observations(observations)))
+        feed.update({
+            self.on_last_a_in: last_actions.reshape(count, depth),
+            self.on_last_reward_in: last_rewards.reshape(count),
+            self.on_batch_size: count,
+            self.on_time_length: [1] * count,
+            self.train_phase: False,
+        })
+        return feed
+
+    def _action_packs(self, logits, deterministic):
+        """Chooses one action per row of logits [K, A]; returns K dicts {'environment', 'encoded', 'one_hot'}.
+
+        Discrete rows draw in row order (per asset within a row), as K single draws would.
+        """
+        space = self.ac_space
+        logits = np.asarray(logits)
+        if not space.is_discrete:
+            vectors = softmax(logits, axis=-1) if deterministic else sample_dp(logits, alpha=self.action_dp_alpha)
+            return [self._vector_pack(vector) for vector in vectors]
+        groups = space.action_groups
+        draws = sample_categories(logits.reshape(-1, logits.shape[-1] // groups), deterministic)
+        if groups > 1:
+            return [self._vector_pack(vector) for vector in draws.reshape(len(logits), groups)]
+        return [self._category_pack(int(category)) for category in draws]
+
+    def _vector_pack(self, vector):
+        """The action pack of an action vector (base action per asset, or continuous weights)."""
+        action = self.ac_space._vec_to_action(vector)
+        return {
+            'environment': action,
+            'encoded': self.ac_space.encode(action),
+            'one_hot': self.ac_space._vec_to_one_hot(vector),
+        }
+
+    def _category_pack(self, category):
+        """The action pack of a joint discrete category: a copy of one built on its first use."""
+        cached = self.__dict__.setdefault('_category_packs', {})  # made here: subclasses need not call an __init__
+        if category not in cached:
+            cached[category] = self._vector_pack(self.ac_space._cat_to_vec(category))
+        pack = cached[category]
+        return {'environment': pack['environment'].copy(), 'encoded': pack['encoded'].copy(),
+                'one_hot': pack['one_hot'].copy()}
+
+    def act(self, observation, lstm_state, last_action, last_reward, deterministic=False, sess=None):
+        """Chooses an action for one observation (one `session.run`).
+
+        Discrete spaces: a draw from `softmax(logits)` (float64, never raises for peaked logits), or the argmax when
+        `deterministic`; with the per-asset encoding one such choice per asset from its own logits. Continuous
+        spaces: `sample_dp(logits, action_dp_alpha)`, or `softmax(logits)` when `deterministic`.
+
+        Args:
+            observation: one observation, nested like `ob_space` (no batch dim).
+            lstm_state: context, structured as `on_lstm_init_state` (leaves [1, units]).
+            last_action: previous action code, [1, E] (or [E]).
+            last_reward: previous reward, [1] (or scalar).
+            deterministic: act greedily.
+            sess: session (None: the default session).
+
+        Returns:
+            action_pack {'environment': OrderedDict asset -> action, 'encoded': [E], 'one_hot': [A]};
+            logits [A]; value [1]; context structured as `on_lstm_init_state`.
+        """
+        feed = self._step_feed(observation, lstm_state, last_action, last_reward)
+        logits, value, context = self._run_step(sess, 'act', [self.on_logits, self.on_vf, self.on_lstm_state_out], feed)
+        return self._action_packs(logits, deterministic)[0], logits[0], value, context
+
+    def get_value(self, observation, lstm_state, last_action, last_reward, sess=None):
+        """Value estimate of one observation (arguments as in `act`); returns a float."""
+        feed = self._step_feed(observation, lstm_state, last_action, last_reward)
+        return float(self._run_step(sess, 'value', self.on_vf, feed)[0])
+
+    def act_batch(self, observations, lstm_states, last_actions, last_rewards, deterministic=False, sess=None):
+        """`act` for the observations of K envs in one `session.run` (the policy's graph takes any batch).
+
+        Each env's rows are computed as in its own `act` call; the one difference is that noisy layers
+        (`noisy_linear`) draw one noise sample per session run, shared by the K envs.
+
+        Args:
+            observations: list of K observations.
+            lstm_states: list of K contexts, each structured as `on_lstm_init_state`.
+            last_actions: previous action codes [K, E].
+            last_rewards: previous rewards [K].
+            deterministic: act greedily.
+            sess: session (None: the default session).
+
+        Returns:
+            list of K tuples (action pack, logits [A], value [1], context), as `act` returns.
+        """
+        count = len(observations)
+        feed = self._batch_feed(observations, lstm_states, last_actions, last_rewards)
+        logits, values, context = self._run_step(
+            sess, 'act', [self.on_logits, self.on_vf, self.on_lstm_state_out], feed)
+        contexts = split_context(context, count)
+        packs = self._action_packs(logits, deterministic)
+        return [(packs[index], logits[index], values[index:index + 1], contexts[index]) for index in range(count)]
+
+    def get_value_batch(self, observations, lstm_states, last_actions, last_rewards, sess=None):
+        """Value estimates of the observations of K envs in one `session.run` (arguments as in `act_batch`).
+
+        Returns:
+            float64 array [K].
+        """
+        feed = self._batch_feed(observations, lstm_states, last_actions, last_rewards)
+        return np.asarray(self._run_step(sess, 'value', self.on_vf, feed), dtype=np.float64).reshape(-1)
+
+    def get_pc_target(self, state, last_state, sess=None, **kwargs):
+        """Pixel-change target between two observations (the runner's pixel-change callback).
+
+        Args:
+            state: observation dict with `external` [H, W, C].
+            last_state: previous observation dict.
+            sess: session (None: the default session).
+            **kwargs: other runner locals, ignored.
+
+        Returns:
+            array [H', W']: channel mean of `|s - s_prev|`, cropped, max-pooled by `pc_estimator_stride`.
+        """
+        if self.pc_target is None:
+            raise RuntimeError('{}: pixel control was not built (pixel_control=False)'.format(type(self).__name__))
+        feed = {self.pc_change_state_in: state['external'], self.pc_change_last_state_in: last_state['external']}
+        return resolve_session(sess).run(self.pc_target, feed)[0, ..., 0]

@@ -1,0 +1,139 @@
+"""Config files and flag overrides of the `btgym-aac` command: the config dicts a `train`, `cluster-node` or
+`walk-forward` run starts from."""
+import difflib
+import os
+import sys
+import traceback
+
+from btgym_aac.config_modules import load_config_module
+from btgym_aac.logs import error_summary
+from btgym_aac.run_configs import CONFIG_NAMES, default_configs, multi_asset_env_config
+
+
+def load_config_file(path):
+    """Runs a Python config file as a module of its own (see `config_modules`: the classes it defines reach the
+    cluster's processes and the run's saved configs) and returns the notebook-style dicts it defines.
+
+    Raises:
+        FileNotFoundError: no such file. ValueError: it cannot be run, exits, defines none of the config dicts,
+            or defines one that is not a dict.
+    """
+    if os.path.isdir(path):
+        raise ValueError('config file {!r} is a folder'.format(path))
+    if not os.path.isfile(path):
+        raise FileNotFoundError('config file {!r} does not exist'.format(path))
+    try:
+        namespace = load_config_module(path)
+    except SyntaxError as error:
+        raise ValueError('config file {} line {}: {}'.format(path, error.lineno, error.msg)) from error
+    except SystemExit as error:
+        raise ValueError('config file {} exited (exit status {!r}) instead of defining its configs'.format(
+            path, error.code)) from error
+    except Exception as error:
+        lines = [frame.lineno for frame in traceback.extract_tb(error.__traceback__) if frame.filename == path]
+        raise ValueError('config file {}{} failed: {}'.format(
+            path, ' line {}'.format(lines[-1]) if lines else '', error_summary(error))) from error
+    configs = {name: namespace[name] for name in CONFIG_NAMES if name in namespace}
+    for name in sorted(set(namespace) - set(CONFIG_NAMES)):
+        close = difflib.get_close_matches(name, CONFIG_NAMES, n=1, cutoff=0.8)
+        if close and close[0] not in namespace:
+            print('btgym-aac: warning: config file {} defines `{}`, not `{}`: it is ignored'.format(
+                path, name, close[0]), file=sys.stderr)
+    if not configs:
+        raise ValueError('config file {} defines none of {}'.format(path, ', '.join(CONFIG_NAMES)))
+    for name, config in configs.items():
+        if not isinstance(config, dict):
+            raise ValueError('config file {}: {} must be a dict, got {}'.format(path, name, type(config).__name__))
+    return configs
+
+
+def _configs_from_args(args):
+    """The config dicts of a run: the reference configuration of --algo, updated by the config file's dicts
+    (`cluster_config` and `launcher_config` key by key, the others replaced) and then by the flags.
+
+    Args:
+        args: the parsed flags of `train`, `cluster-node` or `walk-forward`.
+
+    Returns:
+        dict of the config dicts, by name (`env_config`, `cluster_config`, `launcher_config`, ...).
+
+    Raises:
+        FileNotFoundError, ValueError: see `load_config_file`, `asset_files` and `_check_initial_checkpoint`; a
+            flag that conflicts with another or with the config file.
+    """
+    configs = default_configs(args.algo or 'a3c', import_classes=False)
+    file_configs = load_config_file(args.config) if args.config else {}
+    if file_configs:
+        for name, config in file_configs.items():
+            merged = name in ('cluster_config', 'launcher_config')
+            configs[name] = dict(configs[name], **config) if merged else config
+        if args.algo:
+            trainer = default_configs(args.algo, import_classes=False)['trainer_config']['class_ref']
+            configs['trainer_config'] = dict(configs['trainer_config'], class_ref=trainer)
+    cluster = configs['cluster_config'] = dict(configs['cluster_config'])
+    launcher = configs['launcher_config'] = dict(configs.get('launcher_config', {}))
+    env_kwargs = dict(configs['env_config'].get('kwargs', {}))
+    for flag, key in (('workers', 'num_workers'), ('envs_per_worker', 'num_envs'), ('log_dir', 'log_dir'),
+                      ('port', 'port'), ('initial_ckpt_dir', 'initial_ckpt_dir'),
+                      ('network_isolation', 'network_isolation')):
+        if getattr(args, flag, None) is not None:
+            cluster[key] = getattr(args, flag)
+    if getattr(args, 'initial_ckpt_dir', None) is not None:
+        _check_initial_checkpoint(args.initial_ckpt_dir)
+    if getattr(args, 'max_steps', None) is not None:
+        launcher['max_env_steps'] = args.max_steps
+    if getattr(args, 'seed', None) is not None:
+        launcher['root_random_seed'] = args.seed
+    if getattr(args, 'assets', None) is not None:
+        configs['env_config'] = _multi_asset_env_config(args, 'env_config' in file_configs)
+        return configs
+    if getattr(args, 'portfolio', False):
+        raise ValueError('--portfolio needs --assets (the assets whose weights it trades)')
+    if getattr(args, 'data', None):
+        if env_kwargs.get('dataset') is not None:
+            raise ValueError('--data would replace the config\'s `dataset` (a {}) by a BTgymDataset of the files: '
+                             'give the files to that dataset in the config file, or drop --data'.format(
+                                 type(env_kwargs['dataset']).__name__))
+        paths = [os.path.abspath(path) for path in args.data]
+        env_kwargs['filename'] = paths if len(paths) > 1 else paths[0]
+    configs['env_config'] = dict(configs['env_config'], kwargs=env_kwargs)
+    return configs
+
+
+def asset_files(entries):
+    """The `--assets NAME=CSV ...` entries as an ordered dict.
+
+    Raises:
+        ValueError: an entry without a name or a file, or a name given twice. FileNotFoundError: no such file.
+    """
+    assets = {}
+    for entry in entries:
+        name, sign, path = entry.partition('=')
+        if not sign or not name or not path:
+            raise ValueError('--assets entry {!r} is not NAME=CSV'.format(entry))
+        if name in assets:
+            raise ValueError('--assets names {!r} twice'.format(name))
+        if not os.path.isfile(path):
+            raise FileNotFoundError('--assets {}: no such file {!r}'.format(name, path))
+        assets[name] = os.path.abspath(path)
+    return assets
+
+
+def _multi_asset_env_config(args, config_file_env):
+    """The env_config of `--assets` (and `--portfolio`); refuses --data and a config file's own env_config
+    (`config_file_env`)."""
+    if getattr(args, 'data', None):
+        raise ValueError('--assets and --data both give the data: give each asset\'s file as NAME=CSV')
+    if config_file_env:
+        raise ValueError('--assets would replace the env_config of {}: give the assets\' data to its dataset '
+                         'there, or drop --assets'.format(args.config))
+    return multi_asset_env_config(asset_files(args.assets), portfolio=args.portfolio)
+
+
+def _check_initial_checkpoint(folder):
+    """FileNotFoundError unless `folder` (the `--initial-ckpt-dir` flag) holds a checkpoint; a Launcher given such a
+    folder in its config starts without it, as the original, but a flag asks for it explicitly."""
+    from btgym_aac.distributed.checkpoints import latest_checkpoint
+
+    if latest_checkpoint(os.path.expanduser(folder)) is None:
+        raise FileNotFoundError('initial_ckpt_dir {!r} holds no checkpoint'.format(folder))

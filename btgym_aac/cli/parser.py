@@ -1,0 +1,177 @@
+"""The argparse parser of the `btgym-aac` command: one subcommand per handler of `commands`."""
+import argparse
+
+from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _train, _walk_forward
+from btgym_aac.run_configs import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS
+
+COMMAND_DESCRIPTION = 'The `btgym-aac` command: train, evaluate, walk-forward, cluster-node, export, demo.'
+
+
+def _seed(text):
+    """argparse type of --seed: a whole number >= 0."""
+    try:
+        seed = int(text)
+    except ValueError:
+        seed = -1
+    if seed < 0:
+        raise argparse.ArgumentTypeError('must be a whole number >= 0, got {!r}'.format(text))
+    return seed
+
+
+def _add_run_flags(parser, cluster_spec_given=False):
+    """Flags of `train` and `cluster-node` (whose cluster spec fixes the workers and ports: no --workers, --port)."""
+    parser.add_argument('config', nargs='?', help='Python file defining env_config, cluster_config, '
+                        'policy_config, trainer_config (and optionally launcher_config)')
+    parser.add_argument('--algo', choices=('a3c', 'unreal', 'ppo'), help='trainer (default a3c)')
+    if not cluster_spec_given:
+        parser.add_argument('--workers', type=int, help='number of workers (default 2)')
+    parser.add_argument('--envs-per-worker', type=int, help='environments per worker (default 1)')
+    parser.add_argument('--max-steps', type=int, help='env steps to train (default {})'.format(DEFAULT_MAX_STEPS))
+    parser.add_argument('--log-dir', help='logs and checkpoints (default {})'.format(DEFAULT_LOG_DIR))
+    parser.add_argument('--data', nargs='+', metavar='CSV', help='train on these OHLC CSV files')
+    parser.add_argument('--assets', nargs='*', metavar='NAME=CSV',
+                        help='trade several assets, one OHLC CSV file each, with one discrete action per asset '
+                        '(MultiDiscreteEnv, MultiAssetStrategy); without entries: the built-in cointegrated pair '
+                        'X, Y')
+    parser.add_argument('--portfolio', action='store_true',
+                        help='with --assets: trade target portfolio weights (PortfolioEnv) instead')
+    parser.add_argument('--seed', type=_seed, help='root random seed')
+    if not cluster_spec_given:
+        parser.add_argument('--port', type=int, help='first cluster port (default: free ports)')
+    parser.add_argument('--initial-ckpt-dir', metavar='DIR', help='start from the latest checkpoint in DIR '
+                        '(e.g. written by export), global step 0, instead of resuming or starting from scratch')
+    isolation_help = ('auto (default): run the cluster in a private network namespace where the system allows it '
+                      '(Linux), else warn that its ports are open to the network; require: refuse to run without '
+                      'it; off: no isolation, no warning')
+    if cluster_spec_given:
+        isolation_help = ('a cluster node cannot be isolated: auto (default) warns that its port is open to the '
+                          'network, require refuses to run, off runs without the warning')
+    parser.add_argument('--network-isolation', choices=('auto', 'require', 'off'), help=isolation_help)
+
+
+def _add_untrusted_flag(parser, why):
+    """The --allow-untrusted-config flag of a command that unpickles a run's configs (`why` says when)."""
+    parser.add_argument('--allow-untrusted-config', action='store_true',
+                        help='{}; unpickling runs code, so it is refused when another user owns the file or the log '
+                        'dir, or could write them: this flag reads it anyway (only for runs of users you '
+                        'trust)'.format(why))
+
+
+def _add_command(commands, name, **kwargs):
+    """A subcommand parser that takes no abbreviated flags (`--port` must not be read as `--portfolio`)."""
+    return commands.add_parser(name, allow_abbrev=False, **kwargs)
+
+
+def _add_train_command(commands):
+    """Adds `train`: the run flags and how to treat the log dir's earlier run (--fresh, --resume, --resume-from).
+
+    Args:
+        commands: the subparsers action of the `btgym-aac` parser.
+    """
+    train = _add_command(commands, 'train', help='train on a local cluster', description=_train.__doc__)
+    _add_run_flags(train)
+    resume = train.add_mutually_exclusive_group()
+    resume.add_argument('--fresh', action='store_true',
+                        help='delete the log dir contents (only files a run writes) and start anew')
+    resume.add_argument('--resume', action='store_true', help='continue from the log dir checkpoint (default)')
+    resume.add_argument('--resume-from', metavar='CHECKPOINT',
+                        help='continue from this earlier checkpoint of the log dir (model_parameters-<step>) where '
+                        'the latest is damaged; the later checkpoints\' files are moved to <checkpoint '
+                        'folder>/set_aside')
+    _add_untrusted_flag(train, 'a resumed log dir\'s run_config.pkl is read to compare its data with this run\'s')
+    train.set_defaults(run=_train)
+
+
+def _add_evaluate_command(commands):
+    """Adds `evaluate LOG_DIR`.
+
+    Args:
+        commands: the subparsers action of the `btgym-aac` parser.
+    """
+    evaluate = _add_command(commands, 'evaluate', help='evaluate a trained run against baselines',
+                            description=_evaluate.__doc__)
+    evaluate.add_argument('log_dir', metavar='LOG_DIR', help='log dir of a btgym-aac train run')
+    evaluate.add_argument('--data', nargs='+', metavar='CSV', help='evaluate on these OHLC CSV files')
+    evaluate.add_argument('--episodes', type=int, default=5, help='episodes per agent (default: 5)')
+    evaluate.add_argument('--out', help='folder for report.json and the plots (default: LOG_DIR/evaluation)')
+    evaluate.add_argument('--seed', type=_seed, default=0, help='seed of the first episode (default: 0)')
+    _add_untrusted_flag(evaluate, 'the run\'s configs are unpickled from LOG_DIR/run_config.pkl')
+    evaluate.set_defaults(run=_evaluate)
+
+
+def _add_cluster_node_command(commands):
+    """Adds `cluster-node`: the run flags less those its cluster spec fixes, and this node's role.
+
+    Args:
+        commands: the subparsers action of the `btgym-aac` parser.
+    """
+    node = _add_command(commands, 'cluster-node', help='run one task of a multi-host cluster',
+                        description=_cluster_node.__doc__)
+    _add_run_flags(node, cluster_spec_given=True)
+    node.add_argument('--cluster', metavar='SPEC.json',
+                      help='JSON {"ps": ["host:port", ...], "worker": ["host:port", ...]} (default: TF_CONFIG, '
+                      'else the SLURM job step)')
+    node.add_argument('--job', choices=('ps', 'worker'), help='this node\'s job (default: from TF_CONFIG or SLURM)')
+    node.add_argument('--task', type=int, help='this node\'s task index (default: from TF_CONFIG or SLURM)')
+    node.set_defaults(run=_cluster_node)
+
+
+def _add_export_command(commands):
+    """Adds `export LOG_DIR DEST`.
+
+    Args:
+        commands: the subparsers action of the `btgym-aac` parser.
+    """
+    export = _add_command(commands, 'export', help='copy the latest checkpoint of a run', description=_export.__doc__)
+    export.add_argument('log_dir', metavar='LOG_DIR')
+    export.add_argument('dest', metavar='DEST')
+    export.add_argument('--ckpt-subdir', default='current_train_checkpoint')
+    export.set_defaults(run=_export)
+
+
+def _add_walk_forward_command(commands):
+    """Adds `walk-forward`: the data, the folds and how each fold trains and is tested.
+
+    Args:
+        commands: the subparsers action of the `btgym-aac` parser.
+    """
+    walk = _add_command(commands, 'walk-forward', help='train and test fold by fold along time',
+                        description=_walk_forward.__doc__)
+    walk.add_argument('config', nargs='?', help='Python file defining the config dicts (default: the reference '
+                      'configuration)')
+    walk.add_argument('--algo', choices=('a3c', 'unreal', 'ppo'), help='trainer (default a3c)')
+    walk.add_argument('--data', nargs='+', metavar='CSV', required=True, help='OHLC CSV files to walk through')
+    walk.add_argument('--folds', type=int, required=True, help='K: K+1 blocks, K train/test folds')
+    walk.add_argument('--train-steps', type=int, help='env steps per fold (default: the config\'s max_env_steps)')
+    walk.add_argument('--test-episodes', type=int, default=5, help='test episodes per block (default: 5)')
+    walk.add_argument('--continue', dest='continue_training', action='store_true',
+                      help='fold k starts from fold k-1\'s checkpoint instead of from scratch')
+    walk.add_argument('--out', default='runs/walk_forward', help='output folder (default: runs/walk_forward)')
+    walk.add_argument('--workers', type=int, help='number of workers (default 2)')
+    walk.add_argument('--seed', type=_seed, help='root random seed (default 0)')
+    walk.add_argument('--network-isolation', choices=('auto', 'require', 'off'),
+                      help='as for train (default auto)')
+    walk.set_defaults(run=_walk_forward)
+
+
+def _add_demo_command(commands):
+    """Adds `demo`.
+
+    Args:
+        commands: the subparsers action of the `btgym-aac` parser.
+    """
+    demo = _add_command(commands, 'demo', help='run one episode on the built-in data and save its renderings',
+                        description=_demo.__doc__)
+    demo.add_argument('--out', default='out/demo', help='folder for the PNG files (default: out/demo)')
+    demo.add_argument('--seed', type=_seed, default=0, help='random seed (default: 0)')
+    demo.set_defaults(run=_demo)
+
+
+def build_parser():
+    """Returns the argparse parser of the `btgym-aac` command."""
+    parser = argparse.ArgumentParser(prog='btgym-aac', description=COMMAND_DESCRIPTION)
+    commands = parser.add_subparsers(dest='command', required=True)
+    for add_command in (_add_train_command, _add_evaluate_command, _add_cluster_node_command, _add_export_command,
+                        _add_walk_forward_command, _add_demo_command):
+        add_command(commands)
+    return parser
