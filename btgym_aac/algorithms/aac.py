@@ -19,7 +19,7 @@ import contextlib
 
 import numpy as np
 
-from btgym_aac.algorithms.config import SETTING_NAMES, configured
+from btgym_aac.algorithms.config import SETTING_NAMES, configured, fixed_kwargs
 from btgym_aac.algorithms.common.finite_guard import first_non_finite
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
 from btgym_aac.algorithms.policy.checks import check_spaces
@@ -35,7 +35,7 @@ from btgym_aac.algorithms.feeds import rollout_is_train, train_batches, train_fe
 from btgym_aac.algorithms.learner import Learner, TrainOps, make_train_ops
 from btgym_aac.algorithms.objective import LossBuilders, base_loss, make_train_targets, pixel_control_q_target
 from btgym_aac.algorithms.acting.construction import RunnerSetup, make_runners
-from btgym_aac.legacy.trainer_arguments import IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks, fixed_kwargs
+from btgym_aac.legacy.trainer_arguments import IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks
 from btgym_aac.class_refs import resolved
 from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger

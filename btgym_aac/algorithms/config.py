@@ -247,3 +247,11 @@ def configured(config, settings):
         raise ValueError('settings {} cannot replace fields of a resolved AacConfig (its ranges are drawn); give the '
                          'config from before resolve()'.format(sorted(settings)))
     return (dataclasses.replace(config, **settings) if settings else config).resolve()
+
+
+def fixed_kwargs(cls_name, kwargs, fixed):
+    """`kwargs` with the settings subclass `cls_name` fixes; raises TypeError when `kwargs` sets one of them."""
+    clash = sorted(set(kwargs) & set(fixed))
+    if clash:
+        raise TypeError('{} fixes {}; do not pass them (use BaseAAC or Unreal to set them)'.format(cls_name, clash))
+    return dict(kwargs, **fixed)

@@ -22,10 +22,3 @@ def check_removed_hooks(cls, base):
             raise TypeError('{} overrides {}, a hook of the original trainer that BaseAAC no longer calls; {} '
                             '(see docs/custom-algorithms.md)'.format(cls.__name__, name, instead))
 
-
-def fixed_kwargs(cls_name, kwargs, fixed):
-    """`kwargs` with the settings subclass `cls_name` fixes; raises TypeError when `kwargs` sets one of them."""
-    clash = sorted(set(kwargs) & set(fixed))
-    if clash:
-        raise TypeError('{} fixes {}; do not pass them (use BaseAAC or Unreal to set them)'.format(cls_name, clash))
-    return dict(kwargs, **fixed)
