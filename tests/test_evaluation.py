@@ -19,6 +19,7 @@ from btgym_aac.algorithms.policy import Aac1dPolicy
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, make_sine_data, write_histdata_csv
+from btgym_aac.data.markets import make_mean_reversion_data, write_market_csv
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.env import BTgymEnv
 from btgym_aac.evaluation import evaluate, load_policy
@@ -400,6 +401,24 @@ def test_evaluate_on_csv_files(run, tmp_path):
     assert result['agents']['policy']['per_episode']['first_bar_time'][0] >= '2018-03-04'
     with pytest.raises(FileNotFoundError, match='not found'):
         evaluate(run['log_dir'], data=[str(tmp_path / 'nothing.csv')], episodes=1)
+
+
+def test_evaluate_on_a_known_edge_market_adds_its_oracle_and_the_policys_fraction_of_it(run, tmp_path, capsys):
+    path = write_market_csv(make_mean_reversion_data(num_bars=6000, start='2018-03-01', seed=4),
+                            str(tmp_path / 'DAT_ASCII_MR_M1.csv'))
+    assert cli_main(['evaluate', run['log_dir'], '--data', path, '--episodes', '2', '--out', str(tmp_path / 'mr'),
+                     '--seed', '0']) == 0
+    with open(tmp_path / 'mr' / 'report.json') as f:
+        result = json.load(f)
+    assert list(result['agents']) == list(AGENTS) + ['oracle']
+    assert result['agents']['oracle']['per_episode']['first_bar_time'] == \
+        result['agents']['policy']['per_episode']['first_bar_time']
+    fraction = result['fraction_of_oracle']
+    means = {name: result['agents'][name]['mean']['return_pct'] for name in ('policy', 'oracle')}
+    assert (fraction['policy_return_pct'], fraction['oracle_return_pct']) == (means['policy'], means['oracle'])
+    expected = means['policy'] / means['oracle'] if means['oracle'] > 0 else None
+    assert fraction['fraction'] == pytest.approx(expected) if expected is not None else fraction['fraction'] is None
+    assert 'of the oracle' in capsys.readouterr().out
 
 
 def test_cli_names_a_data_folder_and_an_output_path_that_is_a_file(run, tmp_path, capsys):

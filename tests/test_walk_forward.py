@@ -14,12 +14,14 @@ import pytest
 from btgym_aac import BTgymEnv
 from btgym_aac.cli import main as cli_main
 from btgym_aac.data import BTgymDataset, make_random_walk_data, write_histdata_csv
+from btgym_aac.data.markets import make_mean_reversion_data, write_market_csv
 from btgym_aac.data.windows import missing_time
 from btgym_aac.evaluation.windows import tile_windows
 from btgym_aac.run_configs import default_configs
 from btgym_aac.walk_forward import walk_forward
 from btgym_aac.walk_forward.blocks import block_windows, split_blocks
-from btgym_aac.walk_forward.summary import bootstrap_mean_interval, summarize, verdict
+from btgym_aac.walk_forward.summary import (bootstrap_mean_interval, fraction_of_oracle, oracle_words, summarize,
+                                            verdict)
 
 SIX_HOURS = {'days': 0, 'hours': 6, 'minutes': 0}
 CONFIG_FILE = '''
@@ -157,6 +159,20 @@ def test_summary_of_hand_made_folds():
     assert excess['ci_low'] > 0 and excess['includes_zero'] is False
     assert summary['lines'][0] == 'out of sample: 3 test episodes over 2 folds'
     assert 'lies above zero' in summary['lines'][-1]
+    assert 'fraction_of_oracle' not in summary
+
+
+def test_fraction_of_the_oracle_matches_a_plain_paired_resampling_loop():
+    policy, oracle = [0.2, -0.1, 0.4, 0.0, 0.3], [0.5, 0.4, 0.6, 0.3, 0.5]
+    result = fraction_of_oracle(policy, oracle, resamples=2000, seed=3)
+    rng = np.random.default_rng(3)
+    draws = rng.integers(0, len(policy), size=(2000, len(policy)))
+    ratios = [np.mean([policy[i] for i in row]) / np.mean([oracle[i] for i in row]) for row in draws]
+    assert result['fraction'] == pytest.approx(np.mean(policy) / np.mean(oracle))
+    assert (result['ci_low'], result['ci_high']) == pytest.approx(tuple(np.percentile(ratios, [2.5, 97.5])))
+    assert fraction_of_oracle([0.1, 0.2], [-0.1, 0.05]) == {'fraction': None, 'ci_low': None, 'ci_high': None}
+    assert 'did not gain' in oracle_words(fraction_of_oracle([0.1], [0.0]))
+    assert oracle_words(result).startswith('policy = 34.8 % of the oracle, 95 % bootstrap interval [')
 
 
 # ----------------------------------------------------------------------------------------------- whole runs
@@ -167,7 +183,9 @@ def _png_is_drawn(path):
 
 
 def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(tmp_path):
-    data = three_days_csv(tmp_path)
+    # a known-edge market: its oracle plays the test windows beside the baselines
+    data = write_market_csv(make_mean_reversion_data(num_bars=3 * 1440, start='2017-01-01 00:00', seed=1),
+                            str(tmp_path / 'bars.csv'))
     out = tmp_path / 'wf'
     records = tmp_path / 'windows'
     records.mkdir()
@@ -186,7 +204,8 @@ def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(t
         assert last_train_bar < test_block.start  # the fold's training saw no bar of its test block or later
         assert pd.Timestamp(fold['train_window']['last_bar']) == last_train_bar
         assert fold['global_step'] >= 200 and fold['episodes'] == 3
-        for agent in ('policy', 'buy_and_hold', 'random'):
+        assert list(fold['agents']) == ['policy', 'buy_and_hold', 'random', 'oracle']
+        for agent in ('policy', 'buy_and_hold', 'random', 'oracle'):
             record = fold['agents'][agent]
             assert len(record['return_pct']) == 3
             for first, last in zip(record['first_bar_time'], record['last_bar_time']):
@@ -198,13 +217,17 @@ def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(t
         block = blocks[number + 1]
         trained = [w for w in windows if w[:2] == ['fold_{}'.format(number), 'train.csv']]
         tested = [w for w in windows if w[:2] == ['fold_{}'.format(number), 'test.csv']]
-        assert len(trained) >= 5 and len(tested) >= 9  # every training episode; 3 windows x 3 agents
+        assert len(trained) >= 5 and len(tested) >= 12  # every training episode; 3 windows x 4 agents
         assert all(pd.Timestamp(last) < block.start for _, _, _, last in trained)  # no look-ahead
         assert all(block.start <= pd.Timestamp(first) <= pd.Timestamp(last) < block.stop
                    for _, _, first, last in tested)
     summary = report['summary']
-    assert summary['episodes'] == 6 and len(summary['lines']) == 4
-    assert ('includes zero' in summary['lines'][-1]) == summary['excess_return_pct']['includes_zero']
+    assert summary['episodes'] == 6 and len(summary['lines']) == 5
+    assert ('includes zero' in summary['lines'][3]) == summary['excess_return_pct']['includes_zero']
+    returns = {name: [value for fold in report['folds'] for value in fold['agents'][name]['return_pct']]
+               for name in ('policy', 'oracle')}
+    assert summary['fraction_of_oracle'] == fraction_of_oracle(returns['policy'], returns['oracle'], seed=0)
+    assert summary['lines'][-1] == oracle_words(summary['fraction_of_oracle'])
     assert sorted(report['plots']) == ['equity_out_of_sample.png', 'fold_metrics.png']
     assert all(_png_is_drawn(out / name) for name in report['plots'])
 

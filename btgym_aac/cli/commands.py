@@ -189,7 +189,7 @@ def _evaluate(args):
     """Evaluates a run's latest checkpoint against buy-and-hold and random baselines on the same episodes; writes
     report.json and PNG plots to --out (default LOG_DIR/evaluation) and prints the mean metrics."""
     from btgym_aac.evaluation import evaluate
-    from btgym_aac.evaluation.report import format_table
+    from btgym_aac.evaluation.report import format_table, oracle_line
 
     from btgym_aac.env.engine import EngineError
 
@@ -202,6 +202,8 @@ def _evaluate(args):
     print('checkpoint {} (global step {}), {} {} episodes from seed {}'.format(
         report['checkpoint'], report['global_step'], report['episodes'], report['episode_type'], report['seed']))
     print(format_table(report))
+    if 'fraction_of_oracle' in report:
+        print(oracle_line(report['fraction_of_oracle']))
     print('report and plots: {}'.format(report['out']))
     return 0
 

@@ -297,7 +297,8 @@ def read_ohlcv(source, parsing_params=None):
     Files that this process's launcher published (see `shared`) come from its memory-mapped copy, read-only.
     Duplicated timestamps (inside a file or across files) are dropped keeping the first. The data sanity checks
     (`sanity`: non-positive or out-of-scale prices, constant close prices, unsorted or duplicated timestamps) raise
-    or warn as `parsing_params['checks']` say.
+    or warn as `parsing_params['checks']` say. The `attrs` of a DataFrame source (such as a known-edge market's
+    recipe, see `markets`) are kept.
 
     Args:
         source: str / os.PathLike or pandas DataFrame, or a list / tuple of them.
@@ -333,6 +334,8 @@ def read_ohlcv(source, parsing_params=None):
     else:
         where = _describe_source(source)
         frame = _read_one(source, parsing_params, checks)
+        if isinstance(source, pd.DataFrame):
+            frame.attrs = dict(source.attrs)
     if not frame.index.is_monotonic_increasing:
         frame = frame.sort_index(kind='stable')
     check_series(frame, where, checks)

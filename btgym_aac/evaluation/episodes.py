@@ -132,7 +132,8 @@ def play_episode(env, agent, seed, options):
         env: env from `make_evaluation_env`.
         agent: object with `reset(observation)`, `act(observation) -> action` (an env action, or
             `KEEP_POSITIONS` for `PortfolioEnv.keep_positions`), `observe(reward)` and optionally
-            `last_probabilities` (see `LoadedPolicy`).
+            `last_probabilities` (see `LoadedPolicy`) and `observe_info(info)` (given the info of the reset and
+            of every step).
         seed: episode seed.
         options: `reset_options(...)`.
 
@@ -141,6 +142,9 @@ def play_episode(env, agent, seed, options):
     """
     observation, info = env.reset(seed=seed, options=options)
     agent.reset(observation)
+    observe_info = getattr(agent, 'observe_info', None)
+    if observe_info is not None:
+        observe_info(info)
     record = EpisodeRecord(seed=seed, bar_times=[], bar_values=[],
                            step_times=[info['time']], step_values=[info['broker_value']], actions=[], rewards=[],
                            probabilities=[], trade_log={})
@@ -154,6 +158,8 @@ def play_episode(env, agent, seed, options):
         step = env.keep_positions() if isinstance(action, str) and action == KEEP_POSITIONS else env.step(action)
         observation, reward, terminated, truncated, info = step
         agent.observe(reward)
+        if observe_info is not None:
+            observe_info(info)
         done = terminated or truncated
         bars.extend(info['bars'])
         record.actions.append(action)

@@ -5,10 +5,11 @@ from btgym_aac.evaluation.baselines import baseline_agents
 from btgym_aac.evaluation.episodes import (TEST, episode_sample_type, make_evaluation_env, play_episode,
                                            reset_options)
 from btgym_aac.evaluation.loading import load_policy, read_run_config
+from btgym_aac.evaluation.oracle_agent import oracle_agent
 from btgym_aac.evaluation.plot_files import plot_contents, write_plots
-from btgym_aac.evaluation.report import build_report, check_output_folder, write_report
+from btgym_aac.evaluation.report import build_report, check_output_folder, fraction_of_oracle, write_report
 
-POLICY, BUY_AND_HOLD, RANDOM = 'policy', 'buy_and_hold', 'random'
+POLICY, BUY_AND_HOLD, RANDOM, ORACLE = 'policy', 'buy_and_hold', 'random', 'oracle'
 
 
 def _checkpoint_step(path):
@@ -64,6 +65,8 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
     finally:
         env.close()
     report = build_report(records, _run_description(log_dir, policy, data, sample_type, seed))
+    if ORACLE in records:
+        report['fraction_of_oracle'] = fraction_of_oracle(report['agents'])
     _write_outputs(report, out, records, policy)
     return report
 
@@ -97,8 +100,9 @@ def _episode_plan(env, episodes, windows):
 
 
 def _play_agents(env, log_dir, plan, seed, allow_untrusted):
-    """Plays every episode of `plan` with the run's policy, buy-and-hold and the random policy; episode `i` is reset
-    with seed `seed + i` for every agent.
+    """Plays every episode of `plan` with the run's policy, buy-and-hold, the random policy and, where the bars
+    come from a known-edge market, its oracle (`oracle_agent`); episode `i` is reset with seed `seed + i` for every
+    agent.
 
     Returns:
         (the loaded policy, {agent name: [episode record, ...]}).
@@ -106,6 +110,9 @@ def _play_agents(env, log_dir, plan, seed, allow_untrusted):
     with load_policy(log_dir, env=env, allow_untrusted=allow_untrusted) as policy:
         buy_and_hold, random_agent = baseline_agents(env, seed)
         agents = {POLICY: policy, BUY_AND_HOLD: buy_and_hold, RANDOM: random_agent}
+        oracle = oracle_agent(env)
+        if oracle is not None:
+            agents[ORACLE] = oracle
         records = {name: [play_episode(env, agent, seed + index, options) for index, options in enumerate(plan)]
                    for name, agent in agents.items()}
     return policy, records

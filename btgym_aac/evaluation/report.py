@@ -124,6 +124,31 @@ def build_report(records, info):
     return report
 
 
+def fraction_of_oracle(agents, policy='policy', oracle='oracle'):
+    """The policy's mean return per episode as a fraction of the oracle's, on the same windows.
+
+    Args:
+        agents: the report's `agents` ({name: agent_summary}).
+        policy, oracle: the agents' names.
+
+    Returns:
+        {'policy_return_pct', 'oracle_return_pct', 'fraction'}; `fraction` is None when the oracle did not gain
+        (a fraction of a loss or of nothing says nothing).
+    """
+    policy_return, oracle_return = (agents[name]['mean']['return_pct'] for name in (policy, oracle))
+    return {'policy_return_pct': policy_return, 'oracle_return_pct': oracle_return,
+            'fraction': policy_return / oracle_return if oracle_return > 0 else None}
+
+
+def oracle_line(fraction):
+    """The report's `fraction_of_oracle` in words."""
+    if fraction['fraction'] is None:
+        return 'policy: no fraction of the oracle, which did not gain on these windows ({:+.3f} % per episode)'.format(
+            fraction['oracle_return_pct'])
+    return 'policy = {:.1f} % of the oracle ({:+.3f} % against {:+.3f} % per episode)'.format(
+        100 * fraction['fraction'], fraction['policy_return_pct'], fraction['oracle_return_pct'])
+
+
 def write_report(report, out):
     """Writes `report` as `<out>/report.json`; returns the file path."""
     path = os.path.join(out, REPORT_FILE)

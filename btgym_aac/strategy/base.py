@@ -329,7 +329,8 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
 
         Returns:
             dict with step, time, action, broker_message, broker_cash, broker_value, drawdown, max_drawdown; with
-            per-asset statistics (several assets) also positions (dict asset -> position size).
+            per-asset statistics (several assets) also positions (dict asset -> position size), else position
+            (the size of the position in the strategy's data).
         """
         drawdown = self.stats.drawdown
         info = {
@@ -344,6 +345,8 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
         }
         if self.asset_stat:
             info['positions'] = dict(self._sizes)
+        else:
+            info['position'] = self.position.size
         return info
 
     # ----------------------------------------------------------------------------------------------- done

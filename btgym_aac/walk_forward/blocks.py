@@ -8,6 +8,7 @@ import pandas as pd
 from btgym_aac.data import BTgymDataset, write_histdata_csv
 from btgym_aac.data.datetimes import infer_timeframe
 from btgym_aac.data.errors import DataError
+from btgym_aac.data.markets import write_market_spec
 from btgym_aac.env.base import DATASET_KWARGS
 from btgym_aac.evaluation.episodes import DATA_SOURCE_KWARGS
 from btgym_aac.evaluation.windows import tile_windows
@@ -97,10 +98,20 @@ def block_windows(block, env_kwargs, max_windows=None):
     return windows
 
 
-def write_block_file(frames, path):
-    """Writes the bars of `frames` (in order) as a HistData CSV at `path`, atomically; kept when it exists."""
-    if os.path.exists(path):
-        return path
-    with written_in_place_of(path) as f:
-        write_histdata_csv(pd.concat(frames), f.name)
+def write_block_file(frames, path, market=None):
+    """Writes the bars of `frames` (in order) as a HistData CSV at `path`, atomically; kept when it exists.
+
+    Args:
+        frames: OHLCV DataFrames.
+        path: the CSV file.
+        market: the `MarketSpec` of the bars' known-edge market (written next to the file), or None.
+
+    Returns:
+        `path`.
+    """
+    if not os.path.exists(path):
+        with written_in_place_of(path) as f:
+            write_histdata_csv(pd.concat(frames), f.name)
+    if market is not None:
+        write_market_spec(market, path)
     return path

@@ -11,6 +11,7 @@ import copy
 import json
 import os
 
+from btgym_aac.data.markets import read_market_spec
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.evaluation.evaluator import evaluate
 from btgym_aac.paths import written_in_place_of
@@ -75,8 +76,10 @@ def _agents_record(report):
             for name, summary in report['agents'].items()}
 
 
-def _run_fold(number, blocks, windows, configs, out, train_steps, continue_training, seed, make_launcher):
-    """Trains and evaluates fold `number`; returns its record (also `<fold dir>/fold.json`)."""
+def _run_fold(number, blocks, windows, configs, out, train_steps, continue_training, seed, make_launcher,
+              market=None):
+    """Trains and evaluates fold `number` (with the oracle of `market`, the data's known-edge market, when given);
+    returns its record (also `<fold dir>/fold.json`)."""
     fold_dir = os.path.join(out, 'fold_{}'.format(number))
     record_path = os.path.join(fold_dir, FOLD_FILE)
     if os.path.exists(record_path):
@@ -85,7 +88,7 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
     os.makedirs(fold_dir, exist_ok=True)
     train_frames = [block.frame for block in blocks[:number + 1]]
     train_file = write_block_file(train_frames, os.path.join(fold_dir, 'train.csv'))
-    test_file = write_block_file([blocks[number + 1].frame], os.path.join(fold_dir, 'test.csv'))
+    test_file = write_block_file([blocks[number + 1].frame], os.path.join(fold_dir, 'test.csv'), market)
     run_dir = os.path.join(fold_dir, 'run')
     resuming = os.path.isdir(run_dir) and any(os.scandir(run_dir))
     initial = None
@@ -163,8 +166,9 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
     settings = {'data': _data_identity(paths), 'folds': len(blocks) - 1, 'train_steps': train_steps,
                 'test_episodes': test_episodes, 'continue_training': bool(continue_training), 'seed': seed}
     _check_settings(out, settings)
+    market = read_market_spec(paths[0]) if len(paths) == 1 else None
     records = [_run_fold(number, blocks, windows[number], configs, out, train_steps, continue_training, seed,
-                         make_launcher) for number in range(len(blocks) - 1)]
+                         make_launcher, market) for number in range(len(blocks) - 1)]
     report = {'settings': settings, 'folds': records, 'summary': summarize(records, seed),
               'plots': [os.path.basename(plot_stitched_equity(os.path.join(out, EQUITY_PLOT), records)),
                         os.path.basename(plot_fold_metrics(os.path.join(out, FOLD_PLOT), records))]}

@@ -2,7 +2,7 @@
 return difference against buy-and-hold with a bootstrap confidence interval."""
 import numpy as np
 
-POLICY, BUY_AND_HOLD, RANDOM = 'policy', 'buy_and_hold', 'random'
+POLICY, BUY_AND_HOLD, RANDOM, ORACLE = 'policy', 'buy_and_hold', 'random', 'oracle'
 CONFIDENCE = 0.95
 RESAMPLES = 10000
 
@@ -25,6 +25,29 @@ def bootstrap_mean_interval(values, confidence=CONFIDENCE, resamples=RESAMPLES, 
     tail = 100 * (1 - confidence) / 2
     low, high = np.percentile(means, [tail, 100 - tail])
     return float(values.mean()), float(low), float(high)
+
+
+def fraction_of_oracle(policy_returns, oracle_returns, confidence=CONFIDENCE, resamples=RESAMPLES, seed=0):
+    """The policy's mean return per episode as a fraction of the oracle's on the same episodes, with a percentile
+    bootstrap interval (episodes resampled in pairs).
+
+    Args:
+        policy_returns, oracle_returns: per-episode returns of the two agents, same episodes in the same order.
+        confidence, resamples, seed: as in `bootstrap_mean_interval`.
+
+    Returns:
+        {'fraction', 'ci_low', 'ci_high'}, all None when the oracle's mean return is not positive.
+    """
+    policy, oracle = (np.asarray(values, dtype=np.float64) for values in (policy_returns, oracle_returns))
+    if oracle.mean() <= 0:
+        return {'fraction': None, 'ci_low': None, 'ci_high': None}
+    rng = np.random.default_rng(seed)
+    picks = rng.integers(0, len(policy), size=(resamples, len(policy)))
+    oracle_means = oracle[picks].mean(axis=1)
+    ratios = policy[picks].mean(axis=1)[oracle_means > 0] / oracle_means[oracle_means > 0]
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(ratios, [tail, 100 - tail])
+    return {'fraction': float(policy.mean() / oracle.mean()), 'ci_low': float(low), 'ci_high': float(high)}
 
 
 def out_of_sample_returns(folds):
@@ -59,7 +82,8 @@ def summarize(folds, seed=0):
 
     Returns:
         dict with `episodes`, `mean_return_pct` per agent, `excess_return_pct` (policy minus buy-and-hold:
-        `mean`, `ci_low`, `ci_high`, `confidence`, `includes_zero`) and `lines` (the summary in words).
+        `mean`, `ci_low`, `ci_high`, `confidence`, `includes_zero`), `lines` (the summary in words) and, where
+        the folds have an oracle (a known-edge market), `fraction_of_oracle` (see `fraction_of_oracle`).
     """
     returns = out_of_sample_returns(folds)
     excess = np.subtract(returns[POLICY], returns[BUY_AND_HOLD])
@@ -73,7 +97,19 @@ def summarize(folds, seed=0):
             mean, 100 * CONFIDENCE, low, high),
         verdict(low, high),
     ]
-    return {'episodes': int(len(excess)), 'mean_return_pct': means,
-            'excess_return_pct': {'mean': mean, 'ci_low': low, 'ci_high': high, 'confidence': CONFIDENCE,
-                                  'resamples': RESAMPLES, 'includes_zero': bool(low <= 0 <= high)},
-            'lines': lines}
+    summary = {'episodes': int(len(excess)), 'mean_return_pct': means,
+               'excess_return_pct': {'mean': mean, 'ci_low': low, 'ci_high': high, 'confidence': CONFIDENCE,
+                                     'resamples': RESAMPLES, 'includes_zero': bool(low <= 0 <= high)},
+               'lines': lines}
+    if ORACLE in returns:
+        summary['fraction_of_oracle'] = fraction_of_oracle(returns[POLICY], returns[ORACLE], seed=seed)
+        lines.append(oracle_words(summary['fraction_of_oracle']))
+    return summary
+
+
+def oracle_words(fraction):
+    """The fraction of the oracle in words."""
+    if fraction['fraction'] is None:
+        return 'the oracle did not gain out of sample: no fraction of it to report'
+    return 'policy = {:.1f} % of the oracle, {:.0f} % bootstrap interval [{:.1f} %, {:.1f} %]'.format(
+        100 * fraction['fraction'], 100 * CONFIDENCE, 100 * fraction['ci_low'], 100 * fraction['ci_high'])

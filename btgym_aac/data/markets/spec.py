@@ -1,0 +1,113 @@
+"""A market's recipe (`MarketSpec`): carried by its frames, written next to its CSV files, and regenerating them."""
+import copy
+import dataclasses
+import json
+import os
+
+from btgym_aac.data.markets import intraday, mean_reversion, regime
+from btgym_aac.data.synthetic import write_histdata_csv
+
+GENERATORS = {
+    mean_reversion.KIND: mean_reversion.make_mean_reversion_data,
+    regime.KIND: regime.make_regime_switching_data,
+    intraday.KIND: intraday.make_intraday_pattern_data,
+}
+"""Market kind -> the generator of its frames."""
+
+SIDECAR_SUFFIX = '.market.json'
+
+
+@dataclasses.dataclass(frozen=True)
+class MarketSpec:
+    """Everything that generated a market frame.
+
+    Attributes:
+        kind: 'mean_reversion', 'regime_switching' or 'intraday_pattern'.
+        edge: False for the no-edge twin.
+        seed: the generator's seed.
+        params: every other argument of the generator (JSON-able dict).
+    """
+    kind: str
+    edge: bool
+    seed: int
+    params: dict = dataclasses.field(hash=False)
+
+    def __post_init__(self):
+        if self.kind not in GENERATORS:
+            raise ValueError('unknown market kind {!r}; known: {}'.format(self.kind, sorted(GENERATORS)))
+
+    @classmethod
+    def from_frame(cls, df):
+        """The spec in `df.attrs['market']`, or None when the frame carries none."""
+        recipe = df.attrs.get('market')
+        return None if recipe is None else cls.from_dict(recipe)
+
+    @classmethod
+    def from_dict(cls, recipe):
+        """The spec of a dict with keys kind, edge, seed, params (ValueError when one is missing or unknown)."""
+        missing = sorted({'kind', 'edge', 'seed', 'params'} - set(recipe))
+        if missing:
+            raise ValueError('market recipe lacks {}'.format(missing))
+        return cls(kind=recipe['kind'], edge=bool(recipe['edge']), seed=recipe['seed'],
+                   params=copy.deepcopy(dict(recipe['params'])))
+
+    def to_dict(self):
+        """JSON-able dict with keys kind, edge, seed, params."""
+        return dict(kind=self.kind, edge=self.edge, seed=self.seed, params=copy.deepcopy(self.params))
+
+    def make(self):
+        """Regenerates the frame this spec describes, exactly."""
+        return GENERATORS[self.kind](edge=self.edge, seed=self.seed, **copy.deepcopy(self.params))
+
+
+def sidecar_path(path):
+    """The spec file written next to the CSV file `path`: `<path>.market.json`."""
+    return os.fspath(path) + SIDECAR_SUFFIX
+
+
+def write_market_csv(df, path, header=False):
+    """Writes a market frame's bars as a HistData CSV file (`write_histdata_csv`) and its spec next to it.
+
+    Args:
+        df: frame from one of the market generators (it carries `df.attrs['market']`).
+        path: CSV file path; the spec goes to `<path>.market.json`.
+        header: write the HistData header line first.
+
+    Returns:
+        `path`.
+    """
+    spec = MarketSpec.from_frame(df)
+    if spec is None:
+        raise ValueError('the frame carries no market spec (df.attrs["market"]); write it with write_histdata_csv')
+    write_histdata_csv(df, path, header=header)
+    write_market_spec(spec, path)
+    return path
+
+
+def write_market_spec(spec, path):
+    """Writes `spec` next to the CSV file `path` (as `<path>.market.json`), for bars of that market written there
+    by other means (a slice of its series, for example).
+
+    Returns:
+        the spec file's path.
+    """
+    sidecar = sidecar_path(path)
+    with open(sidecar, 'w') as handle:
+        json.dump(spec.to_dict(), handle, indent=1)
+    return sidecar
+
+
+def read_market_spec(path):
+    """The spec written next to the CSV file `path`, or None when there is no `<path>.market.json`.
+
+    Raises:
+        ValueError: the spec file does not parse or names an unknown market kind (the file named).
+    """
+    sidecar = sidecar_path(path)
+    if not os.path.exists(sidecar):
+        return None
+    try:
+        with open(sidecar) as handle:
+            return MarketSpec.from_dict(json.load(handle))
+    except (ValueError, TypeError, AttributeError) as error:
+        raise ValueError('market spec file <{}> is not a valid spec: {}'.format(sidecar, error)) from error

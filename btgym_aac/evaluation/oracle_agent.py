@@ -1,0 +1,100 @@
+"""The oracle baseline: where the evaluated bars came from a known-edge market (`btgym_aac.data.markets`), the rule
+that knows the market's process plays the same windows through the same env, so with the same costs."""
+import numpy as np
+
+from btgym_aac.data.markets import MarketSpec, oracle_for, read_market_spec
+from btgym_aac.evaluation.baselines import BaselineAgent
+
+LOOKBACK_BARS = 2000
+"""Bars of history the oracle decides on (the regime filter forgets its start within a few hundred bars)."""
+
+
+def market_spec_of(dataset):
+    """The `MarketSpec` of a single-asset dataset's bars, or None for bars of no known-edge market.
+
+    Args:
+        dataset: the env's dataset (its `data` frame read, see `BTgymBaseData.read_csv`).
+
+    Returns:
+        the spec carried by the frame (`attrs['market']`), else by the sidecar of its one CSV file, else None.
+    """
+    data = getattr(dataset, 'data', None)
+    spec = MarketSpec.from_frame(data) if data is not None else None
+    filename = getattr(dataset, 'filename', None)
+    if spec is None and isinstance(filename, str):
+        spec = read_market_spec(filename)
+    return spec
+
+
+def env_commission(env):
+    """The commission per side of the env's episodes, as a fraction of the traded value: the strategy's
+    `commission` param where set (the strategy applies it to the broker), else the engine broker's (0 without)."""
+    commission = env.strategy_params.get('commission')
+    if commission is None:
+        info = env.engine.broker.comminfo.get(None)
+        commission = info.p.commission if info is not None else 0.0
+    return float(commission)
+
+
+class OracleAgent(BaselineAgent):
+    """Trades a single-asset BTgymEnv on an oracle's target side (-1, 0 or +1), with the exposure a policy of the
+    env can take: while the signal holds it sends one more order of the env's order size at every decision (the
+    broker refuses orders past its margin), so it builds the largest position the broker allows; to turn around
+    it closes, and opens the other way at its next decision. It reads its position from the step infos.
+
+    Args:
+        oracle: a `btgym_aac.data.markets.Oracle`.
+        bars: the dataset's OHLCV frame (the oracle reads the closes up to the current bar only).
+        action_names: the env's discrete action names (needs hold, buy, sell and close).
+    """
+
+    def __init__(self, oracle, bars, action_names):
+        names = list(action_names or ())
+        missing = [name for name in ('hold', 'buy', 'sell', 'close') if name not in names]
+        if missing:
+            raise ValueError('the oracle needs the actions {}; the env has {}'.format(missing, names))
+        self.actions = {name: names.index(name) for name in ('hold', 'buy', 'sell', 'close')}
+        self.oracle = oracle
+        self.closes = bars['close']
+        self.side = 0
+        self.time = None
+
+    def reset(self, observation=None):
+        """Starts an episode flat."""
+        self.side = 0
+        self.time = None
+
+    def observe_info(self, info):
+        """Takes the time of the env's current bar and the side of its position from a step's (or the reset's)
+        info."""
+        self.time = info['time']
+        self.side = int(np.sign(info['position']))
+
+    def act(self, observation):
+        """The action moving towards the oracle's target side at the current bar."""
+        history = self.closes.loc[:self.time].iloc[-LOOKBACK_BARS:]
+        target = self.oracle.target_position(history.to_numpy(), history.index, self.side)
+        if target == 0:
+            return self.actions['hold'] if self.side == 0 else self.actions['close']
+        if self.side == -target:
+            return self.actions['close']
+        return self.actions['buy'] if target > 0 else self.actions['sell']
+
+
+def oracle_agent(env):
+    """The oracle baseline for `env`, or None where its bars come from no known-edge market or it trades several
+    assets.
+
+    Args:
+        env: the evaluation env (its dataset read).
+
+    Returns:
+        OracleAgent or None.
+    """
+    if len(env.action_space.assets) != 1 or not env.action_space.is_discrete:
+        return None
+    spec = market_spec_of(env.dataset)
+    if spec is None:
+        return None
+    oracle = oracle_for(spec, commission=env_commission(env), horizon=int(env.strategy_params['skip_frame']))
+    return OracleAgent(oracle, env.dataset.data, env.portfolio_actions)

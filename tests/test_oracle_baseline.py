@@ -1,0 +1,114 @@
+"""The oracle baseline of `evaluate`: which data has one, how its target positions become env actions, that it sees
+only the bars up to the env's current one, and that it gains in the env where the market has an edge."""
+import numpy as np
+import pandas as pd
+import pytest
+
+from btgym_aac.data import BTgymDataset, make_random_walk_data
+from btgym_aac.data.markets import make_mean_reversion_data, write_market_csv
+from btgym_aac.env import BTgymEnv
+from btgym_aac.evaluation.baselines import BuyAndHoldAgent
+from btgym_aac.evaluation.episodes import play_episode, reset_options
+from btgym_aac.evaluation.trade_log import TRADE_LOG_NAME, TradeLog
+from btgym_aac.evaluation.oracle_agent import OracleAgent, env_commission, market_spec_of, oracle_agent
+from btgym_aac.strategy import DevStrat_4_11
+
+HOLD, BUY, SELL, CLOSE = range(4)
+ACTIONS = ('hold', 'buy', 'sell', 'close')
+COMMISSION = 1e-4
+
+
+def market_env(frame=None, filename=None):
+    dataset = BTgymDataset(dataframe=frame, filename=filename,
+                           episode_duration={'days': 0, 'hours': 8, 'minutes': 0})
+    env = BTgymEnv(dataset=dataset, strategy=DevStrat_4_11, start_cash=2000.0, commission=COMMISSION,
+                   leverage=10.0, order_size=2000, drawdown_call=50, target_call=50, render_enabled=False, verbose=0)
+    env.engine.addanalyzer(TradeLog, _name=TRADE_LOG_NAME)  # as the evaluation env has it
+    return env
+
+
+class ScriptedOracle:
+    """Answers the given target positions in turn and records the last bar time of every history it is shown."""
+
+    def __init__(self, targets):
+        self.targets = list(targets)
+        self.seen = []
+
+    def target_position(self, closes, times, current_position):
+        assert len(closes) == len(times)
+        self.seen.append((pd.Timestamp(times[-1]), current_position))
+        return self.targets.pop(0)
+
+
+def test_the_market_spec_comes_from_the_frame_or_the_csv_sidecar(tmp_path):
+    frame = make_mean_reversion_data(num_bars=3000, seed=2)
+    assert market_spec_of(BTgymDataset(dataframe=frame)).to_dict() == frame.attrs['market']
+    path = str(tmp_path / 'mr.csv')
+    write_market_csv(frame, path)
+    dataset = BTgymDataset(filename=path)
+    dataset.read_csv()
+    assert market_spec_of(dataset).to_dict() == frame.attrs['market']
+    plain = BTgymDataset(dataframe=make_random_walk_data(num_bars=3000, seed=2))
+    assert market_spec_of(plain) is None
+
+
+def test_target_sides_become_orders_towards_the_largest_position_and_closes_to_turn_around():
+    bars = make_mean_reversion_data(num_bars=50, seed=1)
+    oracle = ScriptedOracle([1, 1, -1, -1, -1, 1])
+    agent = OracleAgent(oracle, bars, ACTIONS)
+    positions = [0, 2000, 4000, 4000, 0, -2000]  # the env's position before each decision
+    actions = []
+    for minute, position in enumerate(positions):
+        agent.observe_info({'time': bars.index[10 + minute], 'position': position})
+        actions.append(agent.act(None))
+    # long from flat: buy, and buy again while the signal holds (the broker caps it); turn around: close first
+    assert actions == [BUY, BUY, CLOSE, CLOSE, SELL, CLOSE]
+    assert [side for _, side in oracle.seen] == [0, 1, 1, 1, 0, -1]
+    agent.reset()
+    assert agent.side == 0
+
+
+def test_an_oracle_needs_the_four_discrete_actions():
+    with pytest.raises(ValueError, match="'close'"):
+        OracleAgent(ScriptedOracle([]), make_mean_reversion_data(num_bars=50, seed=1), ('hold', 'buy', 'sell'))
+
+
+def test_the_oracle_decides_on_the_bars_up_to_the_envs_current_bar_only(tmp_path):
+    env = market_env(filename=write_market_csv(make_mean_reversion_data(num_bars=6000, seed=5),
+                                               str(tmp_path / 'mr.csv')))
+    try:
+        agent = oracle_agent(env)
+        assert isinstance(agent, OracleAgent) and agent.oracle.horizon == DevStrat_4_11.skip_frame
+        assert env_commission(env) == COMMISSION and agent.oracle.commission == COMMISSION
+        scripted = ScriptedOracle([0] * 1000)
+        agent.oracle = scripted
+        record = play_episode(env, agent, seed=0, options=reset_options(0))
+    finally:
+        env.close()
+    # the history shown at each decision ends at the bar of the info the env gave before that decision
+    assert [time for time, _ in scripted.seen] == [pd.Timestamp(time) for time in record.step_times[:-1]]
+
+
+def test_no_oracle_for_bars_of_no_known_edge_market():
+    env = market_env(frame=make_random_walk_data(num_bars=6000, seed=1))
+    try:
+        assert oracle_agent(env) is None
+    finally:
+        env.close()
+
+
+def test_the_oracle_gains_in_the_env_on_a_market_with_an_edge(tmp_path):
+    frame = make_mean_reversion_data(num_bars=20000, seed=7)
+    env = market_env(filename=write_market_csv(frame, str(tmp_path / 'mr.csv')))
+    try:
+        oracle = oracle_agent(env)
+        hold = BuyAndHoldAgent(env.portfolio_actions)
+        returns = {'oracle': [], 'buy_and_hold': []}
+        for seed in range(6):
+            for name, agent in (('oracle', oracle), ('buy_and_hold', hold)):
+                record = play_episode(env, agent, seed=seed, options=reset_options(0))
+                returns[name].append(record.step_values[-1] / record.step_values[0] - 1)
+    finally:
+        env.close()
+    assert np.mean(returns['oracle']) > 0
+    assert np.mean(returns['oracle']) > np.mean(returns['buy_and_hold'])
