@@ -1,0 +1,164 @@
+"""Does each trainer find an edge where one exists? Markets with a known edge (`btgym_aac.data.markets`, see
+docs/learning.md) and their no-edge twins, out of sample, against the oracle.
+
+For every market of `--markets` (mr: mean reversion, regime: regime switching, intraday: intraday pattern), every
+trainer of `--trainers` and every seed 0 .. `--seeds` - 1, on the edge market and (unless `--no-twins`) on its
+no-edge twin:
+
+- a train CSV (`--train-bars` bars, generator seed 1000 + 2 seed) and a test CSV of a fresh seed of the same
+  process (`--test-bars` bars, seed 1001 + 2 seed, starting 2018-01-01), written by `write_market_csv` (with the
+  recipe beside them, so the evaluation has the oracle); the twin uses the same seeds;
+- the env is the reference configuration's (`run_configs.default_configs`) on the train file, with 8-hour
+  episodes, a 1-hour time gap and rendering off;
+- trainers: `a3c`, `ppo`, `unreal`: the reference configuration of `default_configs(algo)` as shipped, with
+  `--workers` workers; `sb3_ppo`: Stable-Baselines3's PPO with its defaults ('MultiInputPolicy') on the same env
+  wrapped by `SimpleSpaces`, in this process, torch on `--sb3-torch-threads` intra-op threads (default 1, as
+  the TensorFlow sessions of our workers: on 2 busy cores torch's default, one per core, took 1.4 to 2 times the
+  CPU and wall time of one thread in the smoke runs);
+- training runs for `--steps` env steps in `--stages` equal stages (ours: the Launcher run again on the same log
+  dir with a larger `max_env_steps`, resuming from its checkpoint; SB3: `learn` in stages, rounded up to its whole
+  rollouts of 2048 steps), and after every stage the policy plays `--eval-episodes` episodes of the test file
+  beside buy-and-hold, random and the oracle, on the same windows (episode i seeded i): ours through `evaluate`,
+  SB3 through the same episodes (`known_edge_runs.evaluate_sb3`);
+- every stage records the env steps, the training CPU seconds so far (ours: every task process of the cluster,
+  as `train_throughput.py` reads them from /proc; SB3: this process's and its children's during model building
+  and `learn`), the wall seconds, and every agent's per-episode returns (%).
+
+The summary, per market and trainer: the last stage's fraction of the oracle (the policy's mean return per episode
+over the oracle's, seeds and episodes pooled, with a bootstrap interval: `walk_forward.summary.fraction_of_oracle`),
+the learning curve (that fraction at every stage, against mean env steps and mean CPU seconds), the env steps and
+CPU seconds of the first stage at half the oracle or more (None if none), and the policy's return minus
+buy-and-hold's with its bootstrap interval (`bootstrap_mean_interval`), on the edge market and on the twin (where
+it should include zero). Writes `known_edge.json` (settings, every run's stages, the summary; rewritten after every
+run), `known_edge_steps.png` and `known_edge_cpu.png` to `--out`, and prints the table. The market files, log dirs
+and evaluation folders go to `--work-dir` (default: a temporary folder, removed at the end).
+
+The defaults (3 markets, 4 trainers, 3 seeds, twins, 40,000 steps) make 72 runs: many hours on 2 cores. SB3 is an
+optional dependency of this benchmark (see `peers.py`).
+
+Usage:
+    python benchmarks/known_edge.py [--markets mr regime intraday] [--trainers a3c ppo unreal sb3_ppo]
+                                    [--seeds 3] [--steps 40000] [--stages 4] [--workers 2] [--eval-episodes 10]
+                                    [--no-twins] [--sb3-torch-threads 1] [--train-bars 60000] [--test-bars 20000]
+                                    [--out benchmarks/results/known_edge] [--work-dir DIR]
+"""
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+
+from known_edge_runs import ENV_OVERRIDES, EVAL_SEED, MARKETS, OUR_TRAINERS, SB3_TRAINER, run_one
+from known_edge_summary import plot, summarize, table_lines
+
+TRAINERS = OUR_TRAINERS + (SB3_TRAINER,)
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--markets', nargs='+', choices=sorted(MARKETS), default=['mr', 'regime', 'intraday'])
+    parser.add_argument('--trainers', nargs='+', choices=TRAINERS, default=list(TRAINERS))
+    parser.add_argument('--seeds', type=int, default=3, help='number of seeds (0 .. N-1)')
+    parser.add_argument('--steps', type=int, default=40000, help='env steps of training')
+    parser.add_argument('--stages', type=int, default=4, help='equal stages, each followed by an evaluation')
+    parser.add_argument('--workers', type=int, default=2, help="workers of this package's trainers")
+    parser.add_argument('--eval-episodes', type=int, default=10, help='test episodes per agent and evaluation')
+    parser.add_argument('--twins', action=argparse.BooleanOptionalAction, default=True,
+                        help='also train on every market\'s no-edge twin')
+    parser.add_argument('--sb3-torch-threads', type=int, default=1,
+                        help="torch's intra-op threads for sb3_ppo (0: torch's default, one per core); 1 as the "
+                             "TensorFlow sessions of this package's workers")
+    parser.add_argument('--train-bars', type=int, default=60000)
+    parser.add_argument('--test-bars', type=int, default=20000)
+    parser.add_argument('--out', default='benchmarks/results/known_edge')
+    parser.add_argument('--work-dir', help='folder kept for the market files, log dirs and evaluations')
+    args = parser.parse_args()
+    for name in ('seeds', 'steps', 'stages', 'workers', 'eval_episodes', 'train_bars', 'test_bars'):
+        if getattr(args, name) < 1:
+            parser.error('--{} must be >= 1, got {}'.format(name.replace('_', '-'), getattr(args, name)))
+    if args.sb3_torch_threads < 0:
+        parser.error('--sb3-torch-threads must be >= 0, got {}'.format(args.sb3_torch_threads))
+    if args.steps < args.stages:
+        parser.error('--steps ({}) must be at least --stages ({})'.format(args.steps, args.stages))
+    return args
+
+
+def import_sb3_first(trainers, torch_threads):
+    """Imports torch and SB3 before anything imports TensorFlow (docs/configuration.md) and sets torch's
+    intra-op threads (0: torch's default); exits with the install line where SB3 is missing."""
+    if SB3_TRAINER not in trainers:
+        return
+    try:
+        import torch
+        import stable_baselines3  # noqa: F401
+    except ImportError:
+        sys.exit("stable-baselines3 is not installed: pip install torch 'stable-baselines3>=2.3' "
+                 "(or leave sb3_ppo out of --trainers)")
+    if torch_threads:
+        torch.set_num_threads(torch_threads)
+
+
+def settings(args):
+    """The settings written to the JSON."""
+    return {'markets': args.markets, 'trainers': args.trainers, 'seeds': list(range(args.seeds)),
+            'twins': args.twins, 'steps': args.steps, 'stages': args.stages, 'workers': args.workers,
+            'eval_episodes': args.eval_episodes, 'eval_seed': EVAL_SEED, 'train_bars': args.train_bars,
+            'test_bars': args.test_bars, 'sb3_torch_threads': args.sb3_torch_threads, 'env_overrides': ENV_OVERRIDES,
+            'env': "default_configs(algo)['env_config'] with the train file and env_overrides"}
+
+
+def write_results(args, runs, seconds):
+    """Writes known_edge.json and the plots to `args.out`; returns the summary rows."""
+    rows = summarize(runs)
+    os.makedirs(args.out, exist_ok=True)
+    output = {'benchmark': 'known_edge', 'settings': settings(args), 'summary': rows, 'runs': runs,
+              'wall_seconds': seconds,
+              'machine': {'python': platform.python_version(), 'cpus': os.cpu_count()}}
+    with open(os.path.join(args.out, 'known_edge.json'), 'w') as f:
+        json.dump(output, f, indent=1)
+    for axis, label, name in (('env_steps', 'env steps', 'known_edge_steps.png'),
+                              ('cpu_seconds', 'training CPU seconds', 'known_edge_cpu.png')):
+        plot(rows, axis, label, os.path.join(args.out, name))
+    return rows
+
+
+def run_line(run):
+    """One line on a finished run."""
+    last = run['stages'][-1]
+    fraction = last['fraction_of_oracle']
+    return '{} {} {} seed {}: {} env steps, {} CPU s, {:.0f} s, fraction of oracle {}'.format(
+        run['market'], 'edge' if run['edge'] else 'twin', run['trainer'], run['seed'], last['env_steps'],
+        '-' if last['cpu_seconds'] is None else '{:.0f}'.format(last['cpu_seconds']), last['wall_seconds'],
+        '-' if fraction is None else '{:.2f}'.format(fraction))
+
+
+def run_all(args, work_dir, start):
+    """Every run, in order market, trainer, seed, edge then twin; the results rewritten after each."""
+    runs = []
+    for market in args.markets:
+        for trainer in args.trainers:
+            for seed in range(args.seeds):
+                for edge in (True, False) if args.twins else (True,):
+                    runs.append(run_one(market, edge, trainer, seed, work_dir, args))
+                    print(run_line(runs[-1]), flush=True)
+                    rows = write_results(args, runs, time.time() - start)
+    return rows
+
+
+def main():
+    args = parse_args()
+    import_sb3_first(args.trainers, args.sb3_torch_threads)
+    start = time.time()
+    if args.work_dir:
+        rows = run_all(args, os.path.abspath(args.work_dir), start)
+    else:
+        with tempfile.TemporaryDirectory(prefix='known_edge_') as work_dir:
+            rows = run_all(args, work_dir, start)
+    print('\n'.join(table_lines(rows)))
+    print('written: {} ({:.0f} s)'.format(os.path.join(args.out, 'known_edge.json'), time.time() - start))
+
+
+if __name__ == '__main__':
+    main()

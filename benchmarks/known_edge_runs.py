@@ -1,0 +1,218 @@
+"""One run of `known_edge.py`: the market files, training in stages and an out-of-sample evaluation after each
+stage, for this package's trainers (the Launcher, resumed stage by stage) and for Stable-Baselines3's PPO (in
+this process).
+
+Imported by the benchmark's main module, which every task process of a Launcher imports again: nothing heavy
+(TensorFlow, torch) is imported at the top.
+"""
+import os
+import time
+
+from btgym_aac.data.markets import (make_intraday_pattern_data, make_mean_reversion_data,
+                                    make_regime_switching_data, write_market_csv)
+
+MARKETS = {'mr': make_mean_reversion_data, 'regime': make_regime_switching_data,
+           'intraday': make_intraday_pattern_data}
+OUR_TRAINERS = ('a3c', 'ppo', 'unreal')
+SB3_TRAINER = 'sb3_ppo'
+TEST_START = '2018-01-01'
+ENV_OVERRIDES = {'episode_duration': {'days': 0, 'hours': 8, 'minutes': 0}, 'time_gap': {'hours': 1},
+                 'render_enabled': False}
+"""Env kwargs replacing the reference configuration's (besides the data file)."""
+EVAL_SEED = 0
+"""Seed of the first evaluation episode (episode i: EVAL_SEED + i), the same windows after every stage."""
+
+
+def market_seeds(seed):
+    """Generator seeds of the train and test files of run seed `seed` (the twin uses the same ones)."""
+    return 1000 + 2 * seed, 1001 + 2 * seed
+
+
+def write_markets(market, edge, seed, folder, train_bars, test_bars):
+    """Writes (once) the train CSV and the test CSV (a fresh seed of the same process, starting at TEST_START) of
+    `market` (the no-edge twin where `edge` is False) for run seed `seed`; returns their paths."""
+    os.makedirs(folder, exist_ok=True)
+    make = MARKETS[market]
+    paths = []
+    for name, bars, generator_seed, start in zip(('train.csv', 'test.csv'), (train_bars, test_bars),
+                                                  market_seeds(seed), (None, TEST_START)):
+        path = os.path.join(folder, name)
+        if not os.path.exists(path):
+            extra = {'start': start} if start else {}
+            write_market_csv(make(num_bars=bars, seed=generator_seed, edge=edge, **extra), path)
+        paths.append(path)
+    return paths
+
+
+def reference_configs(algo, train_csv):
+    """`default_configs(algo)` with the train file and ENV_OVERRIDES in the env kwargs."""
+    from btgym_aac.run_configs import default_configs
+
+    configs = default_configs(algo)
+    configs['env_config']['kwargs'].update(ENV_OVERRIDES, filename=train_csv)
+    return configs
+
+
+def stage_record(stage, env_steps, cpu_seconds, wall_seconds, report):
+    """One stage: its env steps, training CPU and wall seconds so far, and every agent's per-episode returns (%)
+    on the test file, with the policy's fraction of the oracle (None when the oracle did not gain)."""
+    from btgym_aac.evaluation.report import fraction_of_oracle
+
+    return {'stage': stage, 'env_steps': int(env_steps), 'cpu_seconds': cpu_seconds, 'wall_seconds': wall_seconds,
+            'returns_pct': {name: agent['per_episode']['return_pct'] for name, agent in report['agents'].items()},
+            'fraction_of_oracle': fraction_of_oracle(report['agents'])['fraction']}
+
+
+class ClusterCpu:
+    """CPU seconds (user + system) of every task process (parameter servers and workers) of the Launchers it
+    watches, as `train_throughput.py` reads them (`process_cpu_seconds` from /proc at every progress poll,
+    `after_each_drain`); a process counts with its last reading, so what it spent after its last poll (under
+    the Launcher's 0.5 s poll interval, its final save included) is missed. None without /proc."""
+
+    def __init__(self):
+        self.finished, self.current, self.read = 0.0, {}, False
+
+    def watch(self, launcher):
+        """Reads `launcher`'s task processes at each of its polls."""
+        from train_throughput import after_each_drain, process_cpu_seconds
+
+        def read():
+            seconds = process_cpu_seconds(launcher)
+            self.read = self.read or seconds is not None
+            for name, value in (seconds or {}).items():
+                if value < self.current.get(name, 0.0):  # a restarted process: bank the ended one's time
+                    self.finished += self.current[name]
+                self.current[name] = value
+
+        after_each_drain(launcher, read)
+
+    def end_run(self):
+        """Banks the processes of the Launcher run that has ended."""
+        self.finished += sum(self.current.values())
+        self.current = {}
+
+    @property
+    def seconds(self):
+        return self.finished + sum(self.current.values()) if self.read else None
+
+
+def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, episodes):
+    """Trains `default_configs(algo)` (with `workers` workers) on `train_csv` to steps * k / stages env steps,
+    k = 1..stages (the first stage empties `folder/run`, the others resume from its checkpoint), and evaluates the
+    checkpoint after each stage on `test_csv` with `evaluate` (policy, buy-and-hold, random, oracle); returns the
+    stage records."""
+    from btgym_aac.evaluation import evaluate
+    from btgym_aac.run_configs import make_launcher
+
+    configs = reference_configs(algo, train_csv)
+    log_dir = os.path.join(folder, 'run')
+    configs['cluster_config'].update(num_workers=workers, log_dir=log_dir)
+    cpu, wall, records = ClusterCpu(), 0.0, []
+    for stage in range(1, stages + 1):
+        launcher = make_launcher(configs, max_env_steps=steps * stage // stages, root_random_seed=1000 * seed + stage,
+                                 purge_previous=2 if stage == 1 else 0, show_progress=False)
+        cpu.watch(launcher)
+        start = time.time()
+        result = launcher.run()
+        wall += time.time() - start
+        cpu.end_run()
+        report = evaluate(log_dir, data=[test_csv], episodes=episodes,
+                          out=os.path.join(folder, 'evaluation_{}'.format(stage)), seed=EVAL_SEED)
+        records.append(stage_record(stage, result['global_step'], cpu.seconds, wall, report))
+    return records
+
+
+def process_cpu_seconds():
+    """CPU seconds of this process (all threads) and of its ended children."""
+    times = os.times()
+    return time.process_time() + times.children_user + times.children_system
+
+
+def train_sb3(train_csv, test_csv, steps, stages, seed, episodes):
+    """Trains SB3's PPO (its defaults, 'MultiInputPolicy') on the reference env on `train_csv`, wrapped by
+    `SimpleSpaces`, in `stages` `learn` calls up to steps * k / stages env steps (SB3 rounds each up to whole
+    rollouts of its `n_steps`), and evaluates it after each stage as `evaluate` would (`evaluate_sb3`); its
+    training CPU is this process's (and its children's) during env and model construction and `learn`."""
+    from stable_baselines3 import PPO
+
+    from btgym_aac.env.wrappers import SimpleSpaces
+
+    env_config = reference_configs('ppo', train_csv)['env_config']
+    cpu_start, wall_start = process_cpu_seconds(), time.time()
+    env = SimpleSpaces(env_config['class_ref'](**env_config['kwargs']))
+    model = PPO('MultiInputPolicy', env, seed=seed, verbose=0)
+    cpu, wall = process_cpu_seconds() - cpu_start, time.time() - wall_start
+    records = []
+    try:
+        for stage in range(1, stages + 1):
+            cpu_start, wall_start = process_cpu_seconds(), time.time()
+            target = steps * stage // stages
+            if model.num_timesteps < target:
+                model.learn(target - model.num_timesteps, reset_num_timesteps=False)
+            cpu, wall = cpu + process_cpu_seconds() - cpu_start, wall + time.time() - wall_start
+            report = evaluate_sb3(model, env_config, test_csv, episodes, EVAL_SEED)
+            records.append(stage_record(stage, model.num_timesteps, cpu, wall, report))
+    finally:
+        env.close()
+    return records
+
+
+class Sb3Agent:
+    """An SB3 model as an evaluation agent (`play_episode`'s interface): its deterministic action on the
+    `SimpleSpaces` view of the env's observation."""
+
+    def __init__(self, model, wrapper):
+        self.model, self.wrapper = model, wrapper
+
+    def reset(self, observation=None):
+        """The model keeps no state between steps."""
+
+    def observe(self, reward):
+        """The model does not learn while evaluated."""
+
+    def act(self, observation):
+        action, _ = self.model.predict(self.wrapper._observe(observation), deterministic=True)
+        return int(action)
+
+
+def evaluate_sb3(model, env_config, test_csv, episodes, seed):
+    """`evaluate`'s episodes for an SB3 model: the env (`make_evaluation_env`: no rendering, the TradeLog
+    analyzer) on `test_csv`, `episodes` episodes of its sample type, episode i reset with seed `seed + i` for the
+    model, buy-and-hold, random (seeded `seed`) and the oracle; returns `build_report`'s report."""
+    from btgym_aac.env.wrappers import SimpleSpaces
+    from btgym_aac.evaluation.baselines import baseline_agents
+    from btgym_aac.evaluation.episodes import (episode_sample_type, make_evaluation_env, play_episode,
+                                               reset_options)
+    from btgym_aac.evaluation.oracle_agent import oracle_agent
+    from btgym_aac.evaluation.report import build_report
+
+    env = make_evaluation_env({'env_config': env_config}, [test_csv])
+    try:
+        plan = [reset_options(episode_sample_type(env)) for _ in range(episodes)]
+        buy_and_hold, random_agent = baseline_agents(env, seed)
+        oracle = oracle_agent(env)
+        if oracle is None:
+            raise RuntimeError('{} carries no market recipe: no oracle to measure against'.format(test_csv))
+        agents = {'policy': Sb3Agent(model, SimpleSpaces(env)), 'buy_and_hold': buy_and_hold,
+                  'random': random_agent, 'oracle': oracle}
+        records = {name: [play_episode(env, agent, seed + index, options) for index, options in enumerate(plan)]
+                   for name, agent in agents.items()}
+    finally:
+        env.close()
+    return build_report(records, {'data': [test_csv], 'seed': seed})
+
+
+def run_one(market, edge, trainer, seed, folder, args):
+    """Writes the market files and trains and evaluates `trainer` on them; returns the run's record."""
+    data_folder = os.path.join(folder, 'data', '{}_{}_seed_{}'.format(market, 'edge' if edge else 'twin', seed))
+    train_csv, test_csv = write_markets(market, edge, seed, data_folder, args.train_bars, args.test_bars)
+    if trainer == SB3_TRAINER:
+        stages = train_sb3(train_csv, test_csv, args.steps, args.stages, seed, args.eval_episodes)
+    else:
+        run_folder = os.path.join(folder, 'runs', '{}_{}_{}_seed_{}'.format(
+            market, 'edge' if edge else 'twin', trainer, seed))
+        stages = train_ours(trainer, train_csv, test_csv, run_folder, args.steps, args.stages, args.workers, seed,
+                            args.eval_episodes)
+    train_seed, test_seed = market_seeds(seed)
+    return {'market': market, 'edge': edge, 'trainer': trainer, 'seed': seed, 'train_market_seed': train_seed,
+            'test_market_seed': test_seed, 'stages': stages}
