@@ -171,7 +171,7 @@ class Sb3Agent:
         """The model does not learn while evaluated."""
 
     def act(self, observation):
-        action, _ = self.model.predict(self.wrapper._observe(observation), deterministic=True)
+        action, _ = self.model.predict(self.wrapper.observation(observation), deterministic=True)
         return int(action)
 
 

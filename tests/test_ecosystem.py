@@ -178,6 +178,8 @@ def test_simple_spaces_keep_the_box_observations_as_vectors_and_act_by_index():
     flat = SimpleSpaces(walk_env(render_enabled=False), keys=['internal'], flatten=True)
     vector, _ = flat.reset(seed=0)
     assert vector.shape == (120,) and vector.dtype == np.float32 and vector in flat.observation_space
+    raw = flat.unwrapped._last_step['state']
+    np.testing.assert_allclose(flat.observation(raw), vector, rtol=1e-6)  # the transform, for the raw states
     with pytest.raises(ValueError, match=r"keys must name Box observations.*\['metadata'\]"):
         SimpleSpaces(walk_env(render_enabled=False), keys=['metadata'])
 

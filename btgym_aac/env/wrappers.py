@@ -61,7 +61,16 @@ class SimpleSpaces(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
             self.observation_space = self._boxes
         self.action_space = spaces.Discrete(len(base.portfolio_actions))
 
-    def _observe(self, observation):
+    def observation(self, observation):
+        """The wrapped env's observation as this wrapper observes it (for acting on the unwrapped env's
+        observations, e.g. with a model trained on the wrapper).
+
+        Args:
+            observation: an observation of the wrapped env.
+
+        Returns:
+            dict key -> vector, or one float32 vector with `flatten`.
+        """
         kept = {key: np.reshape(observation[key], -1) for key in self.keys}
         if self.flatten:
             return spaces.flatten(self._boxes, kept).astype(np.float32)
@@ -69,8 +78,8 @@ class SimpleSpaces(gymnasium.Wrapper, gymnasium.utils.RecordConstructorArgs):
 
     def reset(self, **kwargs):
         observation, info = self.env.reset(**kwargs)
-        return self._observe(observation), info
+        return self.observation(observation), info
 
     def step(self, action):
         observation, reward, terminated, truncated, info = self.env.step(int(action))
-        return self._observe(observation), reward, terminated, truncated, info
+        return self.observation(observation), reward, terminated, truncated, info
