@@ -2,15 +2,16 @@
 
 Runs the reference configuration (2 workers, the built-in sine data) `--runs` times, then every config file in
 `examples/` once (with its own worker count), each as `btgym-aac train ... --max-steps 100 --fresh` on a new log
-dir, one at a time. From each run's last line: the first trained step and the chief's start-up phases (its
-configs and TensorFlow imported, graph built, session ready), all timed from the command's process start. Also
-recorded: the machine's 1-minute load average before each run and the CPU count. Medians of the reference runs
-are set beside the original btgym's 18.4-20.9 s, measured for its notebook configuration on the same machine type
-(issue 26). With `--baseline DIR` (the source tree of another version, e.g. from `git worktree add`), that version
-runs the reference configuration too, alternating with this one (its first-step figure only, as it prints it).
-With `--script-runs N`, N pairs of runs of a script that calls `Launcher.run()` (`notebook_run.py`: the reference
-notebook's configuration, 1 worker), alternately as it is and with `start_forkserver_early()` first. Writes
-`startup.json` to --out.
+dir, one at a time. From each run's last line: the first trained step and the chief's start-up phases (its configs
+and TensorFlow imported, graph built, session ready), all timed from the command's process start. Also recorded:
+the machine's 1-minute load average before each run and the CPU count, and before every reference run a bare
+`import tensorflow` in a new interpreter (the floor of the first step; their medians' ratio is printed). Medians of
+the reference runs are set beside the original btgym's 18.4-20.9 s, measured for its notebook configuration on the
+same machine type (issue 26). With `--baseline DIR` (the source tree of another version, e.g. from `git worktree
+add`), that version runs the reference configuration too, alternating with this one (its first-step figure only, as
+it prints it). With `--script-runs N`, N pairs of runs of a script that calls `Launcher.run()` (`notebook_run.py`:
+the reference notebook's configuration, 1 worker), alternately as it is and with `start_forkserver_early()` first.
+Writes `startup.json` to --out.
 
 Usage: python benchmarks/startup.py [--runs 5] [--no-examples] [--baseline DIR] [--script-runs 0]
                                     [--out benchmarks/results]
@@ -30,7 +31,7 @@ import time
 
 ORIGINAL_SECONDS = (18.4, 20.9)
 FIRST_STEP = re.compile(r'first trained step ([\d.]+) s after the command started')
-STARTUP_LINE = re.compile(r'first trained step ([\d.]+) s after the command started \(worker 0: configs and '
+STARTUP_LINE = re.compile(r'first trained step ([\d.]+) s after the command started \(worker \d+: configs and '
                           r'TensorFlow imported at ([\d.]+) s, graph built at ([\d.]+) s, session ready at '
                           r'([\d.]+) s\)')
 PHASES = ('imported', 'graph_built', 'session_ready', 'first_step')
@@ -63,6 +64,15 @@ def train_once(config_file, log_dir, source_tree=None, cwd=None):
     return {'config': config_file.name if config_file else 'reference', 'load_before': load,
             'imported': imported, 'graph_built': graph_built, 'session_ready': session_ready,
             'first_step': float(match.group(1))}
+
+
+def bare_import_once():
+    """Seconds from starting a new interpreter to the end of a bare `import tensorflow` in it (the floor of any
+    command that imports TensorFlow), measured as `train_once` measures: from the command's start."""
+    started = time.time()
+    finished = subprocess.run([sys.executable, '-c', 'import tensorflow; import time; print(time.time())'],
+                              capture_output=True, text=True, timeout=300, check=True)
+    return float(finished.stdout.strip().splitlines()[-1]) - started
 
 
 def script_once(work_dir, data, port, early):
@@ -114,11 +124,12 @@ def main():
     parser.add_argument('--out', default='benchmarks/results')
     args = parser.parse_args()
     scratch = tempfile.mkdtemp(prefix='btgym_aac_startup_')
-    reference, baseline = [], []
+    reference, baseline, bare_imports = [], [], []
     try:
         for run in range(args.runs):
             if args.baseline:
                 baseline.append(train_once(None, os.path.join(scratch, 'baseline_{}'.format(run)), args.baseline))
+            bare_imports.append(bare_import_once())
             reference.append(train_once(None, os.path.join(scratch, 'reference_{}'.format(run))))
         examples = [] if args.no_examples else [train_once(path, os.path.join(scratch, path.stem))
                                                 for path in EXAMPLES]
@@ -130,7 +141,9 @@ def main():
         'machine': {'cpus': os.cpu_count(), 'python': platform.python_version(), 'platform': platform.platform()},
         'original_btgym_seconds': ORIGINAL_SECONDS,
         'reference_runs': reference, 'reference_medians': medians(reference), 'examples': examples,
+        'bare_import_seconds': bare_imports, 'bare_import_median': statistics.median(bare_imports),
     }
+    result['first_step_over_bare_import'] = result['reference_medians']['first_step'] / result['bare_import_median']
     if scripts:
         result.update(script_runs=scripts, script_median_first_step={
             mode: statistics.median(run['first_step'] for run in scripts if run['start_forkserver_early'] == early)
@@ -148,6 +161,8 @@ def main():
               '{load_before:6.2f}'.format(**run))
     print('reference median: first trained step {first_step:.1f} s after the command started (original btgym: '
           '{0[0]}-{0[1]} s)'.format(ORIGINAL_SECONDS, **result['reference_medians']))
+    print('bare `import tensorflow` median {:.1f} s; first trained step / bare import: {:.2f}'.format(
+        result['bare_import_median'], result['first_step_over_bare_import']))
     if scripts:
         print('script (Launcher.run(), 1 worker) median first trained step: {plain:.1f} s, with '
               'start_forkserver_early() first {start_forkserver_early:.1f} s'.format(
