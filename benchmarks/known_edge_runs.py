@@ -177,26 +177,20 @@ class Sb3Agent:
 
 def evaluate_sb3(model, env_config, test_csv, episodes, seed):
     """`evaluate`'s episodes for an SB3 model: the env (`make_evaluation_env`: no rendering, the TradeLog
-    analyzer) on `test_csv`, `episodes` episodes of its sample type, episode i reset with seed `seed + i` for the
-    model, buy-and-hold, random (seeded `seed`) and the oracle; returns `build_report`'s report."""
+    analyzer) on `test_csv`, `episodes` episodes of its sample type, played by the model and the baselines as
+    `evaluate` plays them (`play_with_baselines`, the oracle included); returns `build_report`'s report."""
     from btgym_aac.env.wrappers import SimpleSpaces
-    from btgym_aac.evaluation.baselines import baseline_agents
-    from btgym_aac.evaluation.episodes import (episode_sample_type, make_evaluation_env, play_episode,
-                                               reset_options)
-    from btgym_aac.evaluation.oracle_agent import oracle_agent
+    from btgym_aac.evaluation.episodes import episode_sample_type, make_evaluation_env, reset_options
+    from btgym_aac.evaluation.evaluator import play_with_baselines
+    from btgym_aac.evaluation.oracle_agent import market_spec_of
     from btgym_aac.evaluation.report import build_report
 
     env = make_evaluation_env({'env_config': env_config}, [test_csv])
     try:
-        plan = [reset_options(episode_sample_type(env)) for _ in range(episodes)]
-        buy_and_hold, random_agent = baseline_agents(env, seed)
-        oracle = oracle_agent(env)
-        if oracle is None:
+        if market_spec_of(env.dataset) is None:
             raise RuntimeError('{} carries no market recipe: no oracle to measure against'.format(test_csv))
-        agents = {'policy': Sb3Agent(model, SimpleSpaces(env)), 'buy_and_hold': buy_and_hold,
-                  'random': random_agent, 'oracle': oracle}
-        records = {name: [play_episode(env, agent, seed + index, options) for index, options in enumerate(plan)]
-                   for name, agent in agents.items()}
+        plan = [reset_options(episode_sample_type(env)) for _ in range(episodes)]
+        records = play_with_baselines(env, Sb3Agent(model, SimpleSpaces(env)), plan, seed)
     finally:
         env.close()
     return build_report(records, {'data': [test_csv], 'seed': seed})

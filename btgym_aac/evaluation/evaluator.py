@@ -100,22 +100,36 @@ def _episode_plan(env, episodes, windows):
 
 
 def _play_agents(env, log_dir, plan, seed, allow_untrusted):
-    """Plays every episode of `plan` with the run's policy, buy-and-hold, the random policy and, where the bars
-    come from a known-edge market, its oracle (`oracle_agent`); episode `i` is reset with seed `seed + i` for every
-    agent.
+    """Plays every episode of `plan` with the run's policy and the baselines (see `play_with_baselines`).
 
     Returns:
         (the loaded policy, {agent name: [episode record, ...]}).
     """
     with load_policy(log_dir, env=env, allow_untrusted=allow_untrusted) as policy:
-        buy_and_hold, random_agent = baseline_agents(env, seed)
-        agents = {POLICY: policy, BUY_AND_HOLD: buy_and_hold, RANDOM: random_agent}
-        oracle = oracle_agent(env)
-        if oracle is not None:
-            agents[ORACLE] = oracle
-        records = {name: [play_episode(env, agent, seed + index, options) for index, options in enumerate(plan)]
-                   for name, agent in agents.items()}
+        records = play_with_baselines(env, policy, plan, seed)
     return policy, records
+
+
+def play_with_baselines(env, policy, plan, seed):
+    """Plays every episode of `plan` with `policy`, buy-and-hold, the random policy and, where the bars come from a
+    known-edge market, its oracle (`oracle_agent`); episode `i` is reset with seed `seed + i` for every agent.
+
+    Args:
+        env: the evaluation env (`episodes.make_evaluation_env`).
+        policy: an agent with `play_episode`'s interface (`LoadedPolicy`, or any other).
+        plan: reset options of every episode (`episodes.reset_options`).
+        seed: first episode seed; the random baseline's seed too.
+
+    Returns:
+        {agent name: [episode record, ...]}, the policy first.
+    """
+    buy_and_hold, random_agent = baseline_agents(env, seed)
+    agents = {POLICY: policy, BUY_AND_HOLD: buy_and_hold, RANDOM: random_agent}
+    oracle = oracle_agent(env)
+    if oracle is not None:
+        agents[ORACLE] = oracle
+    return {name: [play_episode(env, agent, seed + index, options) for index, options in enumerate(plan)]
+            for name, agent in agents.items()}
 
 
 def _run_description(log_dir, policy, data, sample_type, seed):
