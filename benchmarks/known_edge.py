@@ -33,14 +33,16 @@ it should include zero). Writes `known_edge.json` (settings, every run's stages,
 run), `known_edge_steps.png` and `known_edge_cpu.png` to `--out`, and prints the table. The market files, log dirs
 and evaluation folders go to `--work-dir` (default: a temporary folder, removed at the end).
 
-The defaults (3 markets, 4 trainers, 3 seeds, twins, 40,000 steps) make 72 runs: many hours on 2 cores. SB3 is an
-optional dependency of this benchmark (see `peers.py`).
+The defaults (3 markets, 4 trainers, 3 seeds, twins, 40,000 steps) make 72 runs: many hours on 2 cores. Runs go
+seed by seed, so a benchmark stopped early has every market and trainer on its first seeds; `--resume` keeps the
+runs of the `known_edge.json` in `--out` (same settings) and makes only the others. SB3 is an optional dependency of
+this benchmark (see `peers.py`).
 
 Usage:
     python benchmarks/known_edge.py [--markets mr regime intraday] [--trainers a3c ppo unreal sb3_ppo]
                                     [--seeds 3] [--steps 40000] [--stages 4] [--workers 2] [--eval-episodes 10]
                                     [--no-twins] [--sb3-torch-threads 1] [--train-bars 60000] [--test-bars 20000]
-                                    [--out benchmarks/results/known_edge] [--work-dir DIR]
+                                    [--out benchmarks/results/known_edge] [--work-dir DIR] [--resume]
 """
 import argparse
 import json
@@ -74,6 +76,8 @@ def parse_args():
     parser.add_argument('--test-bars', type=int, default=20000)
     parser.add_argument('--out', default='benchmarks/results/known_edge')
     parser.add_argument('--work-dir', help='folder kept for the market files, log dirs and evaluations')
+    parser.add_argument('--resume', action='store_true',
+                        help='keep the runs of known_edge.json in --out (same settings) and make only the others')
     args = parser.parse_args()
     for name in ('seeds', 'steps', 'stages', 'workers', 'eval_episodes', 'train_bars', 'test_bars'):
         if getattr(args, name) < 1:
@@ -134,17 +138,43 @@ def run_line(run):
         '-' if fraction is None else '{:.2f}'.format(fraction))
 
 
+def run_key(run):
+    """What tells one run from another within the same settings."""
+    return run['market'], run['edge'], run['trainer'], run['seed']
+
+
+def finished_runs(args):
+    """The runs of an earlier `known_edge.json` in `args.out` made with the same settings (`--resume`); exits
+    naming the settings that differ. The lists of markets, trainers and seeds may differ: runs outside them are
+    kept in the results as well."""
+    path = os.path.join(args.out, 'known_edge.json')
+    if not args.resume or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        earlier = json.load(f)
+    ours = json.loads(json.dumps(settings(args)))
+    differing = sorted(key for key in ours if key not in ('markets', 'trainers', 'seeds')
+                       and earlier['settings'].get(key) != ours[key])
+    if differing:
+        sys.exit('--resume: {} was written with other settings: {}'.format(path, ', '.join(differing)))
+    return earlier['runs']
+
+
 def run_all(args, work_dir, start):
-    """Every run, in order market, trainer, seed, edge then twin; the results rewritten after each."""
-    runs = []
-    for market in args.markets:
-        for trainer in args.trainers:
-            for seed in range(args.seeds):
+    """Every run not finished yet, in order seed, market, trainer, edge then twin (so an interrupted benchmark
+    has every market and trainer on its first seeds); the results rewritten after each."""
+    runs = finished_runs(args)
+    done = {run_key(run) for run in runs}
+    for seed in range(args.seeds):
+        for market in args.markets:
+            for trainer in args.trainers:
                 for edge in (True, False) if args.twins else (True,):
+                    if (market, edge, trainer, seed) in done:
+                        continue
                     runs.append(run_one(market, edge, trainer, seed, work_dir, args))
                     print(run_line(runs[-1]), flush=True)
-                    rows = write_results(args, runs, time.time() - start)
-    return rows
+                    write_results(args, runs, time.time() - start)
+    return write_results(args, runs, time.time() - start)
 
 
 def main():
