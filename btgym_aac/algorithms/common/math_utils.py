@@ -1,4 +1,5 @@
-"""Numeric helpers: discounted sums, log-uniform draws, softmax (numpy) and categorical entropy / KL (TF graph)."""
+"""Numeric helpers: discounted sums, log-uniform draws (numpy) and categorical entropy / KL (TF graph); softmax and
+action draws live in `btgym_aac.action_choice`."""
 import numpy as np
 
 from btgym_aac.compat import tf
@@ -87,46 +88,3 @@ def kl_divergence(logits_1, logits_2):
     return tf.reduce_sum(
         probs_1 * (shifted_1 - tf.log(normaliser_1) - shifted_2 + tf.log(normaliser_2)), axis=-1
     )
-
-
-def _logsumexp(a, axis):
-    """Stable ``log(sum(exp(a)))`` over ``axis`` (None: all elements), keeping the reduced axes."""
-    peak = np.max(a, axis=axis, keepdims=True)
-    peak = np.where(np.isfinite(peak), peak, 0.0)
-    return peak + np.log(np.sum(np.exp(a - peak), axis=axis, keepdims=True))
-
-
-def softmax(a, axis=None):
-    """``exp(a) / sum(exp(a))`` computed through a stable log-sum-exp.
-
-    Computed in float64 so that the probabilities sum to 1 tightly enough for ``np.random.multinomial``: in
-    float32, rounding can push the sum of all but the last probability of a very peaked policy above 1, which
-    it rejects.
-
-    Args:
-        a: array-like of logits.
-        axis: axis to normalise over; None normalises over all elements.
-
-    Returns:
-        float64 np.ndarray shaped like ``a``.
-    """
-    a = np.asarray(a, dtype=np.float64)
-    return np.exp(a - _logsumexp(a, axis))
-
-
-def sample_dp(logits, alpha=200.0, rng=None):
-    """Draws a probability vector ``softmax(N(logits, I / alpha))`` (Dirichlet-process-like sample).
-
-    Args:
-        logits: array-like [..., A] of unnormalised log-probabilities (the mean).
-        alpha: concentration (inverse variance), > 0.
-        rng: optional np.random.Generator; the global numpy random state is used when None.
-
-    Returns:
-        float64 np.ndarray shaped like ``logits``, normalised over the last axis.
-    """
-    if alpha <= 0:
-        raise ValueError('sample_dp: alpha must be positive, got {}'.format(alpha))
-    logits = np.asarray(logits, dtype=np.float64)
-    noise = (rng or np.random).standard_normal(logits.shape) / np.sqrt(alpha)
-    return softmax(logits + noise, axis=-1)

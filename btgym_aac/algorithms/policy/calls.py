@@ -6,11 +6,11 @@ argument when given, else in the default session.
 """
 import numpy as np
 
-from btgym_aac.algorithms.common.math_utils import sample_dp, softmax
+from btgym_aac.action_choice import action_packs
 from btgym_aac.algorithms.common.placeholders import feed_dict_from_nested, feed_dict_rnn_context
 from btgym_aac.algorithms.common.session_callables import CallableCache
 from btgym_aac.algorithms.policy.batching import split_context, stack_contexts, stack_observations
-from btgym_aac.algorithms.policy.sampling import resolve_session, sample_categories
+from btgym_aac.algorithms.policy.sampling import resolve_session
 
 
 class PolicyCalls:
@@ -63,38 +63,9 @@ class PolicyCalls:
         return feed
 
     def _action_packs(self, logits, deterministic):
-        """Chooses one action per row of logits [K, A]; returns K dicts {'environment', 'encoded', 'one_hot'}.
-
-        Discrete rows draw in row order (per asset within a row), as K single draws would.
-        """
-        space = self.ac_space
-        logits = np.asarray(logits)
-        if not space.is_discrete:
-            vectors = softmax(logits, axis=-1) if deterministic else sample_dp(logits, alpha=self.action_dp_alpha)
-            return [self._vector_pack(vector) for vector in vectors]
-        groups = space.action_groups
-        draws = sample_categories(logits.reshape(-1, logits.shape[-1] // groups), deterministic)
-        if groups > 1:
-            return [self._vector_pack(vector) for vector in draws.reshape(len(logits), groups)]
-        return [self._category_pack(int(category)) for category in draws]
-
-    def _vector_pack(self, vector):
-        """The action pack of an action vector (base action per asset, or continuous weights)."""
-        action = self.ac_space._vec_to_action(vector)
-        return {
-            'environment': action,
-            'encoded': self.ac_space.encode(action),
-            'one_hot': self.ac_space._vec_to_one_hot(vector),
-        }
-
-    def _category_pack(self, category):
-        """The action pack of a joint discrete category: a copy of one built on its first use."""
-        cached = self.__dict__.setdefault('_category_packs', {})  # made here: subclasses need not call an __init__
-        if category not in cached:
-            cached[category] = self._vector_pack(self.ac_space._cat_to_vec(category))
-        pack = cached[category]
-        return {'environment': pack['environment'].copy(), 'encoded': pack['encoded'].copy(),
-                'one_hot': pack['one_hot'].copy()}
+        """Chooses one action per row of logits [K, A] (`action_choice.action_packs`); returns K action packs."""
+        cache = self.__dict__.setdefault('_category_packs', {})  # made here: subclasses need not call an __init__
+        return action_packs(self.ac_space, logits, deterministic, getattr(self, 'action_dp_alpha', None), cache)
 
     def act(self, observation, lstm_state, last_action, last_reward, deterministic=False, sess=None):
         """Chooses an action for one observation (one `session.run`).
