@@ -112,3 +112,45 @@ def vector_pack(space, vector):
     """The action pack of an action vector (base action per asset, or continuous weights) of `space`."""
     action = space._vec_to_action(vector)
     return {'environment': action, 'encoded': space.encode(action), 'one_hot': space._vec_to_one_hot(vector)}
+
+
+def probability_names(space):
+    """Names of the entries of `decision`'s probabilities: the base actions for one asset; for several, the joint
+    actions indexed as the space's `lookup_table` ('asset=action asset=action ...', assets in `space.assets`
+    order), or with the per-asset encoding every asset's actions ('asset=action', asset by asset); the assets for
+    a continuous space.
+
+    Returns:
+        tuple of strings.
+    """
+    if not space.is_discrete:
+        return tuple(space.assets)
+    if len(space.assets) == 1:
+        return tuple(space.base_actions)
+    if space.action_groups > 1:
+        return tuple('{}={}'.format(asset, action) for asset in space.assets for action in space.base_actions)
+    return tuple(' '.join('{}={}'.format(asset, space.base_actions[index])
+                          for asset, index in zip(space.assets, space.lookup_table[category]))
+                 for category in range(space.cardinality))
+
+
+def decision(space, pack, logits):
+    """A chosen action as an env takes it, with the probabilities behind it.
+
+    Args:
+        space: the `ActionDictSpace`.
+        pack: the action pack chosen (`action_packs`).
+        logits: the policy's logits [one_hot_depth] it was chosen from.
+
+    Returns:
+        (action, probabilities): the action is an int index for a single asset, a dict asset -> index for several,
+        a dict asset -> float32 [1] weight for a continuous space; the probabilities (float64, named by
+        `probability_names`) are the action probabilities (discrete) or the weights sent (continuous).
+    """
+    action = pack['environment']
+    if not space.is_discrete:
+        return dict(action), np.array([action[asset][0] for asset in space.assets], dtype=np.float64)
+    probabilities = space.probabilities(logits)
+    if len(space.assets) == 1:
+        return int(action[space.assets[0]]), probabilities
+    return dict(action), probabilities

@@ -49,10 +49,10 @@ def files_under(directory):
 def test_export_copies_the_latest_checkpoint_and_replaces_an_earlier_export(tmp_path):
     run = saved_run(tmp_path / 'run')
     dest = tmp_path / 'exported'
-    assert cli_main(['export', str(run), str(dest)]) == 0
+    assert cli_main(['export', '--checkpoint-only', str(run), str(dest)]) == 0
     assert latest_checkpoint(str(dest)).endswith('model_parameters-20')
     saved_run(run, steps=(30,))
-    assert cli_main(['export', str(run), str(dest)]) == 0
+    assert cli_main(['export', '--checkpoint-only', str(run), str(dest)]) == 0
     assert files_under(dest) == ['checkpoint', 'model_parameters-30.data-00000-of-00001',
                                  'model_parameters-30.index']
     assert [name for name in os.listdir(tmp_path) if 'exporting' in name] == []
@@ -61,7 +61,7 @@ def test_export_copies_the_latest_checkpoint_and_replaces_an_earlier_export(tmp_
 def test_export_makes_the_missing_parent_folders_of_its_target(tmp_path):
     run = saved_run(tmp_path / 'run')
     dest = tmp_path / 'models' / 'eurusd' / 'exported'
-    assert cli_main(['export', str(run), str(dest)]) == 0
+    assert cli_main(['export', '--checkpoint-only', str(run), str(dest)]) == 0
     assert latest_checkpoint(str(dest)).endswith('model_parameters-20')
     assert os.listdir(dest.parent) == ['exported']
 
@@ -69,7 +69,7 @@ def test_export_makes_the_missing_parent_folders_of_its_target(tmp_path):
 def assert_export_refused(capsys, run, target, message, watched):
     """`export run target` exits 2 with `message` and leaves the files under `watched` as they were."""
     before = files_under(watched)
-    assert cli_main(['export', str(run), str(target)]) == 2
+    assert cli_main(['export', '--checkpoint-only', str(run), str(target)]) == 2
     assert message in capsys.readouterr().err
     assert files_under(watched) == before
 
@@ -101,10 +101,10 @@ def test_export_refuses_a_folder_in_another_runs_log_dir(tmp_path, capsys):
 def test_export_into_a_file_or_of_a_checkpoint_without_data_fails_and_leaves_nothing_behind(tmp_path, capsys):
     run = saved_run(tmp_path / 'run')
     (tmp_path / 'afile').write_text('x')
-    assert cli_main(['export', str(run), str(tmp_path / 'afile')]) == 2
+    assert cli_main(['export', '--checkpoint-only', str(run), str(tmp_path / 'afile')]) == 2
     assert 'is a file' in capsys.readouterr().err
     os.remove(str(run / CKPT / 'model_parameters-20.data-00000-of-00001'))
-    assert cli_main(['export', str(run), str(tmp_path / 'exported')]) == 2
+    assert cli_main(['export', '--checkpoint-only', str(run), str(tmp_path / 'exported')]) == 2
     assert 'misses its .index or .data files' in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ['afile', 'run']
 
@@ -126,7 +126,7 @@ def _flip_first_byte(path):
 def test_export_of_a_damaged_checkpoint_fails_naming_it_and_leaves_nothing_behind(tmp_path, capsys, suffix, damage):
     run = saved_run(tmp_path / 'run')
     damage(run / CKPT / ('model_parameters-20' + suffix))
-    assert cli_main(['export', str(run), str(tmp_path / 'exported')]) == 2
+    assert cli_main(['export', '--checkpoint-only', str(run), str(tmp_path / 'exported')]) == 2
     assert "checkpoint '{}' cannot be read".format(run / CKPT / 'model_parameters-20') in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ['run']
 
@@ -134,7 +134,7 @@ def test_export_of_a_damaged_checkpoint_fails_naming_it_and_leaves_nothing_behin
 def test_export_below_a_file_fails_naming_the_file(tmp_path, capsys):
     run = saved_run(tmp_path / 'run')
     (tmp_path / 'afile').write_text('x')
-    assert cli_main(['export', str(run), str(tmp_path / 'afile' / 'models' / 'exported')]) == 2
+    assert cli_main(['export', '--checkpoint-only', str(run), str(tmp_path / 'afile' / 'models' / 'exported')]) == 2
     assert "cannot be made: '{}' is a file".format(tmp_path / 'afile') in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ['afile', 'run']
     assert (tmp_path / 'afile').read_text() == 'x'

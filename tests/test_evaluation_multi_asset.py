@@ -8,21 +8,20 @@ import matplotlib
 import numpy as np
 import pytest
 from test_env import colour_pixels
+from saved_runs import write_saved_run
 from test_evaluation import png_pixels
 
 from btgym_aac.algorithms import A3C
 from btgym_aac.algorithms.policy import StackedLstmPolicy
 from btgym_aac.cli import main as cli_main
-from btgym_aac.compat import tf
 from btgym_aac.data import BTgymDataset, BTgymMultiData, make_correlated_walks
-from btgym_aac.distributed.fast_saver import FastSaver
-from btgym_aac.distributed.run_config import pickle_run_config, write_run_config
 from btgym_aac.env import MultiDiscreteEnv, PortfolioEnv
 from btgym_aac.evaluation import evaluate, load_policy
 from btgym_aac.evaluation.asset_plots import marginal_probabilities
 from btgym_aac.evaluation.baselines import KEEP_POSITIONS, baseline_agents
 from btgym_aac.evaluation.episodes import make_evaluation_env, play_episode, reset_options
-from btgym_aac.evaluation.loading import action_names, global_policy_kwargs, make_env, read_run_config
+from btgym_aac.action_choice import probability_names as action_names
+from btgym_aac.evaluation.loading import read_run_config
 from btgym_aac.evaluation.metrics import ASSET_METRIC_NAMES
 from btgym_aac.spaces import ActionDictSpace
 from btgym_aac.strategy import MultiAssetStrategy
@@ -75,19 +74,7 @@ def untrained_run(kind, log_dir):
     """A log dir as a Launcher run leaves it (`run_config.pkl`, a checkpoint at step RUN_STEP) holding a freshly
     initialised global policy: evaluation does not depend on what was learned, and no cluster is started (the
     slow CLI test of test_multi_asset_training evaluates a trained run)."""
-    configs = dict(env_config=env_config(kind), policy_config=POLICY_CONFIG, trainer_config=TRAINER_CONFIG,
-                   cluster_config={'log_dir': log_dir}, test_mode=False)
-    write_run_config(log_dir, pickle_run_config(configs))
-    env = make_env(configs)
-    spaces = env.observation_space, env.action_space
-    env.close()
-    with tf.Graph().as_default(), tf.Session() as sess:
-        with tf.variable_scope('global'):
-            StackedLstmPolicy(**global_policy_kwargs(configs, *spaces))
-        sess.run(tf.global_variables_initializer())
-        FastSaver().save(sess, os.path.join(log_dir, 'current_train_checkpoint', 'model_parameters'),
-                         global_step=RUN_STEP)
-    return log_dir
+    return write_saved_run(log_dir, env_config(kind), POLICY_CONFIG, TRAINER_CONFIG, step=RUN_STEP)
 
 
 @pytest.fixture(scope='module')

@@ -154,6 +154,7 @@ def test_run_finishes_resumes_exports_and_starts_pretrained(tmp_path):
     export_dir = tmp_path / 'exported'
     assert cli_main(['export', str(log_dir), str(export_dir)]) == 0
     assert checkpoint_step(str(export_dir)) == resumed_step
+    assert {'manifest.json', 'policy.onnx', 'saved_model'} <= set(os.listdir(str(export_dir)))  # a policy artifact
     exported = checkpoint_weights(str(export_dir))
     assert exported and exported.keys() == checkpoint_weights(str(log_dir / CKPT)).keys()
 
@@ -744,6 +745,7 @@ def test_run_config_of_a_script_with_its_own_env_class_can_be_read_back(tmp_path
     assert finished.stdout.strip().splitlines()[-1] == 'env class ScriptEnv'
 
 
+@pytest.mark.slow
 def test_a_run_started_with_ctrl_c_ignored_trains_to_the_end_through_a_ctrl_c(tmp_path):
     max_env_steps = 8000
     with cli_train(tmp_path, max_env_steps,

@@ -177,7 +177,7 @@ def test_export_from_a_named_checkpoint_subdir_copies_its_latest_checkpoint(tmp_
     write_checkpoints(log_dir / CKPT, [(5, 5.0)])
     write_checkpoints(log_dir / 'best', [(3, 3.0), (8, 8.0)])
     dest = tmp_path / 'exported'
-    assert cli_main(['export', str(log_dir), str(dest), '--ckpt-subdir', 'best']) == 0
+    assert cli_main(['export', '--checkpoint-only', str(log_dir), str(dest), '--ckpt-subdir', 'best']) == 0
     assert capsys.readouterr().out == 'exported {}\n'.format(dest / 'model_parameters-8')
     exported = latest_checkpoint(str(dest))
     assert exported == str(dest / 'model_parameters-8')
@@ -190,7 +190,7 @@ def test_export_from_a_missing_checkpoint_subdir_exits_2_naming_it(tmp_path, cap
     log_dir = tmp_path / 'run'
     write_checkpoints(log_dir / CKPT, [(5, 5.0)])
     dest = tmp_path / 'exported'
-    assert cli_main(['export', str(log_dir), str(dest), '--ckpt-subdir', 'missing']) == 2
+    assert cli_main(['export', '--checkpoint-only', str(log_dir), str(dest), '--ckpt-subdir', 'missing']) == 2
     assert capsys.readouterr().err == 'btgym-aac export: no checkpoint to export in {!r}\n'.format(
         str(log_dir / 'missing'))
     assert not dest.exists()

@@ -176,11 +176,19 @@ def _cluster_node(args):
 
 
 def _export(args):
-    """Copies the latest checkpoint of a run's log dir to DEST (usable as `initial_ckpt_dir`)."""
-    from btgym_aac.distributed.checkpoints import export_checkpoint
+    """Writes the policy artifact of a run's latest checkpoint to DEST: the checkpoint (usable as
+    `initial_ckpt_dir`), the acting graph as a TensorFlow SavedModel and as ONNX, and manifest.json
+    (docs/deploying.md). With --checkpoint-only, copies the checkpoint alone (a log dir without run_config.pkl)."""
+    if args.checkpoint_only:
+        from btgym_aac.distributed.checkpoints import export_checkpoint
 
-    source = os.path.join(args.log_dir, args.ckpt_subdir)
-    path = export_checkpoint(source, args.dest)
+        path = export_checkpoint(os.path.join(args.log_dir, args.ckpt_subdir or 'current_train_checkpoint'),
+                                 args.dest)
+    else:
+        from btgym_aac.deploy.export import export_artifact
+
+        path = export_artifact(args.log_dir, args.dest, ckpt_subdir=args.ckpt_subdir,
+                               allow_untrusted=args.allow_untrusted_config)
     print('exported {}'.format(path))
     return 0
 

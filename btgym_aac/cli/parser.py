@@ -122,10 +122,15 @@ def _add_export_command(commands):
     Args:
         commands: the subparsers action of the `btgym-aac` parser.
     """
-    export = _add_command(commands, 'export', help='copy the latest checkpoint of a run', description=_export.__doc__)
+    export = _add_command(commands, 'export', help='write the policy artifact of a run (checkpoint, SavedModel, ONNX, '
+                          'manifest)', description=_export.__doc__)
     export.add_argument('log_dir', metavar='LOG_DIR')
     export.add_argument('dest', metavar='DEST')
-    export.add_argument('--ckpt-subdir', default='current_train_checkpoint')
+    export.add_argument('--ckpt-subdir', help="the checkpoint folder under LOG_DIR (default: the run's, "
+                        'current_train_checkpoint unless it was configured otherwise)')
+    export.add_argument('--checkpoint-only', action='store_true',
+                        help='copy the checkpoint alone, as an initial_ckpt_dir (needs no run_config.pkl)')
+    _add_untrusted_flag(export, 'the run\'s configs are unpickled from LOG_DIR/run_config.pkl')
     export.set_defaults(run=_export)
 
 

@@ -105,20 +105,33 @@ def is_within(path, directory):
     return path == directory or path.startswith(directory + os.sep)
 
 
-def _holds_only_an_export(directory):
-    """True when every entry of `directory` is a file of a checkpoint its state file lists (an earlier export)."""
+def _holds_only_an_export(directory, extra_entries=()):
+    """True when every entry of `directory` is a file of a checkpoint its state file lists (an earlier export), or
+    one of `extra_entries` (what else an export writes)."""
     state = read_checkpoint_state(directory)
     if state is None:
         return False
     names = {os.path.basename(path) for path in state.all_model_checkpoint_paths}
     names.add(os.path.basename(state.model_checkpoint_path))
-    return all(os.path.isfile(os.path.join(directory, entry))
-               and (entry == 'checkpoint' or any(entry.startswith(name + '.') for name in names))
+    return all(entry in extra_entries
+               or (os.path.isfile(os.path.join(directory, entry))
+                   and (entry == 'checkpoint' or any(entry.startswith(name + '.') for name in names)))
                for entry in os.listdir(directory))
 
 
-def _check_export_target(checkpoint_dir, target_dir):
-    """Raises unless `target_dir` can be replaced by an export of `checkpoint_dir`'s latest checkpoint."""
+def check_export_target(checkpoint_dir, target_dir, extra_entries):
+    """Raises unless `target_dir` can be replaced by an export of `checkpoint_dir`'s latest checkpoint.
+
+    Args:
+        checkpoint_dir: the checkpoint folder exported.
+        target_dir: the export's folder (absolute).
+        extra_entries: names besides checkpoint files that an earlier export in `target_dir` may hold.
+
+    Raises:
+        NotADirectoryError: the target, or a folder above it, is a file.
+        ValueError: the target holds the exported checkpoints, or lies in a run's log dir.
+        FileExistsError: the target holds files other than an earlier export's.
+    """
     blocking = file_in_the_way(target_dir)
     if blocking == target_dir:
         raise NotADirectoryError('export target {!r} is a file'.format(target_dir))
@@ -130,7 +143,7 @@ def _check_export_target(checkpoint_dir, target_dir):
     if os.path.isfile(os.path.join(os.path.dirname(os.path.realpath(target_dir)), RUN_CONFIG_FILE)):
         raise ValueError('export target {!r} lies in the log dir of a run; choose a folder outside it'.format(
             target_dir))
-    if os.path.isdir(target_dir) and os.listdir(target_dir) and not _holds_only_an_export(target_dir):
+    if os.path.isdir(target_dir) and os.listdir(target_dir) and not _holds_only_an_export(target_dir, extra_entries):
         raise FileExistsError('export target {!r} is not empty and does not hold an exported checkpoint; '
                               'refusing to replace it (choose a new or empty folder)'.format(target_dir))
 
@@ -189,7 +202,7 @@ def check_checkpoint_fits(path, variables, model):
         raise ValueError('checkpoint {!r} does not fit {}: {}'.format(path, model, named))
 
 
-def export_checkpoint(source_dir, target_dir):
+def export_checkpoint(source_dir, target_dir, add_files=None, extra_entries=()):
     """Copies the latest checkpoint of `source_dir` into `target_dir`, usable as an `initial_ckpt_dir`.
 
     The files are copied into a temporary folder next to the target (its missing parent folders are made), which
@@ -197,6 +210,13 @@ def export_checkpoint(source_dir, target_dir):
     replaced.
 
     The checkpoint is read in full first, so a damaged one is never exported.
+
+    Args:
+        source_dir: the run's checkpoint folder.
+        target_dir: the export's folder.
+        add_files: optional callable(staging folder) writing more files into the export before it replaces the
+            target (an exception from it leaves the target as it was).
+        extra_entries: names of the entries `add_files` writes, which an earlier export in the target may hold.
 
     Returns:
         path prefix of the exported checkpoint.
@@ -218,7 +238,7 @@ def export_checkpoint(source_dir, target_dir):
     if name + '.index' not in files or not any(entry.startswith(name + '.data-') for entry in files):
         raise FileNotFoundError('checkpoint {!r} misses its .index or .data files; nothing exported'.format(path))
     target_dir = os.path.abspath(target_dir)
-    _check_export_target(checkpoint_dir, target_dir)
+    check_export_target(checkpoint_dir, target_dir, extra_entries)
     check_checkpoint_readable(path)
     os.makedirs(os.path.dirname(target_dir), exist_ok=True)
     staging = tempfile.mkdtemp(prefix=os.path.basename(target_dir) + '.exporting-', dir=os.path.dirname(target_dir))
@@ -226,6 +246,8 @@ def export_checkpoint(source_dir, target_dir):
         for file_name in files:
             shutil.copy2(os.path.join(checkpoint_dir, file_name), staging)
         tf.train.update_checkpoint_state(staging, name, all_model_checkpoint_paths=[name])
+        if add_files is not None:
+            add_files(staging)
         if os.path.exists(target_dir):
             shutil.rmtree(target_dir)
         os.replace(staging, target_dir)

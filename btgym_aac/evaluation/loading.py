@@ -10,6 +10,7 @@ import pickle
 
 import numpy as np
 
+from btgym_aac.action_choice import decision, probability_names
 from btgym_aac.algorithms.config import SETTING_NAMES, AacConfig
 from btgym_aac.algorithms.policy.options import OFF_POLICY_PASS_FLAGS, set_off_policy_pass
 from btgym_aac.algorithms.common.session_config import session_config
@@ -175,10 +176,12 @@ class LoadedPolicy:
     Attributes:
         policy, session, checkpoint: as given.
         action_names: names of the entries of `last_probabilities`: the env's `portfolio_actions` (one asset),
-            the actions of `action_names` (several assets), or the weight keys (continuous).
+            the joint or per-asset actions (several assets, see `action_choice.probability_names`), or the weight
+            keys (continuous).
         last_probabilities: of the latest `act` (None before the first): the action probabilities (discrete; the
             joint actions of several assets, indexed as the action space's `lookup_table`), or the weights sent
             (continuous, in `ac_space.assets` order).
+        last_value: the value estimate of the latest `act` (None before the first).
     """
 
     def __init__(self, policy, session, checkpoint, initial_action=None):
@@ -186,15 +189,10 @@ class LoadedPolicy:
         self.session = session
         self.checkpoint = checkpoint
         self.ac_space = policy.ac_space
-        self.single_asset = self.ac_space.is_discrete and len(self.ac_space.assets) == 1
-        if self.single_asset:
-            self.action_names = tuple(self.ac_space.base_actions)
-        elif self.ac_space.is_discrete:
-            self.action_names = action_names(self.ac_space)
-        else:
-            self.action_names = tuple(self.ac_space.assets)
+        self.action_names = probability_names(self.ac_space)
         self.initial_action = self.ac_space.get_initial_action() if initial_action is None else initial_action
         self.last_probabilities = None
+        self.last_value = None
         self.context = None
         self.last_action = None
         self.last_reward = None
@@ -242,17 +240,12 @@ class LoadedPolicy:
             int action index for a single asset; dict asset -> int index for several; dict key -> float32 [1]
             weight for a continuous action space.
         """
-        pack, logits, _, context = self._forward(observation, deterministic)
+        pack, logits, value, context = self._forward(observation, deterministic)
         self.context = context
+        self.last_value = float(np.asarray(value).reshape(-1)[0])
         self.last_action = np.asarray(pack['encoded'])
-        action = pack['environment']
-        if self.ac_space.is_discrete:
-            self.last_probabilities = self.ac_space.probabilities(logits)
-        else:
-            self.last_probabilities = np.array([action[key][0] for key in self.ac_space.assets], dtype=np.float64)
-        if self.single_asset:
-            return int(action[self.ac_space.assets[0]])
-        return dict(action)
+        action, self.last_probabilities = decision(self.ac_space, pack, logits)
+        return action
 
     def observe(self, reward):
         """Records the reward the env returned for the latest action (the next `act`'s last reward)."""
@@ -269,21 +262,6 @@ class LoadedPolicy:
         self.close()
 
 
-def action_names(ac_space):
-    """Names of the action probabilities of a discrete multi-asset `ac_space`: its joint actions, indexed as its
-    `lookup_table` ('asset=action asset=action ...', assets in `ac_space.assets` order), or with the per-asset
-    encoding every asset's actions ('asset=action', asset by asset).
-
-    Returns:
-        tuple of strings.
-    """
-    if ac_space.action_groups > 1:
-        return tuple('{}={}'.format(asset, action) for asset in ac_space.assets for action in ac_space.base_actions)
-    return tuple(' '.join('{}={}'.format(asset, ac_space.base_actions[index])
-                          for asset, index in zip(ac_space.assets, ac_space.lookup_table[category]))
-                 for category in range(ac_space.cardinality))
-
-
 def _check_spaces(ob_space, ac_space):
     """Raises ValueError unless the spaces are btgym_aac's dict spaces (a plain gymnasium env must be wrapped, see
     `btgym_aac.env.gym_wrappers`)."""
@@ -293,7 +271,7 @@ def _check_spaces(ob_space, ac_space):
                              type(ob_space).__name__, type(ac_space).__name__))
 
 
-def _spaces(env):
+def env_spaces(env):
     """(observation space, action space, 'do nothing' action) of `env`, the initial action as the runners take it;
     the spaces are checked by `_check_spaces`."""
     _check_spaces(env.observation_space, env.action_space)
@@ -332,11 +310,11 @@ def load_policy(log_dir, checkpoint=None, env=None, noisy=False, allow_untrusted
     if env is None:
         spaces_env = make_env(run_config)
         try:
-            ob_space, ac_space, initial_action = _spaces(spaces_env)
+            ob_space, ac_space, initial_action = env_spaces(spaces_env)
         finally:
             spaces_env.close()
     else:
-        ob_space, ac_space, initial_action = _spaces(env)
+        ob_space, ac_space, initial_action = env_spaces(env)
     graph = tf.Graph()
     with graph.as_default():
         with tf.variable_scope(GLOBAL_SCOPE):

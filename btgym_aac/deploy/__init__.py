@@ -1,0 +1,1 @@
+"""Deploying a trained policy: the policy artifact, its runtime, live feeds and trading."""

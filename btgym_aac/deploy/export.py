@@ -1,0 +1,130 @@
+"""`btgym-aac export`: a run's latest checkpoint as a policy artifact (checkpoint, SavedModel, ONNX, manifest).
+
+The checkpoint files lie at the top of the artifact folder as before, so the folder still serves as an
+`initial_ckpt_dir`. The folder is assembled next to the target and then replaces it (see
+`checkpoints.export_checkpoint`), so a failed export leaves nothing half written.
+"""
+import datetime
+import os
+
+import numpy as np
+
+from btgym_aac.compat import tf
+from btgym_aac.deploy.acting_graph import SERVING_TAG, SIGNATURE_KEY, freeze_acting_graph, run_frozen, write_onnx, \
+    write_saved_model
+from btgym_aac.deploy.describe import (action_space_description, class_name, data_description,
+                                       json_value, observation_space_description, settings_description)
+from btgym_aac.deploy.manifest import (ARTIFACT_FORMAT, FORMAT_VERSION, MANIFEST_FILE, ONNX_FILE, SAVED_MODEL_DIR,
+                                       ArtifactError,
+                                       write_manifest)
+from btgym_aac.distributed.checkpoint_state import checkpoint_step
+from btgym_aac.distributed.checkpoints import check_export_target, export_checkpoint, latest_checkpoint
+from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
+from btgym_aac.evaluation.loading import env_spaces, load_policy, make_env, read_run_config
+
+ARTIFACT_ENTRIES = (MANIFEST_FILE, ONNX_FILE, SAVED_MODEL_DIR)
+"""What an artifact holds besides its checkpoint files."""
+ONNX_TOLERANCE = 1e-4
+"""Largest difference allowed between the ONNX model's outputs and the frozen graph's in the export's own check."""
+
+
+def _check_initial_state(agent):
+    """Raises ValueError unless the policy's initial context is all zeros (what the artifact's runtime starts from)."""
+    values = agent.session.run(agent.policy.on_lstm_init_state)
+    if any(np.any(np.asarray(value) != 0) for value in tf.nest.flatten(values)):
+        raise ValueError('{}: the initial recurrent state is not all zeros; the policy artifact starts every '
+                         'episode from zeros and cannot export it'.format(type(agent.policy).__name__))
+
+
+def check_onnx_model(frozen, path, seed=0):
+    """Runs the ONNX model and the frozen TensorFlow graph on the same random inputs and compares their outputs.
+
+    Raises:
+        ArtifactError: an output differs by more than `ONNX_TOLERANCE`, naming it and the difference.
+    """
+    import onnxruntime
+
+    rng = np.random.default_rng(seed)
+    feeds = {spec['name']: rng.standard_normal(spec['shape']).astype(spec['dtype']) for spec in frozen.inputs}
+    expected = run_frozen(frozen, feeds)
+    session = onnxruntime.InferenceSession(path, providers=['CPUExecutionProvider'])
+    got = session.run([spec['tensor'] for spec in frozen.outputs],
+                      {spec['tensor']: feeds[spec['name']] for spec in frozen.inputs})
+    for spec, value in zip(frozen.outputs, got):
+        difference = float(np.max(np.abs(value - expected[spec['name']])))
+        if not difference <= ONNX_TOLERANCE:
+            raise ArtifactError('the ONNX conversion changed the policy output {} by {:.3g} (more than {}); the '
+                               'artifact was not written'.format(spec['name'], difference, ONNX_TOLERANCE))
+
+
+def manifest_content(run_config, env, agent, frozen, checkpoint):
+    """The manifest's entries but the file checksums."""
+    from btgym_aac import __version__
+
+    ob_space, ac_space, initial_action = env_spaces(env)
+    env_config, policy_config = run_config['env_config'], run_config['policy_config']
+    strategy = getattr(env, 'strategy_class', None)
+    return {
+        'format': ARTIFACT_FORMAT, 'format_version': FORMAT_VERSION,
+        'package': {'name': 'btgym-aac', 'version': __version__},
+        'created': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
+        'checkpoint': os.path.basename(checkpoint), 'global_step': checkpoint_step(checkpoint),
+        'policy': {'class': class_name(type(agent.policy)),
+                   'kwargs': settings_description(policy_config.get('kwargs', {})),
+                   'action_dp_alpha': json_value(getattr(agent.policy, 'action_dp_alpha', None))},
+        'observation_space': observation_space_description(ob_space),
+        'action_space': action_space_description(ac_space, initial_action),
+        'inputs': frozen.inputs, 'outputs': frozen.outputs,
+        'saved_model': {'dir': SAVED_MODEL_DIR, 'tag': SERVING_TAG, 'signature': SIGNATURE_KEY},
+        'onnx': {'file': ONNX_FILE},
+        'env': {'class': class_name(type(env)), 'kwargs': settings_description(env_config.get('kwargs', {}))},
+        'strategy': None if strategy is None else {
+            'class': class_name(strategy), 'params': settings_description(env.strategy_params)},
+        'skip_frame': getattr(env, 'skip_frame', None),
+        'data': data_description(env.dataset) if hasattr(env, 'dataset') else None,
+    }
+
+
+def export_artifact(log_dir, target_dir, ckpt_subdir=None, allow_untrusted=False):
+    """Writes the policy artifact of the latest checkpoint of a run to `target_dir`.
+
+    Args:
+        log_dir: the run's log dir (holds run_config.pkl and the checkpoint folder).
+        target_dir: the artifact folder: missing, empty, or holding an earlier export (replaced).
+        ckpt_subdir: the checkpoint folder under `log_dir` (None: the run's `log_ckpt_subdir`).
+        allow_untrusted: read run_config.pkl even when another user owns it (see `read_run_config`).
+
+    Returns:
+        path prefix of the exported checkpoint.
+
+    Raises:
+        FileNotFoundError, ValueError, NotADirectoryError, FileExistsError: as `load_policy` and
+            `export_checkpoint`, naming the problem (ArtifactError: the ONNX model does not reproduce the graph).
+    """
+    if os.path.isdir(log_dir) and not os.path.isfile(os.path.join(log_dir, RUN_CONFIG_FILE)):
+        raise FileNotFoundError('{!r} holds no {}: a policy artifact is built from the configs of a run '
+                                '(`btgym-aac export --checkpoint-only` copies the checkpoint alone)'.format(
+                                    log_dir, RUN_CONFIG_FILE))
+    run_config = read_run_config(log_dir, allow_untrusted)
+    subdir = ckpt_subdir or run_config['cluster_config'].get('log_ckpt_subdir', 'current_train_checkpoint')
+    source_dir = os.path.join(log_dir, subdir.strip('/'))
+    checkpoint = latest_checkpoint(source_dir)
+    if checkpoint is None:
+        raise FileNotFoundError('no checkpoint to export in {!r}'.format(source_dir))
+    check_export_target(source_dir, os.path.abspath(target_dir), ARTIFACT_ENTRIES)  # before the slow part
+    env = make_env(run_config)
+    try:
+        with load_policy(log_dir, checkpoint=checkpoint, env=env, allow_untrusted=allow_untrusted) as agent:
+            _check_initial_state(agent)
+            frozen = freeze_acting_graph(agent.policy, agent.session)
+            content = manifest_content(run_config, env, agent, frozen, checkpoint)
+    finally:
+        env.close()
+
+    def add_artifact_files(staging):
+        write_saved_model(frozen, os.path.join(staging, SAVED_MODEL_DIR))
+        write_onnx(frozen, os.path.join(staging, ONNX_FILE))
+        check_onnx_model(frozen, os.path.join(staging, ONNX_FILE))
+        write_manifest(staging, content)
+
+    return export_checkpoint(source_dir, target_dir, add_files=add_artifact_files, extra_entries=ARTIFACT_ENTRIES)

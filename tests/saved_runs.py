@@ -1,0 +1,39 @@
+"""A run's log dir made without training (its configs and a checkpoint of a freshly initialised global policy): what
+evaluating and exporting read, without starting a cluster."""
+import os
+
+from btgym_aac.compat import tf
+from btgym_aac.distributed.run_config import pickle_run_config, write_run_config
+from btgym_aac.evaluation.loading import GLOBAL_SCOPE, env_spaces, global_policy_kwargs, make_env, read_run_config
+
+CKPT_SUBDIR = 'current_train_checkpoint'
+
+
+def write_saved_run(log_dir, env_config, policy_config, trainer_config, step=100, seed=0):
+    """Writes run_config.pkl and checkpoint `model_parameters-<step>` of the global policy, its weights drawn with
+    graph seed `seed` (noise scales included).
+
+    Returns:
+        the log dir (str).
+    """
+    log_dir = str(log_dir)
+    configs = {'env_config': env_config, 'policy_config': policy_config, 'trainer_config': trainer_config,
+               'cluster_config': {'log_dir': log_dir, 'log_ckpt_subdir': CKPT_SUBDIR}, 'test_mode': False}
+    write_run_config(log_dir, pickle_run_config(configs))
+    run_config = read_run_config(log_dir)
+    env = make_env(run_config)
+    try:
+        ob_space, ac_space, _ = env_spaces(env)
+    finally:
+        env.close()
+    graph = tf.Graph()
+    with graph.as_default():
+        tf.set_random_seed(seed)
+        with tf.variable_scope(GLOBAL_SCOPE):
+            policy_config['class_ref'](**global_policy_kwargs(run_config, ob_space, ac_space))
+        saver = tf.train.Saver(tf.global_variables())
+        with tf.Session(graph=graph) as session:
+            session.run(tf.global_variables_initializer())
+            os.makedirs(os.path.join(log_dir, CKPT_SUBDIR), exist_ok=True)
+            saver.save(session, os.path.join(log_dir, CKPT_SUBDIR, 'model_parameters'), global_step=step)
+    return log_dir
