@@ -39,3 +39,12 @@ def sessions_configured_as_the_package_does():
         yield
     finally:
         tf.Session.__init__ = original
+
+
+@pytest.fixture(scope='session')
+def reference_artifact(tmp_path_factory):
+    """(log dir, artifact folder) of an untrained reference run (see `saved_runs.exported_reference_run`), made
+    once per test process: the modules using it share an xdist group."""
+    from saved_runs import exported_reference_run
+
+    return exported_reference_run(tmp_path_factory.mktemp('reference'))

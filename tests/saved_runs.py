@@ -37,3 +37,28 @@ def write_saved_run(log_dir, env_config, policy_config, trainer_config, step=100
             os.makedirs(os.path.join(log_dir, CKPT_SUBDIR), exist_ok=True)
             saver.save(session, os.path.join(log_dir, CKPT_SUBDIR, 'model_parameters'), global_step=step)
     return log_dir
+
+
+def reference_configs():
+    """The reference configuration (`btgym-aac train`'s) on a small noisy sine series, 8-hour episodes."""
+    from btgym_aac.data import make_sine_data
+    from btgym_aac.run_configs import default_configs
+
+    configs = default_configs('a3c')
+    env_config = configs['env_config']
+    env_config['kwargs'] = dict(env_config['kwargs'], dataframe=make_sine_data(num_bars=6000, noise=2e-5, seed=1),
+                                episode_duration={'days': 0, 'hours': 8, 'minutes': 0})
+    return configs
+
+
+def exported_reference_run(folder, step=100):
+    """(log dir, artifact folder) of an untrained reference run saved at `step` and exported under `folder`."""
+    from btgym_aac.cli import main as cli_main
+
+    configs = reference_configs()
+    log_dir = write_saved_run(os.path.join(str(folder), 'run'), configs['env_config'], configs['policy_config'],
+                              configs['trainer_config'], step=step)
+    artifact = os.path.join(str(folder), 'artifact')
+    if cli_main(['export', log_dir, artifact]) != 0:
+        raise RuntimeError('export of the reference run failed')
+    return log_dir, artifact

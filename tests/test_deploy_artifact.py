@@ -16,42 +16,20 @@ from test_evaluation_multi_asset import env_config as multi_asset_env_config
 
 import btgym_aac
 from btgym_aac.cli import main as cli_main
-from btgym_aac.data import make_sine_data
 from btgym_aac.deploy.manifest import ArtifactError, sha256_file
 from btgym_aac.deploy.runtime import load_artifact
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.evaluation.loading import load_policy, make_env, read_run_config
-from btgym_aac.run_configs import default_configs
 
-pytestmark = pytest.mark.xdist_group('deploy_artifact')  # one xdist worker builds the module's fixtures
+pytestmark = pytest.mark.xdist_group('deploy')  # one xdist worker builds the reference artifact (conftest)
 
 STEP = 100
 PARITY_STEPS = 1000
 TOLERANCE = 1e-5
 
 
-def reference_configs():
-    """The reference configuration (`btgym-aac train`'s) on a small noisy sine series."""
-    configs = default_configs('a3c')
-    env_config = configs['env_config']
-    env_config['kwargs'] = dict(env_config['kwargs'], dataframe=make_sine_data(num_bars=6000, noise=2e-5, seed=1),
-                                episode_duration={'days': 0, 'hours': 8, 'minutes': 0})
-    return configs
-
-
-@pytest.fixture(scope='module')
-def exported(tmp_path_factory):
-    """(log dir, artifact folder) of an untrained reference run."""
-    configs = reference_configs()
-    log_dir = write_saved_run(tmp_path_factory.mktemp('reference') / 'run', configs['env_config'],
-                              configs['policy_config'], configs['trainer_config'], step=STEP)
-    artifact = str(tmp_path_factory.mktemp('artifact') / 'policy')
-    assert cli_main(['export', log_dir, artifact]) == 0
-    return log_dir, artifact
-
-
-def test_the_artifact_holds_checkpoint_graphs_and_a_manifest_of_every_file(exported):
-    log_dir, artifact = exported
+def test_the_artifact_holds_checkpoint_graphs_and_a_manifest_of_every_file(reference_artifact):
+    log_dir, artifact = reference_artifact
     names = set(os.listdir(artifact))
     assert {'checkpoint', 'manifest.json', 'policy.onnx', 'saved_model',
             'model_parameters-{}.index'.format(STEP)} <= names
@@ -66,7 +44,7 @@ def test_the_artifact_holds_checkpoint_graphs_and_a_manifest_of_every_file(expor
     assert manifest['package']['version'] == btgym_aac.__version__ and manifest['global_step'] == STEP
     assert manifest['strategy']['class'] == 'btgym_aac.strategy.gen4:DevStrat_4_11'
     assert manifest['strategy']['params']['skip_frame'] == manifest['skip_frame'] == 10
-    assert manifest['env']['kwargs']['state_ext_scale'] == [3000.0, 2500.0, 2000.0, 1500.0, 1000.0]
+    assert manifest['env']['kwargs']['state_ext_scale']['__ndarray__'] == [3000.0, 2500.0, 2000.0, 1500.0, 1000.0]
     assert manifest['action_space'] == {'assets': ['default_asset'], 'base_actions': ['hold', 'buy', 'sell', 'close'],
                                         'encoding': 'joint', 'initial_action': {'default_asset': 0}}
     assert manifest['observation_space']['observation/external']['shape'] == [30, 1, 5]
@@ -116,8 +94,8 @@ def play_in_parity(log_dir, artifact, steps, seed=1):
     return largest, mismatches
 
 
-def test_both_backends_decide_as_the_checkpoint_policy_over_a_thousand_steps(exported):
-    largest, mismatches = play_in_parity(*exported, steps=PARITY_STEPS)
+def test_both_backends_decide_as_the_checkpoint_policy_over_a_thousand_steps(reference_artifact):
+    largest, mismatches = play_in_parity(*reference_artifact, steps=PARITY_STEPS)
     assert mismatches == 0
     assert largest['probabilities'] <= TOLERANCE and largest['value'] <= TOLERANCE
 
@@ -148,8 +126,8 @@ print(action, round(float(probabilities.sum()), 6), 'tensorflow' in sys.modules)
 """
 
 
-def test_the_onnx_backend_acts_without_importing_tensorflow(exported):
-    _, artifact = exported
+def test_the_onnx_backend_acts_without_importing_tensorflow(reference_artifact):
+    _, artifact = reference_artifact
     finished = subprocess.run([sys.executable, '-c', NO_TENSORFLOW, artifact], capture_output=True, text=True,
                               timeout=120)
     assert finished.returncode == 0, finished.stderr
@@ -157,8 +135,8 @@ def test_the_onnx_backend_acts_without_importing_tensorflow(exported):
     assert action in {'0', '1', '2', '3'} and total == '1.0' and imported == 'False'
 
 
-def test_state_saved_and_restored_continues_the_same_decisions(exported):
-    _, artifact = exported
+def test_state_saved_and_restored_continues_the_same_decisions(reference_artifact):
+    _, artifact = reference_artifact
     observations = [{'external': np.random.default_rng(step).normal(size=(30, 1, 5)).astype(np.float32),
                      'internal': np.random.default_rng(100 + step).normal(size=(20, 1, 6)).astype(np.float32)}
                     for step in range(6)]
@@ -219,11 +197,11 @@ def unknown_strategy(folder):
     (change_saved_model, 'the SHA-256 of saved_model/saved_model.pb does not match its manifest'),
     (add_a_file, 'holds notes.txt, which its manifest does not list'),
     (other_major_version, 'written by btgym-aac 7.0.0, another major version'),
-    (unknown_strategy, "class 'no_such_module:Strategy' of the policy artifact cannot be imported"),
+    (unknown_strategy, "the policy artifact's class 'no_such_module:Strategy' cannot be imported"),
 ], ids=['missing-file', 'changed-file', 'unlisted-file', 'major-version', 'strategy-class'])
 @pytest.mark.parametrize('backend', ['onnx', 'tf'])
-def test_a_bad_artifact_is_refused_naming_the_problem(exported, tmp_path, damage, message, backend):
-    folder = copy_of(exported[1], tmp_path)
+def test_a_bad_artifact_is_refused_naming_the_problem(reference_artifact, tmp_path, damage, message, backend):
+    folder = copy_of(reference_artifact[1], tmp_path)
     damage(folder)
     with pytest.raises(ArtifactError) as raised:
         load_artifact(folder, backend=backend)
@@ -245,8 +223,8 @@ def test_export_without_run_configs_names_the_checkpoint_only_option(tmp_path, c
     assert 'holds no run_config.pkl' in capsys.readouterr().err and not (tmp_path / 'out').exists()
 
 
-def test_export_replaces_an_earlier_artifact_but_not_a_folder_of_other_files(exported, tmp_path, capsys):
-    log_dir, artifact = exported
+def test_export_replaces_an_earlier_artifact_but_not_a_folder_of_other_files(reference_artifact, tmp_path, capsys):
+    log_dir, artifact = reference_artifact
     target = copy_of(artifact, tmp_path)
     assert cli_main(['export', log_dir, target]) == 0
     assert load_artifact(target).manifest['global_step'] == STEP
@@ -254,3 +232,24 @@ def test_export_replaces_an_earlier_artifact_but_not_a_folder_of_other_files(exp
     assert cli_main(['export', log_dir, target]) == 2
     assert 'is not empty and does not hold an exported checkpoint' in capsys.readouterr().err
     assert os.path.isfile(os.path.join(target, 'notes.txt'))
+
+
+def test_settings_written_as_json_read_back_equal():
+    from gymnasium import spaces
+
+    from btgym_aac.deploy.json_values import UnreadableValue, from_json, to_json
+    from btgym_aac.spaces import DictSpace
+    from btgym_aac.strategy import DevStrat_4_11
+
+    settings = {'scale': np.linspace(3e3, 1e3, 5), 'actions': ('hold', 'buy'), 'cap': float('inf'), 'size': 2000,
+                'strategy': DevStrat_4_11, 'names': ['A', 'B'], 'by_number': {1: 'one'}, 'flag': np.bool_(True),
+                'shape': DictSpace({'external': spaces.Box(-1.0, 1.0, (30, 1, 3), np.float32)})}
+    written = json.loads(json.dumps(to_json(settings)))
+    read = from_json(written)
+    np.testing.assert_array_equal(read['scale'], settings['scale'])
+    assert read['scale'].dtype == np.float64 and read['actions'] == ('hold', 'buy') and read['cap'] == float('inf')
+    assert read['strategy'] is DevStrat_4_11 and read['by_number'] == {1: 'one'} and read['flag'] is True
+    assert read['names'] == ['A', 'B'] and read['size'] == 2000 and read['shape'] == settings['shape']
+    assert isinstance(read['shape'], DictSpace)
+    with pytest.raises(UnreadableValue, match='written as its repr'):
+        from_json(to_json(object()))

@@ -2,9 +2,10 @@
 import argparse
 
 from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _train, _walk_forward
+from btgym_aac.cli.trade_command import _trade
 from btgym_aac.run_configs import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS
 
-COMMAND_DESCRIPTION = 'The `btgym-aac` command: train, evaluate, walk-forward, cluster-node, export, demo.'
+COMMAND_DESCRIPTION = 'The `btgym-aac` command: train, evaluate, walk-forward, cluster-node, export, trade, demo.'
 
 
 def _seed(text):
@@ -159,6 +160,37 @@ def _add_walk_forward_command(commands):
     walk.set_defaults(run=_walk_forward)
 
 
+def _positive_number(text):
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError('must be a number > 0, got {}'.format(text))
+    return value
+
+
+def _add_trade_command(commands):
+    """Adds `trade ARTIFACT --feed SPEC --out DIR`.
+
+    Args:
+        commands: the subparsers action of the `btgym-aac` parser.
+    """
+    trade = _add_command(commands, 'trade', help='trade live bars with a policy artifact (paper or shadow)',
+                         description=_trade.__doc__)
+    trade.add_argument('artifact', metavar='ARTIFACT', help='a policy artifact folder (btgym-aac export)')
+    trade.add_argument('--feed', action='append', required=True, metavar='[LINE=]SPEC',
+                       help='replay:FILE[:SPEED], ccxt:EXCHANGE:SYMBOL:TIMEFRAME or python:MODULE:CALLABLE; one per '
+                       'data line (LINE=SPEC) for several assets')
+    trade.add_argument('--mode', choices=('paper', 'shadow'), default='paper')
+    trade.add_argument('--out', required=True, help='folder of the journal and the saved state')
+    trade.add_argument('--backend', choices=('onnx', 'tf'), default='onnx')
+    trade.add_argument('--max-bar-delay', type=_positive_number, metavar='SECONDS',
+                       help='warn when a feed is silent this long (paper: close the positions)')
+    trade.add_argument('--max-drawdown', type=_positive_number, metavar='PERCENT',
+                       help='close the positions and stop once the value is this far below its peak')
+    trade.add_argument('--flatten-on-exit', action='store_true',
+                       help='on Ctrl-C / SIGTERM close the positions first (their orders fill on the next bar)')
+    trade.set_defaults(run=_trade)
+
+
 def _add_demo_command(commands):
     """Adds `demo`.
 
@@ -177,6 +209,6 @@ def build_parser():
     parser = argparse.ArgumentParser(prog='btgym-aac', description=COMMAND_DESCRIPTION)
     commands = parser.add_subparsers(dest='command', required=True)
     for add_command in (_add_train_command, _add_evaluate_command, _add_cluster_node_command, _add_export_command,
-                        _add_walk_forward_command, _add_demo_command):
+                        _add_trade_command, _add_walk_forward_command, _add_demo_command):
         add_command(commands)
     return parser

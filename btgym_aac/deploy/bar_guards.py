@@ -75,8 +75,8 @@ class GuardedFeed:
         """Whether a bar is returned: it is dropped or refused, with a warning, when it is no later than the last
         accepted one or unsound (see `bars.bad_field`)."""
         if self.last_time is not None and bar.time <= self.last_time:
-            kind = 'duplicate' if bar.time == self.last_time else 'out-of-order'
-            self._log.warning('dropped a {} bar at {}: the last accepted bar is at {}', kind, bar.time, self.last_time)
+            kind = 'a duplicate' if bar.time == self.last_time else 'an out-of-order'
+            self._log.warning('dropped {} bar at {}: the last accepted bar is at {}', kind, bar.time, self.last_time)
             self.dropped += 1
             return False
         problem = bad_field(bar)

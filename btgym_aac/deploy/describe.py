@@ -1,50 +1,15 @@
-"""JSON descriptions of what a trained policy depends on, for the artifact's manifest: settings as JSON values
-(classes by name), the observation and action spaces, and the training data (span and checksums)."""
-import datetime
+"""JSON descriptions of what a trained policy depends on, for the artifact's manifest: settings (see `json_values`),
+the observation and action spaces, the broker, and the training data (span and checksums)."""
 import hashlib
-import inspect
-import math
 import os
 
 import numpy as np
 
+from btgym_aac.deploy.json_values import to_json
 from btgym_aac.deploy.manifest import sha256_file
 
 DATA_KWARGS = ('dataset', 'dataframe', 'data', 'filename')
 """Env kwargs that give the training data: described by `data_description`, not copied as settings."""
-
-
-def class_name(cls):
-    """'module:qualified.name' of a class or function."""
-    return '{}:{}'.format(cls.__module__, cls.__qualname__)
-
-
-def json_value(value):
-    """`value` as JSON: numbers, strings, lists and dicts as they are (numpy values converted, non-finite floats as
-    the strings 'inf', '-inf', 'nan'), classes and functions as {'class': 'module:name'}, dates and durations as
-    ISO strings, anything else as {'object': 'module:name of its type', 'repr': repr(value)}."""
-    if value is None or isinstance(value, (bool, str, int)):
-        return value
-    if isinstance(value, (float, np.floating)):
-        value = float(value)
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, np.integer):
-        return int(value)
-    if isinstance(value, np.bool_):
-        return bool(value)
-    if isinstance(value, np.ndarray):
-        return json_value(value.tolist())
-    if isinstance(value, dict):
-        return {str(key): json_value(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_value(item) for item in value]
-    if inspect.isclass(value) or inspect.isfunction(value):
-        return {'class': class_name(value)}
-    if isinstance(value, (datetime.datetime, datetime.date, datetime.time)):
-        return value.isoformat()
-    if isinstance(value, datetime.timedelta):
-        return str(value)
-    return {'object': class_name(type(value)), 'repr': repr(value)}
 
 
 def observation_leaves(nested, prefix='observation'):
@@ -63,7 +28,7 @@ def _box(space):
     low, high = np.asarray(space.low), np.asarray(space.high)
     uniform = low.size and np.all(low == low.flat[0]) and np.all(high == high.flat[0])
     return {'shape': list(space.shape), 'dtype': np.dtype(space.dtype).name,
-            'low': json_value(low.flat[0]) if uniform else None, 'high': json_value(high.flat[0]) if uniform else None}
+            'low': to_json(low.flat[0]) if uniform else None, 'high': to_json(high.flat[0]) if uniform else None}
 
 
 def observation_space_description(space, prefix='observation'):
@@ -84,7 +49,7 @@ def action_space_description(space, initial_action):
     """The `ActionDictSpace`'s constructor arguments and the env's 'do nothing' action."""
     return {'assets': list(space.assets),
             'base_actions': None if space.base_actions is None else list(space.base_actions),
-            'encoding': space.encoding, 'initial_action': json_value(dict(initial_action))}
+            'encoding': space.encoding, 'initial_action': to_json(dict(initial_action))}
 
 
 def _frame_description(frame):
@@ -122,5 +87,19 @@ def data_description(dataset):
 
 
 def settings_description(kwargs):
-    """JSON values of an env's or strategy's kwargs, leaving out those that give its data."""
-    return {key: json_value(value) for key, value in sorted(kwargs.items()) if key not in DATA_KWARGS}
+    """JSON values (`json_values.to_json`) of an env's kwargs, leaving out those that give its data."""
+    return {key: to_json(value) for key, value in sorted(kwargs.items()) if key not in DATA_KWARGS}
+
+
+def data_lines(dataset):
+    """{'names': the data lines in feed order, 'timeframe_minutes': minutes per bar} of an env's dataset."""
+    names = list(dataset.data) if hasattr(dataset, 'frames') else [dataset.data_name]
+    return {'names': names, 'timeframe_minutes': to_json(dataset.timeframe)}
+
+
+def broker_description(env_kwargs, engine_defaults):
+    """The broker settings an env built its engine with (`engine_defaults` updated by the env's kwargs), or
+    {'custom_engine': True} when the env was given an `engine=` of its own."""
+    if env_kwargs.get('engine') is not None:
+        return {'custom_engine': True}
+    return {key: to_json(env_kwargs.get(key, default)) for key, default in engine_defaults.items()}

@@ -12,8 +12,9 @@ import numpy as np
 from btgym_aac.compat import tf
 from btgym_aac.deploy.acting_graph import SERVING_TAG, SIGNATURE_KEY, freeze_acting_graph, run_frozen, write_onnx, \
     write_saved_model
-from btgym_aac.deploy.describe import (action_space_description, class_name, data_description,
-                                       json_value, observation_space_description, settings_description)
+from btgym_aac.deploy.describe import (action_space_description, broker_description, data_description, data_lines,
+                                       observation_space_description, settings_description)
+from btgym_aac.deploy.json_values import to_json, type_name
 from btgym_aac.deploy.manifest import (ARTIFACT_FORMAT, FORMAT_VERSION, MANIFEST_FILE, ONNX_FILE, SAVED_MODEL_DIR,
                                        ArtifactError,
                                        write_manifest)
@@ -57,31 +58,42 @@ def check_onnx_model(frozen, path, seed=0):
                                'artifact was not written'.format(spec['name'], difference, ONNX_TOLERANCE))
 
 
+def _strategy_description(env):
+    """The strategy class, the kwargs the env's engine gave it, and its full params; None for envs without one."""
+    strategy = getattr(env, 'strategy_class', None)
+    if strategy is None:
+        return None
+    return {'class': type_name(strategy), 'kwargs': to_json(dict(env.engine.strats[0][0][2])),
+            'params': to_json(dict(env.strategy_params))}
+
+
 def manifest_content(run_config, env, agent, frozen, checkpoint):
     """The manifest's entries but the file checksums."""
     from btgym_aac import __version__
+    from btgym_aac.env.components import ENGINE_DEFAULTS
 
     ob_space, ac_space, initial_action = env_spaces(env)
-    env_config, policy_config = run_config['env_config'], run_config['policy_config']
-    strategy = getattr(env, 'strategy_class', None)
+    env_kwargs = run_config['env_config'].get('kwargs', {})
+    dataset = getattr(env, 'dataset', None)
     return {
         'format': ARTIFACT_FORMAT, 'format_version': FORMAT_VERSION,
         'package': {'name': 'btgym-aac', 'version': __version__},
         'created': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
         'checkpoint': os.path.basename(checkpoint), 'global_step': checkpoint_step(checkpoint),
-        'policy': {'class': class_name(type(agent.policy)),
-                   'kwargs': settings_description(policy_config.get('kwargs', {})),
-                   'action_dp_alpha': json_value(getattr(agent.policy, 'action_dp_alpha', None))},
+        'policy': {'class': type_name(type(agent.policy)),
+                   'kwargs': settings_description(run_config['policy_config'].get('kwargs', {})),
+                   'action_dp_alpha': to_json(getattr(agent.policy, 'action_dp_alpha', None))},
         'observation_space': observation_space_description(ob_space),
         'action_space': action_space_description(ac_space, initial_action),
         'inputs': frozen.inputs, 'outputs': frozen.outputs,
         'saved_model': {'dir': SAVED_MODEL_DIR, 'tag': SERVING_TAG, 'signature': SIGNATURE_KEY},
         'onnx': {'file': ONNX_FILE},
-        'env': {'class': class_name(type(env)), 'kwargs': settings_description(env_config.get('kwargs', {}))},
-        'strategy': None if strategy is None else {
-            'class': class_name(strategy), 'params': settings_description(env.strategy_params)},
+        'env': {'class': type_name(type(env)), 'kwargs': settings_description(env_kwargs)},
+        'strategy': _strategy_description(env),
+        'broker': broker_description(env_kwargs, ENGINE_DEFAULTS) if hasattr(env, 'engine') else None,
         'skip_frame': getattr(env, 'skip_frame', None),
-        'data': data_description(env.dataset) if hasattr(env, 'dataset') else None,
+        'data_lines': data_lines(dataset) if dataset is not None else None,
+        'data': data_description(dataset) if dataset is not None else None,
     }
 
 

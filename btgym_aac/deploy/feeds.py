@@ -66,7 +66,8 @@ def _open_replay(spec, rest, parsing_params=None, clock=time.monotonic, sleep=ti
 
 
 class ReplayFeed:
-    """Replays the bars of a file on a clock: bar i is due at start + (t_i - t_0) / speed."""
+    """Replays the bars of a file on a clock: bar i is due at start + (t_i - t_0) / speed. `bar_count`: how many
+    bars the file holds."""
 
     def __init__(self, path, speed=None, parsing_params=None, clock=time.monotonic, sleep=time.sleep):
         """Args:
@@ -78,6 +79,7 @@ class ReplayFeed:
         index = frame.index if frame.index.tz is None else frame.index.tz_convert('UTC').tz_localize(None)
         self._times = [stamp.to_pydatetime(warn=False) for stamp in index]
         self._values = frame[['open', 'high', 'low', 'close', 'volume']].to_numpy(dtype=float).tolist()
+        self.bar_count = len(self._times)
         self._speed, self._clock, self._sleep = speed, clock, sleep
         self._start, self._next = clock(), 0
 

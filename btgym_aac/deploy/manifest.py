@@ -7,9 +7,10 @@ global step, and the SHA-256 of every other file of the folder. Nothing in it is
 TensorFlow.
 """
 import hashlib
-import importlib
 import json
 import os
+
+from btgym_aac.deploy.json_values import import_name
 
 ARTIFACT_FORMAT = 'btgym_aac.policy_artifact'
 FORMAT_VERSION = 1
@@ -117,15 +118,10 @@ def import_class(reference):
     Raises:
         ArtifactError: the module or the name cannot be imported.
     """
-    module_name, _, name = str(reference).partition(':')
     try:
-        target = importlib.import_module(module_name)
-        for part in name.split('.'):
-            target = getattr(target, part)
-    except (ImportError, AttributeError, ValueError) as error:
-        raise ArtifactError('class {!r} of the policy artifact cannot be imported ({}: {})'.format(
-            reference, type(error).__name__, error)) from None
-    return target
+        return import_name(reference)
+    except ImportError as error:
+        raise ArtifactError("the policy artifact's class {}".format(error)) from None
 
 
 def verify_artifact(folder, installed_version):

@@ -19,6 +19,30 @@ DATASET_KWARGS = (
 ENGINE_DEFAULTS = dict(start_cash=100.0, broker_commission=0.001, fixed_stake=10)
 
 
+def new_engine(strategy, strategy_kwargs, settings):
+    """A Cerebro with the strategy and its kwargs, the broker's cash and commission and a fixed-size sizer.
+
+    Args:
+        strategy: the strategy class.
+        strategy_kwargs: its kwargs (copied).
+        settings: dict with ENGINE_DEFAULTS' keys (start_cash, broker_commission, fixed_stake).
+
+    Returns:
+        bt.Cerebro.
+
+    Raises:
+        ValueError: a start cash <= 0 or a commission that is no number >= 0.
+    """
+    check_number('start_cash', settings['start_cash'], 0, low_open=True)
+    check_number('broker_commission', settings['broker_commission'])
+    engine = bt.Cerebro()
+    engine.addstrategy(strategy, **dict(strategy_kwargs))
+    engine.broker.setcash(settings['start_cash'])
+    engine.broker.setcommission(commission=settings['broker_commission'])
+    engine.addsizer(bt.sizers.SizerFix, stake=settings['fixed_stake'])
+    return engine
+
+
 class EnvComponents:
     """Mixin of `BTgymEnv` building its dataset, engine, actions and spaces; each step is a method that a
     subclass may extend (MultiDiscreteEnv and PortfolioEnv do).
@@ -89,15 +113,8 @@ class EnvComponents:
         if unknown:
             raise TypeError('unknown BTgymEnv arguments (not env, dataset, engine or {} params): {}'.format(
                 strategy.__name__, sorted(unknown)))
-        settings = dict(ENGINE_DEFAULTS, **engine_kwargs)
-        check_number('start_cash', settings['start_cash'], 0, low_open=True)
-        check_number('broker_commission', settings['broker_commission'])
-        engine = bt.Cerebro()
-        engine.addstrategy(strategy, **kwargs)
+        engine = new_engine(strategy, kwargs, dict(ENGINE_DEFAULTS, **engine_kwargs))
         kwargs.clear()
-        engine.broker.setcash(settings['start_cash'])
-        engine.broker.setcommission(commission=settings['broker_commission'])
-        engine.addsizer(bt.sizers.SizerFix, stake=settings['fixed_stake'])
         return engine
 
     def _set_line_state_shape(self, strategy_kwargs):

@@ -1,0 +1,371 @@
+"""`btgym-aac trade`: a policy artifact on bars that arrive one by one. A replayed episode takes the decisions,
+fills and final value `evaluate` gets on the same bars; a run stopped and started again takes the decisions of an
+uninterrupted one; shadow mode places no order; the guards close positions and stop; bad input is refused."""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from datetime import datetime, timedelta
+
+import numpy as np
+import pandas as pd
+import pytest
+from saved_runs import write_saved_run
+from test_evaluation_multi_asset import POLICY_CONFIG as MULTI_ASSET_POLICY_CONFIG
+from test_evaluation_multi_asset import TRAINER_CONFIG as MULTI_ASSET_TRAINER_CONFIG
+from test_evaluation_multi_asset import env_config as multi_asset_env_config
+
+from btgym_aac.cli import main as cli_main
+from btgym_aac.cli.trade_command import feed_arguments
+from btgym_aac.data import write_histdata_csv
+from btgym_aac.deploy import trading
+from btgym_aac.deploy.bars import FEED_ENDED, Bar
+from btgym_aac.deploy.feeds import ReplayFeed
+from btgym_aac.deploy.manifest import ArtifactError
+from btgym_aac.deploy.runtime import load_artifact
+from btgym_aac.deploy.trading import trade
+from btgym_aac.env.data_lines import bars
+from btgym_aac.env.episode_setup import EpisodeSetup
+from btgym_aac.evaluation.episodes import make_evaluation_env, play_episode, reset_options
+from btgym_aac.evaluation.loading import load_policy, read_run_config
+
+pytestmark = pytest.mark.xdist_group('deploy')  # one xdist worker builds the reference artifact (conftest)
+
+TRAIN_SAMPLE = 0
+TOLERANCE = 1e-5
+TIMING_FIELDS = ('received_at', 'latency_ms')
+
+
+def evaluated_episode(log_dir, seed, monkeypatch):
+    """(EpisodeRecord, {data line: DataFrame of the episode's bars}) of `evaluate`'s deterministic policy on the
+    episode of `seed`."""
+    episodes = []
+    new_cerebro = EpisodeSetup._new_cerebro
+
+    def keeping_the_episode(env, episode, decide):
+        episodes.append(episode)
+        return new_cerebro(env, episode, decide)
+
+    monkeypatch.setattr(EpisodeSetup, '_new_cerebro', keeping_the_episode)
+    env = make_evaluation_env(read_run_config(log_dir))
+    try:
+        with load_policy(log_dir, env=env) as agent:
+            record = play_episode(env, agent, seed, reset_options(TRAIN_SAMPLE))
+    finally:
+        env.close()
+    episode = episodes[-1]
+    frames = dict(episode.frames) if hasattr(episode, 'frames') else {'data': bars(episode)}
+    return record, frames
+
+
+def replay_specs(frames, folder):
+    """{data line: 'replay:<csv>:max'} of the frames written as HistData files."""
+    specs = {}
+    for line, frame in frames.items():
+        path = os.path.join(str(folder), '{}.csv'.format(line))
+        write_histdata_csv(frame, path)
+        specs[line] = 'replay:{}:max'.format(path)
+    return specs
+
+
+def read_journal(folder):
+    with open(os.path.join(str(folder), 'journal.jsonl')) as f:
+        return [json.loads(line) for line in f]
+
+
+def assert_as_evaluated(result, journal, record):
+    assert [entry['bar_time'] for entry in journal] == [time.isoformat() for time in record.step_times[:-1]]
+    assert [entry['action'] for entry in journal] == [
+        {asset: int(index) for asset, index in action.items()} if isinstance(action, dict) else int(action)
+        for action in record.actions]
+    np.testing.assert_allclose([list(entry['probabilities'].values()) for entry in journal],
+                               np.array(record.probabilities), atol=TOLERANCE)
+    assert result['fills'] == record.trade_log['fills'] and result['fills']
+    assert result['broker_value'] == record.step_values[-1]
+    assert result['end_message'] == record.trade_log['end_reason'] == 'END OF DATA'
+
+
+def test_a_replayed_episode_trades_as_evaluate_on_the_same_bars(reference_artifact, tmp_path, monkeypatch):
+    log_dir, artifact = reference_artifact
+    record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
+    result = trade(artifact, replay_specs(frames, tmp_path)['data'], str(tmp_path / 'paper'))
+    journal = read_journal(tmp_path / 'paper')
+    assert_as_evaluated(result, journal, record)
+    assert len(journal) == result['decisions'] == result['journaled'] == len(record.actions) > 10
+    fills_journaled = [fill for entry in journal for fill in entry['fills']]
+    assert fills_journaled == [dict(fill, time=fill['time'].isoformat()) for fill in result['fills']
+                               if fill['time'].isoformat() <= journal[-1]['bar_time']]
+    assert all(entry['latency_ms'] > 0 and entry['received_at'] for entry in journal)
+
+
+def test_a_multi_asset_episode_trades_as_evaluate_on_the_same_bars(tmp_path, monkeypatch):
+    log_dir = write_saved_run(tmp_path / 'run', multi_asset_env_config('discrete'), MULTI_ASSET_POLICY_CONFIG,
+                              MULTI_ASSET_TRAINER_CONFIG, step=40)
+    assert cli_main(['export', log_dir, str(tmp_path / 'artifact')]) == 0
+    record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
+    assert list(frames) == ['A', 'B']
+    result = trade(str(tmp_path / 'artifact'), replay_specs(frames, tmp_path), str(tmp_path / 'paper'))
+    assert_as_evaluated(result, read_journal(tmp_path / 'paper'), record)
+
+
+class StopAtBar:
+    """A replay that sends this process SIGTERM when it hands out its bar `index` (from the thread trading)."""
+
+    def __init__(self, path, index):
+        self.replay, self.index, self.handed = ReplayFeed(path), index, 0
+        self.bar_count = self.replay.bar_count
+
+    def next_bar(self, timeout=None):
+        if self.handed == self.index:
+            signal.raise_signal(signal.SIGTERM)
+        self.handed += 1
+        return self.replay.next_bar(timeout)
+
+    def close(self):
+        self.replay.close()
+
+
+def without_timing(journal):
+    return [{key: value for key, value in entry.items() if key not in TIMING_FIELDS} for entry in journal]
+
+
+def test_a_run_stopped_and_started_again_takes_the_decisions_of_an_uninterrupted_run(reference_artifact, tmp_path,
+                                                                                    monkeypatch):
+    log_dir, artifact = reference_artifact
+    _, frames = evaluated_episode(log_dir, seed=5, monkeypatch=monkeypatch)
+    spec = replay_specs(frames, tmp_path)['data']
+    uninterrupted = trade(artifact, spec, str(tmp_path / 'straight'))
+    path = spec.split(':')[1]
+    stopped = trade(artifact, StopAtBar(path, index=len(frames['data']) - 120), str(tmp_path / 'resumed'))
+    assert stopped['ended'] == 'signal SIGTERM' and 0 < stopped['decisions'] < uninterrupted['decisions']
+    with open(tmp_path / 'resumed' / 'state.json') as f:
+        assert json.load(f)['decisions'] == stopped['decisions']
+    resumed = trade(artifact, spec, str(tmp_path / 'resumed'))
+    assert resumed['decisions'] == uninterrupted['decisions']
+    assert resumed['journaled'] == uninterrupted['decisions'] - stopped['decisions']
+    assert without_timing(read_journal(tmp_path / 'resumed')) == without_timing(read_journal(tmp_path / 'straight'))
+    assert resumed['fills'] == uninterrupted['fills'] and resumed['broker_value'] == uninterrupted['broker_value']
+
+
+def test_shadow_mode_places_no_order_and_journals_the_intended_ones(reference_artifact, tmp_path, monkeypatch):
+    log_dir, artifact = reference_artifact
+    _, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
+    result = trade(artifact, replay_specs(frames, tmp_path)['data'], str(tmp_path / 'shadow'), mode='shadow')
+    journal = read_journal(tmp_path / 'shadow')
+    assert result['fills'] == [] and result['positions'] == {'default_asset': 0.0}
+    assert all('order' not in entry and entry['mode'] == 'shadow' for entry in journal)
+    intended = {entry['intended_order']['default_asset'] for entry in journal}
+    assert intended - {'hold'}, 'the policy intends orders'
+    with pytest.raises(ValueError, match='another mode'):
+        trade(artifact, replay_specs(frames, tmp_path)['data'], str(tmp_path / 'shadow'), mode='paper')
+
+
+class ScriptedPolicy:
+    """The artifact's policy, its actions replaced by `script` (then 'hold'), to put the guards to work."""
+
+    def __init__(self, policy, script):
+        self.policy, self.script = policy, list(script)
+
+    def __getattr__(self, name):
+        return getattr(self.policy, name)
+
+    def act(self, observation, deterministic=True):
+        _, probabilities, value = self.policy.act(observation, deterministic)
+        return (self.script.pop(0) if self.script else 0), probabilities, value
+
+
+def scripted(monkeypatch, script):
+    monkeypatch.setattr(trading, 'load_artifact', lambda path, backend: ScriptedPolicy(load_artifact(path, backend),
+                                                                                        script))
+
+
+def price_path(closes, start=datetime(2018, 1, 1)):
+    """Minute bars whose opens are the previous closes."""
+    closes = np.asarray(closes, dtype=np.float64)
+    opens = np.concatenate([[closes[0]], closes[:-1]])
+    index = pd.date_range(start, periods=len(closes), freq='1min')
+    return pd.DataFrame({'open': opens, 'high': np.maximum(opens, closes) + 1e-5,
+                         'low': np.minimum(opens, closes) - 1e-5, 'close': closes, 'volume': 0.0}, index=index)
+
+
+BUY = 1
+
+
+def test_max_drawdown_closes_the_position_and_stops_the_run(reference_artifact, tmp_path, monkeypatch):
+    scripted(monkeypatch, [BUY])
+    falling = price_path(np.linspace(1.10, 1.00, 900))
+    result = trade(reference_artifact[1], replay_specs({'data': falling}, tmp_path)['data'], str(tmp_path / 'run'),
+                   max_drawdown=1.0)
+    assert result['ended'].startswith('max drawdown') and result['positions'] == {'default_asset': 0.0}
+    buy, close = result['fills']
+    assert buy['side'] == 'buy' and close['side'] == 'sell' and close['size'] == -buy['size']
+    assert 1.0 <= (2000.0 - result['broker_value']) / 2000.0 * 100 < 10.0  # before the strategy's own 10 % call
+    assert result['bars'] < len(falling) - 10
+
+
+class SilentAfter:
+    """A replay that hands out nothing for `silence` seconds after its bar `index`."""
+
+    def __init__(self, path, index, silence):
+        self.replay, self.index, self.silence = ReplayFeed(path), index, silence
+        self.handed, self.silent_until = 0, None
+        self.bar_count = self.replay.bar_count
+
+    def next_bar(self, timeout=None):
+        if self.handed == self.index and self.silent_until is None:
+            self.silent_until = time.monotonic() + self.silence
+        if self.silent_until is not None and time.monotonic() < self.silent_until:
+            time.sleep(min(timeout or 0.01, 0.01))
+            return None
+        self.handed += 1
+        return self.replay.next_bar(timeout)
+
+    def close(self):
+        self.replay.close()
+
+
+def test_a_silent_feed_closes_the_position_in_paper_mode(reference_artifact, tmp_path, monkeypatch):
+    scripted(monkeypatch, [BUY])
+    flat = price_path(1.1 + 1e-4 * np.sin(np.arange(700) / 20.0))
+    path = replay_specs({'data': flat}, tmp_path)['data'].split(':')[1]
+    result = trade(reference_artifact[1], SilentAfter(path, index=400, silence=0.5), str(tmp_path / 'run'),
+                   max_bar_delay=0.1)
+    buy, close = result['fills'][:2]
+    assert buy['side'] == 'buy' and close['side'] == 'sell' and close['size'] == -buy['size']
+    assert close['time'] == flat.index[401].to_pydatetime()  # sent at the bar after the silence, filled at the next
+    assert result['positions'] == {'default_asset': 0.0}
+
+
+class ListFeed:
+    """A feed of the given items, then FEED_ENDED."""
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def next_bar(self, timeout=None):
+        return self.items.pop(0) if self.items else FEED_ENDED
+
+    def close(self):
+        self.items = []
+
+
+def test_unsound_duplicate_and_late_bars_never_reach_the_strategy(reference_artifact, tmp_path):
+    frame = price_path(1.1 + 1e-4 * np.sin(np.arange(400) / 20.0))
+    good = [Bar(time.to_pydatetime(), *row) for time, row in zip(frame.index, frame.to_numpy().tolist())]
+    items = [good[0], good[1]._replace(close=float('nan')), good[1], good[1], good[2]._replace(high=-1.0), good[0]]
+    items += good[2:]
+    result = trade(reference_artifact[1], ListFeed(items), str(tmp_path / 'run'))
+    with open(tmp_path / 'run' / 'bars.jsonl') as f:
+        times = [bar[0] for line in f for bar in json.loads(line).values()]
+    assert times == [bar.time.isoformat() for bar in good[:len(times)]] and result['bars'] == len(times) > 300
+
+
+def test_feeds_must_name_the_artifacts_data_lines(reference_artifact, tmp_path):
+    with pytest.raises(ValueError, match='no such line B'):
+        trade(reference_artifact[1], {'data': 'replay:x.csv', 'B': 'replay:y.csv'}, str(tmp_path / 'run'))
+    assert feed_arguments(['replay:a.csv:max']) == 'replay:a.csv:max'
+    assert feed_arguments(['A=replay:a.csv', 'B=ccxt:binance:BTC/USDT:1m']) == {
+        'A': 'replay:a.csv', 'B': 'ccxt:binance:BTC/USDT:1m'}
+    with pytest.raises(ValueError, match='each names its data line'):
+        feed_arguments(['replay:a.csv', 'B=replay:b.csv'])
+
+
+MARKED_FEED = '''
+import math
+import os
+import time
+from datetime import datetime, timedelta
+
+
+def bars():
+    open(os.environ['FEED_MARKER'], 'w').close()
+    for minute in range(10 ** 6):
+        close = 1.1 + 1e-4 * math.sin(minute / 20.0)
+        yield datetime(2018, 1, 1) + timedelta(minutes=minute), close, close + 2e-5, close - 2e-5, close, 0.0
+        if minute == int(os.environ.get('FAIL_AT', -1)):
+            raise ConnectionError('the exchange went away')
+        if minute > 320:
+            time.sleep(0.002)
+'''
+
+
+def feed_module_env(tmp_path, **extra):
+    """The environment of a command that can import `marked_feed` (written to `tmp_path`): its `bars()` marks
+    that it was opened, then yields bars, slowly after the strategy's warm-up, failing at bar FAIL_AT if set."""
+    (tmp_path / 'marked_feed.py').write_text(textwrap.dedent(MARKED_FEED))
+    return dict(os.environ, PYTHONPATH=str(tmp_path) + os.pathsep + os.environ.get('PYTHONPATH', ''),
+                FEED_MARKER=str(tmp_path / 'feed_opened'), **extra)
+
+
+def run_cli(args, env):
+    return subprocess.Popen([sys.executable, '-m', 'btgym_aac.cli'] + args, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_a_damaged_artifact_is_refused_before_any_feed_opens(reference_artifact, tmp_path, capsys):
+    damaged = str(tmp_path / 'artifact')
+    shutil.copytree(reference_artifact[1], damaged)
+    os.remove(os.path.join(damaged, 'policy.onnx'))
+    process = run_cli(['trade', damaged, '--feed', 'python:marked_feed:bars', '--out', str(tmp_path / 'run')],
+                      feed_module_env(tmp_path))
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 2 and 'misses policy.onnx' in err
+    assert not (tmp_path / 'feed_opened').exists()
+    with pytest.raises(ArtifactError, match='misses policy.onnx'):
+        trade(damaged, 'python:marked_feed:bars', str(tmp_path / 'run'))
+
+
+def test_a_failing_feed_exits_1_naming_it_with_the_run_saved(reference_artifact, tmp_path):
+    process = run_cli(['trade', reference_artifact[1], '--feed', 'python:marked_feed:bars', '--out',
+                       str(tmp_path / 'run')], feed_module_env(tmp_path, FAIL_AT='400'))
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 1
+    assert 'the feed failed' in err and 'marked_feed:bars' in err and 'the exchange went away' in err
+    with open(tmp_path / 'run' / 'state.json') as f:
+        assert json.load(f)['decisions'] >= 1
+
+
+def test_sigterm_finishes_the_decision_saves_and_exits_0_without_tensorflow(reference_artifact, tmp_path):
+    code = ('import sys; from btgym_aac.cli import main; status = main(sys.argv[1:]); '
+            'print("tensorflow imported:", "tensorflow" in sys.modules); sys.exit(status)')
+    (tmp_path / 'run_trade.py').write_text(code)
+    process = subprocess.Popen([sys.executable, str(tmp_path / 'run_trade.py'), 'trade', reference_artifact[1],
+                                '--feed', 'python:marked_feed:bars', '--out', str(tmp_path / 'run')],
+                               env=feed_module_env(tmp_path), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                               text=True)
+    journal = tmp_path / 'run' / 'journal.jsonl'
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not (journal.exists() and journal.read_text().count('\n') >= 2):
+        assert process.poll() is None, process.communicate()
+        time.sleep(0.05)
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 0, err
+    assert 'ended: signal SIGTERM' in out and 'tensorflow imported: False' in out
+    with open(tmp_path / 'run' / 'state.json') as f:
+        state = json.load(f)
+    assert state['decisions'] == journal.read_text().count('\n') >= 2
+    assert datetime.fromisoformat(state['last_bar_time']) >= datetime(2018, 1, 1) + timedelta(minutes=300)
+
+
+def test_the_readme_quick_start_replay_trades_to_the_end_of_its_file(reference_artifact, tmp_path):
+    path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'examples', 'data',
+                        'sine_replay.csv')
+    result = trade(reference_artifact[1], 'replay:{}:max'.format(path), str(tmp_path / 'paper'))
+    assert result['end_message'] == 'END OF DATA' and result['decisions'] == len(read_journal(tmp_path / 'paper'))
+    assert result['decisions'] > 100 and result['fills']
+
+
+def test_flatten_on_exit_closes_the_position_before_a_signal_ends_the_run(reference_artifact, tmp_path, monkeypatch):
+    scripted(monkeypatch, [BUY])
+    flat = price_path(1.1 + 1e-4 * np.sin(np.arange(700) / 20.0))
+    path = replay_specs({'data': flat}, tmp_path)['data'].split(':')[1]
+    result = trade(reference_artifact[1], StopAtBar(path, index=450), str(tmp_path / 'run'), flatten_on_exit=True)
+    assert result['ended'] == 'signal SIGTERM' and result['positions'] == {'default_asset': 0.0}
+    buy, close = result['fills']
+    assert buy['side'] == 'buy' and close['side'] == 'sell' and close['size'] == -buy['size']
+    assert close['time'] == flat.index[451].to_pydatetime() and result['bars'] == 452
