@@ -9,9 +9,10 @@ from btgym_aac.evaluation.loading import GLOBAL_SCOPE, env_spaces, global_policy
 CKPT_SUBDIR = 'current_train_checkpoint'
 
 
-def write_saved_run(log_dir, env_config, policy_config, trainer_config, step=100, seed=0):
+def write_saved_run(log_dir, env_config, policy_config, trainer_config, step=100, seed=0, weight_scale=1.0):
     """Writes run_config.pkl and checkpoint `model_parameters-<step>` of the global policy, its weights drawn with
-    graph seed `seed` (noise scales included).
+    graph seed `seed` (noise scales included) and multiplied by `weight_scale` (above 1, activations as large as a
+    trained policy's, where float rounding differences between two ways of computing the graph show).
 
     Returns:
         the log dir (str).
@@ -34,6 +35,8 @@ def write_saved_run(log_dir, env_config, policy_config, trainer_config, step=100
         saver = tf.train.Saver(tf.global_variables())
         with tf.Session(graph=graph) as session:
             session.run(tf.global_variables_initializer())
+            if weight_scale != 1.0:
+                session.run([variable.assign(variable * weight_scale) for variable in tf.global_variables()])
             os.makedirs(os.path.join(log_dir, CKPT_SUBDIR), exist_ok=True)
             saver.save(session, os.path.join(log_dir, CKPT_SUBDIR, 'model_parameters'), global_step=step)
     return log_dir

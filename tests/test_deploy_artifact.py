@@ -253,3 +253,10 @@ def test_settings_written_as_json_read_back_equal():
     assert isinstance(read['shape'], DictSpace)
     with pytest.raises(UnreadableValue, match='written as its repr'):
         from_json(to_json(object()))
+
+
+def test_the_tf_backend_session_computes_as_the_training_sessions(reference_artifact):
+    """Grappler's rewrites (on in a default session) changed a trained policy's outputs by about 1e-4; the TF
+    backend's session, as every session of the package, runs without them."""
+    with load_artifact(reference_artifact[1], backend='tf') as policy:
+        assert policy.backend.session._config.graph_options.rewrite_options.disable_meta_optimizer

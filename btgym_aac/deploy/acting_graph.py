@@ -11,6 +11,7 @@ import collections
 
 import numpy as np
 
+from btgym_aac.algorithms.common.session_config import session_config
 from btgym_aac.compat import tf
 from btgym_aac.deploy.describe import observation_leaves
 
@@ -91,7 +92,7 @@ def write_saved_model(frozen, path):
         signature = tf.saved_model.signature_def_utils.predict_signature_def(
             inputs={spec['name']: graph.get_tensor_by_name(spec['tensor']) for spec in frozen.inputs},
             outputs={spec['name']: graph.get_tensor_by_name(spec['tensor']) for spec in frozen.outputs})
-        with tf.Session(graph=graph) as session:
+        with tf.Session(graph=graph, config=session_config()) as session:
             builder = tf.saved_model.builder.SavedModelBuilder(path)
             builder.add_meta_graph_and_variables(session, [SERVING_TAG], signature_def_map={SIGNATURE_KEY: signature})
             builder.save()
@@ -113,7 +114,7 @@ def run_frozen(frozen, feeds):
     graph = tf.Graph()
     with graph.as_default():
         tf.import_graph_def(frozen.graph_def, name='')
-    with tf.Session(graph=graph) as session:
+    with tf.Session(graph=graph, config=session_config()) as session:
         values = session.run([spec['tensor'] for spec in frozen.outputs],
                              {spec['tensor']: np.asarray(feeds[spec['name']], dtype=spec['dtype'])
                               for spec in frozen.inputs})

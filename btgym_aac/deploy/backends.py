@@ -37,16 +37,19 @@ class OnnxBackend:
 
 
 class SavedModelBackend:
-    """The artifact's `saved_model/` loaded into a TensorFlow session (imports TensorFlow)."""
+    """The artifact's `saved_model/` loaded into a TensorFlow session (imports TensorFlow), configured as the
+    package's sessions are (`session_config`: grappler's rewrites off, so the ops compute what the training graph
+    computes)."""
 
     name = 'tf'
 
     def __init__(self, folder, manifest):
+        from btgym_aac.algorithms.common.session_config import session_config
         from btgym_aac.compat import tf
 
         saved = manifest['saved_model']
         self.graph = tf.Graph()
-        self.session = tf.Session(graph=self.graph, config=tf.ConfigProto(intra_op_parallelism_threads=1,
+        self.session = tf.Session(graph=self.graph, config=session_config(intra_op_parallelism_threads=1,
                                                                           inter_op_parallelism_threads=1))
         try:
             meta_graph = tf.saved_model.loader.load(self.session, [saved['tag']],
