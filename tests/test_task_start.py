@@ -177,6 +177,7 @@ from btgym_aac import start_forkserver_early
 start_forkserver_early()
 
 import os
+import time
 from btgym_aac.distributed.task_start import task_context
 from proc_helpers import PARENT, command_line, live_processes
 
@@ -190,6 +191,9 @@ def report():
 
 
 if __name__ == '__main__':
+    deadline = time.monotonic() + 60  # the forkserver's process exists; its command line is set once it has exec'd
+    while forkservers_below(os.getpid()) == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
     print('script forkservers', forkservers_below(os.getpid()), flush=True)
     task = task_context('forkserver').Process(target=report)
     task.start()
