@@ -141,7 +141,7 @@ def test_the_intraday_profile_is_recovered_by_averaging_returns_by_minute():
 @pytest.mark.parametrize('kind, expected_std', [
     ('intraday_pattern', intraday_return_std(2.5e-5, 1e-4)),
     ('mean_reversion', mean_reversion_return_std(60.0, 2e-4, 5e-5)),
-    ('regime_switching', regime_return_std((2.5e-5, -2.5e-5), 1e-4, transition_matrix(2, 120.0))),
+    ('regime_switching', regime_return_std((3e-5, -3e-5), 1e-4, transition_matrix(2, 240.0))),
 ], ids=KINDS)
 def test_twins_have_the_per_bar_return_std_of_the_edge_market(kind, expected_std):
     edge_std = _log_returns(GENERATORS[kind](num_bars=100000, seed=14)).std()

@@ -1,11 +1,11 @@
-"""The oracle baseline of `evaluate`: which data has one, how its target positions become env actions, that it sees
+"""The oracle baseline of `evaluate`: which data has one, how its signals become env actions, that it sees
 only the bars up to the env's current one, and that it gains in the env where the market has an edge."""
 import numpy as np
 import pandas as pd
 import pytest
 
 from btgym_aac.data import BTgymDataset, make_random_walk_data
-from btgym_aac.data.markets import make_mean_reversion_data, write_market_csv
+from btgym_aac.data.markets import make_mean_reversion_data, make_regime_switching_data, write_market_csv
 from btgym_aac.env import BTgymEnv
 from btgym_aac.evaluation.baselines import BuyAndHoldAgent
 from btgym_aac.evaluation.episodes import play_episode, reset_options
@@ -28,16 +28,18 @@ def market_env(frame=None, filename=None):
 
 
 class ScriptedOracle:
-    """Answers the given target positions in turn and records the last bar time of every history it is shown."""
+    """Answers the given expected returns in turn and records the last bar time of every history it is shown."""
 
-    def __init__(self, targets):
-        self.targets = list(targets)
+    commission = COMMISSION
+
+    def __init__(self, expected):
+        self.expected = list(expected)
         self.seen = []
 
-    def target_position(self, closes, times, current_position):
+    def expected_return(self, closes, times):
         assert len(closes) == len(times)
-        self.seen.append((pd.Timestamp(times[-1]), current_position))
-        return self.targets.pop(0)
+        self.seen.append(pd.Timestamp(times[-1]))
+        return self.expected.pop(0)
 
 
 def test_the_market_spec_comes_from_the_frame_or_the_csv_sidecar(tmp_path):
@@ -52,18 +54,20 @@ def test_the_market_spec_comes_from_the_frame_or_the_csv_sidecar(tmp_path):
     assert market_spec_of(plain) is None
 
 
-def test_target_sides_become_orders_towards_the_largest_position_and_closes_to_turn_around():
+def test_signals_become_orders_towards_the_largest_position_holds_while_weak_and_closes_to_turn_around():
     bars = make_mean_reversion_data(num_bars=50, seed=1)
-    oracle = ScriptedOracle([1, 1, -1, -1, -1, 1])
+    strong, weak = 5 * COMMISSION, 1.5 * COMMISSION  # a round trip costs 2 * COMMISSION
+    oracle = ScriptedOracle([strong, strong, weak, -weak, -strong, -strong, strong])
     agent = OracleAgent(oracle, bars, ACTIONS)
-    positions = [0, 2000, 4000, 4000, 0, -2000]  # the env's position before each decision
+    positions = [0, 2000, 4000, 4000, 4000, 0, -2000]  # the env's position before each decision
     actions = []
     for minute, position in enumerate(positions):
         agent.observe_info({'time': bars.index[10 + minute], 'position': position})
         actions.append(agent.act(None))
-    # long from flat: buy, and buy again while the signal holds (the broker caps it); turn around: close first
-    assert actions == [BUY, BUY, CLOSE, CLOSE, SELL, CLOSE]
-    assert [side for _, side in oracle.seen] == [0, 1, 1, 1, 0, -1]
+    # long from flat: buy, and buy again while the signal is strong (the broker caps it); a signal too weak to pay
+    # a round trip holds, whichever its side; turn around: close first, then sell
+    assert actions == [BUY, BUY, HOLD, HOLD, CLOSE, SELL, CLOSE]
+    assert oracle.seen == [bars.index[10 + minute] for minute in range(len(positions))]
     agent.reset()
     assert agent.side == 0
 
@@ -86,7 +90,7 @@ def test_the_oracle_decides_on_the_bars_up_to_the_envs_current_bar_only(tmp_path
     finally:
         env.close()
     # the history shown at each decision ends at the bar of the info the env gave before that decision
-    assert [time for time, _ in scripted.seen] == [pd.Timestamp(time) for time in record.step_times[:-1]]
+    assert scripted.seen == [pd.Timestamp(time) for time in record.step_times[:-1]]
 
 
 def test_no_oracle_for_bars_of_no_known_edge_market():
@@ -97,9 +101,10 @@ def test_no_oracle_for_bars_of_no_known_edge_market():
         env.close()
 
 
-def test_the_oracle_gains_in_the_env_on_a_market_with_an_edge(tmp_path):
-    frame = make_mean_reversion_data(num_bars=20000, seed=7)
-    env = market_env(filename=write_market_csv(frame, str(tmp_path / 'mr.csv')))
+@pytest.mark.parametrize('make', [make_mean_reversion_data, make_regime_switching_data], ids=['mr', 'regime'])
+def test_the_oracle_gains_in_the_env_on_a_market_with_an_edge(tmp_path, make):
+    frame = make(num_bars=20000, seed=7)
+    env = market_env(filename=write_market_csv(frame, str(tmp_path / 'market.csv')))
     try:
         oracle = oracle_agent(env)
         hold = BuyAndHoldAgent(env.portfolio_actions)

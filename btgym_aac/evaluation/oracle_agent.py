@@ -37,10 +37,11 @@ def env_commission(env):
 
 
 class OracleAgent(BaselineAgent):
-    """Trades a single-asset BTgymEnv on an oracle's target side (-1, 0 or +1), with the exposure a policy of the
-    env can take: while the signal holds it sends one more order of the env's order size at every decision (the
-    broker refuses orders past its margin), so it builds the largest position the broker allows; to turn around
-    it closes, and opens the other way at its next decision. It reads its position from the step infos.
+    """Trades a single-asset BTgymEnv on an oracle's signal, with the exposure a policy of the env can take: while
+    the signal is strong enough to trade on (the oracle's expected move beats the round trip cost) it sends one
+    more order of the env's order size at every decision (the broker refuses orders past its margin), so it builds
+    the largest position the broker allows; while it is weaker it holds; to turn around it closes, and opens the
+    other way at its next decision. It reads its position from the step infos.
 
     Args:
         oracle: a `btgym_aac.data.markets.Oracle`.
@@ -71,14 +72,16 @@ class OracleAgent(BaselineAgent):
         self.side = int(np.sign(info['position']))
 
     def act(self, observation):
-        """The action moving towards the oracle's target side at the current bar."""
+        """The action moving towards the side of the oracle's signal at the current bar: 'hold' while the signal is
+        too weak to trade on (the expected move does not beat the round trip cost), 'close' when it points against
+        the position held, else one more order its way."""
         history = self.closes.loc[:self.time].iloc[-LOOKBACK_BARS:]
-        target = self.oracle.target_position(history.to_numpy(), history.index, self.side)
-        if target == 0:
-            return self.actions['hold'] if self.side == 0 else self.actions['close']
-        if self.side == -target:
+        expected = self.oracle.expected_return(history.to_numpy(), history.index)
+        if abs(expected) <= 2.0 * self.oracle.commission:
+            return self.actions['hold']
+        if self.side == -np.sign(expected):
             return self.actions['close']
-        return self.actions['buy'] if target > 0 else self.actions['sell']
+        return self.actions['buy'] if expected > 0 else self.actions['sell']
 
 
 def oracle_agent(env):

@@ -67,7 +67,7 @@ def _markov_chain(rng, num_bars, matrix):
     return np.array(states)
 
 
-def make_regime_switching_data(num_bars=100000, drifts=(2.5e-5, -2.5e-5), mean_duration=120.0, volatility=1e-4,
+def make_regime_switching_data(num_bars=100000, drifts=(3e-5, -3e-5), mean_duration=240.0, volatility=1e-4,
                                transition=None, base=1.1, edge=True, seed=None, start=DEFAULT_START,
                                freq=DEFAULT_FREQ, return_states=False):
     """Bars whose log return is drifts[regime] + volatility * N(0, 1), the regime a hidden Markov chain.
