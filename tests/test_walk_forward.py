@@ -19,7 +19,7 @@ from btgym_aac.data.windows import missing_time
 from btgym_aac.evaluation.windows import tile_windows
 from btgym_aac.run_configs import default_configs
 from btgym_aac.walk_forward import walk_forward
-from btgym_aac.walk_forward.blocks import block_windows, split_blocks
+from btgym_aac.walk_forward.blocks import block_windows, parse_embargo, split_blocks, train_frames
 from btgym_aac.walk_forward.summary import (bootstrap_mean_interval, fraction_of_oracle, oracle_words, summarize,
                                             verdict)
 
@@ -100,6 +100,20 @@ def test_a_gap_longer_than_a_block_is_refused_naming_it():
     with pytest.raises(ValueError, match=r'no bars from 2017-01-01 16:39:00 to 2017-01-01 21:40:00 .* --folds 9'):
         split_blocks(gapped, 9)  # blocks of 300 minutes
     assert len(split_blocks(gapped, 2)) == 3
+
+
+def test_the_embargo_leaves_out_the_training_bars_just_before_each_test_block():
+    blocks = split_blocks(make_random_walk_data(num_bars=3 * 1440, seed=1), 2)
+    for number in (0, 1):
+        plain = pd.concat(train_frames(blocks, number))
+        cut = pd.concat(train_frames(blocks, number, pd.Timedelta(hours=2)))
+        assert plain.index[-1] == blocks[number + 1].start - pd.Timedelta(minutes=1)
+        assert cut.index[-1] == blocks[number + 1].start - pd.Timedelta(hours=2, minutes=1)
+        assert len(plain) - len(cut) == 120 and cut.equals(plain.iloc[:len(cut)])
+    assert parse_embargo(None, blocks) == pd.Timedelta(0) and parse_embargo('90min', blocks) == pd.Timedelta(90, 'min')
+    for bad, message in (('soon', 'is not a duration'), ('-1h', 'must be >= 0'), ('1D', 'shorter than a block')):
+        with pytest.raises(ValueError, match=message):
+            parse_embargo(bad, blocks)
 
 
 def test_tiles_are_consecutive_valid_windows_that_skip_gaps():
@@ -192,8 +206,10 @@ def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(t
     configs = small_configs()
     configs['env_config'] = dict(configs['env_config'], class_ref=WindowRecordingEnv)
     configs['env_config']['kwargs'] = dict(configs['env_config']['kwargs'], record_dir=str(records))
-    report = walk_forward(configs, data, folds=2, train_steps=200, test_episodes=3, out=str(out), seed=0)
+    report = walk_forward(configs, data, folds=2, train_steps=200, test_episodes=3, out=str(out), seed=0,
+                          embargo='2h')
     assert json.loads((out / 'walk_forward.json').read_text()) == json.loads(json.dumps(report))
+    assert report['settings']['embargo'] == '0 days 02:00:00'
     blocks = split_blocks(make_random_walk_data(num_bars=3 * 1440, seed=1), 2)
     assert [fold['fold'] for fold in report['folds']] == [0, 1]
     for fold in report['folds']:
@@ -201,7 +217,8 @@ def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(t
         test_block = blocks[number + 1]
         train = pd.read_csv(out / 'fold_{}'.format(number) / 'train.csv', sep=';', header=None)
         last_train_bar = pd.Timestamp(pd.to_datetime(train[0], format='%Y%m%d %H%M%S').max())
-        assert last_train_bar < test_block.start  # the fold's training saw no bar of its test block or later
+        assert last_train_bar < test_block.start - pd.Timedelta(hours=2)  # the embargo before the test block
+        assert last_train_bar >= test_block.start - pd.Timedelta(hours=2, minutes=1)  # and no more left out
         assert pd.Timestamp(fold['train_window']['last_bar']) == last_train_bar
         assert fold['global_step'] >= 200 and fold['episodes'] == 3
         assert list(fold['agents']) == ['policy', 'buy_and_hold', 'random', 'oracle']
@@ -218,7 +235,7 @@ def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(t
         trained = [w for w in windows if w[:2] == ['fold_{}'.format(number), 'train.csv']]
         tested = [w for w in windows if w[:2] == ['fold_{}'.format(number), 'test.csv']]
         assert len(trained) >= 5 and len(tested) >= 12  # every training episode; 3 windows x 4 agents
-        assert all(pd.Timestamp(last) < block.start for _, _, _, last in trained)  # no look-ahead
+        assert all(pd.Timestamp(last) < block.start - pd.Timedelta(hours=2) for _, _, _, last in trained)
         assert all(block.start <= pd.Timestamp(first) <= pd.Timestamp(last) < block.stop
                    for _, _, first, last in tested)
     summary = report['summary']
@@ -231,10 +248,13 @@ def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(t
     assert sorted(report['plots']) == ['equity_out_of_sample.png', 'fold_metrics.png']
     assert all(_png_is_drawn(out / name) for name in report['plots'])
 
-    again = walk_forward(small_configs(), data, folds=2, train_steps=200, test_episodes=3, out=str(out), seed=0)
+    again = walk_forward(small_configs(), data, folds=2, train_steps=200, test_episodes=3, out=str(out), seed=0,
+                         embargo='120min')
     assert again['folds'] == report['folds']  # finished folds are read back, not redone
     with pytest.raises(ValueError, match=r"other settings \(folds 2, not 3\)"):
-        walk_forward(small_configs(), data, folds=3, train_steps=200, test_episodes=3, out=str(out))
+        walk_forward(small_configs(), data, folds=3, train_steps=200, test_episodes=3, out=str(out), embargo='2h')
+    with pytest.raises(ValueError, match=r"other settings \(embargo '0 days 02:00:00', not None\)"):
+        walk_forward(small_configs(), data, folds=2, train_steps=200, test_episodes=3, out=str(out))
 
 
 @pytest.mark.parametrize('arguments, message', [

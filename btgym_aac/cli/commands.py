@@ -217,16 +217,17 @@ def _evaluate(args):
 
 
 def _walk_forward(args):
-    """Walk-forward test: cuts the data's time span into FOLDS+1 blocks; fold k trains on blocks 0..k only (from
-    scratch, or continuing fold k-1 with --continue) and evaluates the policy, buy-and-hold and a random policy on
-    block k+1. Writes OUT/walk_forward.json and plots; run it again to continue a stopped walk-forward."""
+    """Walk-forward test: cuts the data's time span into FOLDS+1 blocks; fold k trains on blocks 0..k only, less
+    their last --embargo (from scratch, or continuing fold k-1 with --continue) and evaluates the policy,
+    buy-and-hold and a random policy on block k+1. Writes OUT/walk_forward.json and plots; run it again to continue
+    a stopped walk-forward."""
     from btgym_aac.walk_forward import walk_forward
 
     configs = _configs_from_args(args)
     try:
         report = walk_forward(configs, args.data, args.folds, train_steps=args.train_steps,
                               test_episodes=args.test_episodes, out=args.out,
-                              continue_training=args.continue_training, seed=args.seed or 0)
+                              continue_training=args.continue_training, seed=args.seed or 0, embargo=args.embargo)
     except KeyboardInterrupt as interrupt:
         words, status = _stop_by(interrupt)
         print('\nwalk-forward {}: run the same command again to continue it'.format(words), file=sys.stderr)

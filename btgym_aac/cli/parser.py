@@ -152,6 +152,9 @@ def _add_walk_forward_command(commands):
     walk.add_argument('--test-episodes', type=int, default=5, help='test episodes per block (default: 5)')
     walk.add_argument('--continue', dest='continue_training', action='store_true',
                       help='fold k starts from fold k-1\'s checkpoint instead of from scratch')
+    walk.add_argument('--embargo', metavar='DURATION',
+                      help='a gap between each fold\'s last training bar and its test block, e.g. 2h or 90min '
+                      '(default: none)')
     walk.add_argument('--out', default='runs/walk_forward', help='output folder (default: runs/walk_forward)')
     walk.add_argument('--workers', type=int, help='number of workers (default 2)')
     walk.add_argument('--seed', type=_seed, help='root random seed (default 0)')

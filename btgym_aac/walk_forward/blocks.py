@@ -62,6 +62,39 @@ def split_blocks(frame, folds):
                   frame[(index >= edges[number]) & (index < edges[number + 1])]) for number in range(folds + 1)]
 
 
+def parse_embargo(embargo, blocks):
+    """The embargo as a Timedelta (None or '0': none).
+
+    Args:
+        embargo: a duration pandas reads ('2h', '90min', '1D'), a timedelta, or None.
+        blocks: the walk-forward's blocks (the embargo must be shorter than one).
+
+    Raises:
+        ValueError: not a duration, negative, or not shorter than a block.
+    """
+    if embargo is None:
+        return pd.Timedelta(0)
+    try:
+        duration = pd.Timedelta(embargo)
+    except (ValueError, TypeError):
+        raise ValueError('embargo {!r} is not a duration (e.g. 2h, 90min, 1D)'.format(embargo)) from None
+    span = blocks[0].stop - blocks[0].start
+    if duration < pd.Timedelta(0) or duration >= span:
+        raise ValueError('embargo {} must be >= 0 and shorter than a block ({})'.format(duration, span))
+    return duration
+
+
+def train_frames(blocks, number, embargo=pd.Timedelta(0)):
+    """The training bars of fold `number`: blocks 0 .. number, less the bars within `embargo` of the first bar
+    time of its test block (`blocks[number + 1].start`), so that training ends `embargo` before testing starts.
+
+    Returns:
+        list of DataFrames (the last one cut short by the embargo).
+    """
+    cut = blocks[number + 1].start - embargo
+    return [block.frame[block.frame.index < cut] for block in blocks[:number + 1]]
+
+
 def fold_env_kwargs(env_kwargs, filename):
     """The run's env kwargs reading `filename` (a fold's HistData file) instead of the run's data source; only
     the bar size and the data checks of its parsing params are kept."""

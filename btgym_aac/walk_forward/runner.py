@@ -1,8 +1,9 @@
 """`walk_forward`: train on the past, test on the next stretch of data, fold by fold along time.
 
 The data's time span is cut into K+1 blocks of equal duration. Fold k (0 ... K-1) trains with the Launcher on
-blocks 0 ... k only (from scratch, or from fold k-1's checkpoint with `continue_training`) and evaluates the
-trained policy, buy-and-hold and a random policy deterministically on windows laid end to end over block k+1.
+blocks 0 ... k only, less their last `embargo` (from scratch, or from fold k-1's checkpoint with
+`continue_training`) and evaluates the trained policy, buy-and-hold and a random policy deterministically on
+windows laid end to end over block k+1.
 Everything goes under `out`: per fold `fold_<k>/` with `train.csv`, `test.csv`, the run's log dir `run/`, the
 evaluation and `fold.json`; at the end `walk_forward.json` and the plots. A fold is done once its `fold.json` is
 written, so a walk-forward stopped in fold k continues there (its training resumes from the fold's checkpoint).
@@ -11,11 +12,14 @@ import copy
 import json
 import os
 
+import pandas as pd
+
 from btgym_aac.data.markets import read_market_spec
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.evaluation.evaluator import evaluate
 from btgym_aac.paths import written_in_place_of
-from btgym_aac.walk_forward.blocks import block_windows, fold_env_kwargs, split_blocks, write_block_file
+from btgym_aac.walk_forward.blocks import (Block, block_windows, fold_env_kwargs, parse_embargo, split_blocks,
+                                           train_frames, write_block_file)
 from btgym_aac.walk_forward.plots import EQUITY_PLOT, FOLD_PLOT, plot_fold_metrics, plot_stitched_equity
 from btgym_aac.walk_forward.summary import summarize
 
@@ -41,11 +45,11 @@ def _check_settings(out, settings):
     if os.path.exists(path):
         with open(path) as f:
             previous = json.load(f)
-        changed = sorted(key for key in settings if previous.get(key) != settings[key])
+        changed = sorted(key for key in set(settings) | set(previous) if previous.get(key) != settings.get(key))
         if changed:
             raise ValueError('{} holds a walk-forward with other settings ({}): continue it with the same ones, or '
                              'give another --out'.format(out, ', '.join('{} {!r}, not {!r}'.format(
-                                 key, previous.get(key), settings[key]) for key in changed)))
+                                 key, previous.get(key), settings.get(key)) for key in changed)))
     else:
         _write_json(settings, path)
 
@@ -77,17 +81,17 @@ def _agents_record(report):
 
 
 def _run_fold(number, blocks, windows, configs, out, train_steps, continue_training, seed, make_launcher,
-              market=None):
-    """Trains and evaluates fold `number` (with the oracle of `market`, the data's known-edge market, when given);
-    returns its record (also `<fold dir>/fold.json`)."""
+              market=None, embargo=None):
+    """Trains and evaluates fold `number` (with the oracle of `market`, the data's known-edge market, when given;
+    training ending `embargo` before the test block); returns its record (also `<fold dir>/fold.json`)."""
     fold_dir = os.path.join(out, 'fold_{}'.format(number))
     record_path = os.path.join(fold_dir, FOLD_FILE)
     if os.path.exists(record_path):
         with open(record_path) as f:
             return json.load(f)
     os.makedirs(fold_dir, exist_ok=True)
-    train_frames = [block.frame for block in blocks[:number + 1]]
-    train_file = write_block_file(train_frames, os.path.join(fold_dir, 'train.csv'))
+    frames = train_frames(blocks, number, embargo if embargo is not None else pd.Timedelta(0))
+    train_file = write_block_file(frames, os.path.join(fold_dir, 'train.csv'))
     test_file = write_block_file([blocks[number + 1].frame], os.path.join(fold_dir, 'test.csv'), market)
     run_dir = os.path.join(fold_dir, 'run')
     resuming = os.path.isdir(run_dir) and any(os.scandir(run_dir))
@@ -105,9 +109,9 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
                       windows=windows)
     record = {
         'fold': number,
-        'train_window': {'first_bar': train_frames[0].index[0].isoformat(),
-                         'last_bar': train_frames[-1].index[-1].isoformat(),
-                         'bars': int(sum(len(frame) for frame in train_frames))},
+        'train_window': {'first_bar': frames[0].index[0].isoformat(),
+                         'last_bar': next(frame for frame in frames[::-1] if len(frame)).index[-1].isoformat(),
+                         'bars': int(sum(len(frame) for frame in frames))},
         'test_window': blocks[number + 1].describe(),
         'global_step': report['global_step'],
         'checkpoint': report['checkpoint'],
@@ -120,7 +124,7 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
 
 
 def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='runs/walk_forward',
-                 continue_training=False, seed=0):
+                 continue_training=False, seed=0, embargo=None):
     """Walk-forward out-of-sample test of a training configuration (see the module docstring).
 
     Args:
@@ -134,6 +138,8 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
         out: folder for everything the walk-forward writes.
         continue_training: fold k starts from fold k-1's checkpoint instead of from scratch.
         seed: root seed of the folds' training (fold k: seed + k), of the random baseline and of the bootstrap.
+        embargo: a gap between every fold's last training bar and its test block ('2h', '90min', a timedelta;
+            None: none): the training bars within it are left out.
 
     Returns:
         the report dict (also written to `<out>/walk_forward.json`): `settings`, `folds` (per fold its train and
@@ -159,16 +165,20 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
         'max_env_steps', DEFAULT_MAX_STEPS), 1)
     env_kwargs = configs['env_config'].get('kwargs', {})
     blocks = split_blocks(read_ohlcv(paths, env_kwargs.get('parsing_params')), folds)
-    block_windows(blocks[0], env_kwargs)
+    gap = parse_embargo(embargo, blocks)
+    first = blocks[0]
+    block_windows(Block(0, first.start, first.stop - gap, train_frames(blocks, 0, gap)[0]), env_kwargs)
     windows = [block_windows(block, env_kwargs, test_episodes) for block in blocks[1:]]
     out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
     settings = {'data': _data_identity(paths), 'folds': len(blocks) - 1, 'train_steps': train_steps,
                 'test_episodes': test_episodes, 'continue_training': bool(continue_training), 'seed': seed}
+    if gap:
+        settings['embargo'] = str(gap)  # absent without one, as in walk-forwards made before the option
     _check_settings(out, settings)
     market = read_market_spec(paths[0]) if len(paths) == 1 else None
     records = [_run_fold(number, blocks, windows[number], configs, out, train_steps, continue_training, seed,
-                         make_launcher, market) for number in range(len(blocks) - 1)]
+                         make_launcher, market, gap) for number in range(len(blocks) - 1)]
     report = {'settings': settings, 'folds': records, 'summary': summarize(records, seed),
               'plots': [os.path.basename(plot_stitched_equity(os.path.join(out, EQUITY_PLOT), records)),
                         os.path.basename(plot_fold_metrics(os.path.join(out, FOLD_PLOT), records))]}
