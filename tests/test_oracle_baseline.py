@@ -10,7 +10,8 @@ from btgym_aac.env import BTgymEnv
 from btgym_aac.evaluation.baselines import BuyAndHoldAgent
 from btgym_aac.evaluation.episodes import play_episode, reset_options
 from btgym_aac.evaluation.trade_log import TRADE_LOG_NAME, TradeLog
-from btgym_aac.evaluation.oracle_agent import OracleAgent, env_commission, market_spec_of, oracle_agent
+from btgym_aac.evaluation.oracle_agent import (LOOKAHEAD_DECISIONS, OracleAgent, env_commission, market_spec_of,
+                                               oracle_agent)
 from btgym_aac.strategy import DevStrat_4_11
 
 HOLD, BUY, SELL, CLOSE = range(4)
@@ -82,7 +83,7 @@ def test_the_oracle_decides_on_the_bars_up_to_the_envs_current_bar_only(tmp_path
                                                str(tmp_path / 'mr.csv')))
     try:
         agent = oracle_agent(env)
-        assert isinstance(agent, OracleAgent) and agent.oracle.horizon == DevStrat_4_11.skip_frame
+        assert isinstance(agent, OracleAgent) and agent.oracle.horizon == LOOKAHEAD_DECISIONS * DevStrat_4_11.skip_frame
         assert env_commission(env) == COMMISSION and agent.oracle.commission == COMMISSION
         scripted = ScriptedOracle([0] * 1000)
         agent.oracle = scripted
