@@ -123,6 +123,16 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
     return record
 
 
+def _plan(env_kwargs, paths, folds, test_episodes, embargo):
+    """(blocks, embargo Timedelta, test windows per fold), checking that fold 0's training data (block 0 less the
+    embargo) and every test block hold an episode window."""
+    blocks = split_blocks(read_ohlcv(paths, env_kwargs.get('parsing_params')), folds)
+    gap = parse_embargo(embargo, blocks)
+    first = blocks[0]
+    block_windows(Block(0, first.start, first.stop - gap, train_frames(blocks, 0, gap)[0]), env_kwargs)
+    return blocks, gap, [block_windows(block, env_kwargs, test_episodes) for block in blocks[1:]]
+
+
 def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='runs/walk_forward',
                  continue_training=False, seed=0, embargo=None):
     """Walk-forward out-of-sample test of a training configuration (see the module docstring).
@@ -163,12 +173,7 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
     test_episodes = check_whole_number('test_episodes', test_episodes, 1)
     train_steps = check_whole_number('train_steps', train_steps or configs.get('launcher_config', {}).get(
         'max_env_steps', DEFAULT_MAX_STEPS), 1)
-    env_kwargs = configs['env_config'].get('kwargs', {})
-    blocks = split_blocks(read_ohlcv(paths, env_kwargs.get('parsing_params')), folds)
-    gap = parse_embargo(embargo, blocks)
-    first = blocks[0]
-    block_windows(Block(0, first.start, first.stop - gap, train_frames(blocks, 0, gap)[0]), env_kwargs)
-    windows = [block_windows(block, env_kwargs, test_episodes) for block in blocks[1:]]
+    blocks, gap, windows = _plan(configs['env_config'].get('kwargs', {}), paths, folds, test_episodes, embargo)
     out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
     settings = {'data': _data_identity(paths), 'folds': len(blocks) - 1, 'train_steps': train_steps,

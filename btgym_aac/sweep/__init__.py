@@ -1,0 +1,1 @@
+"""Searching a configuration's settings without fooling oneself: the verdict's statistics (`deflation`)."""
