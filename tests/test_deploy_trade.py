@@ -232,8 +232,8 @@ def test_a_silent_feed_closes_the_position_in_paper_mode(reference_artifact, tmp
     scripted(monkeypatch, [BUY])
     flat = price_path(1.1 + 1e-4 * np.sin(np.arange(700) / 20.0))
     path = replay_specs({'data': flat}, tmp_path)['data'].split(':')[1]
-    result = trade(reference_artifact[1], SilentAfter(path, index=400, silence=0.5), str(tmp_path / 'run'),
-                   max_bar_delay=0.1)
+    result = trade(reference_artifact[1], SilentAfter(path, index=400, silence=2.5), str(tmp_path / 'run'),
+                   max_bar_delay=1.0)  # a replay at full speed hands a bar every few ms, however busy the machine
     buy, close = result['fills'][:2]
     assert buy['side'] == 'buy' and close['side'] == 'sell' and close['size'] == -buy['size']
     assert close['time'] == flat.index[401].to_pydatetime()  # sent at the bar after the silence, filled at the next

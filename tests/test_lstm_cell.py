@@ -2,6 +2,8 @@
 import numpy as np
 import pytest
 
+from btgym_aac.algorithms.common.placeholders import LSTMStateTuple
+from btgym_aac.algorithms.nn import rnn
 from btgym_aac.algorithms.nn.layer_norm import LayerNormBasicLSTMCell
 from btgym_aac.compat import tf
 
@@ -42,8 +44,7 @@ def _randomise_variables(sess, rng):
 
 
 def _state_placeholders(units):
-    return tf.nn.rnn_cell.LSTMStateTuple(tf.placeholder(tf.float32, [None, units]),
-                                         tf.placeholder(tf.float32, [None, units]))
+    return LSTMStateTuple(tf.placeholder(tf.float32, [None, units]), tf.placeholder(tf.float32, [None, units]))
 
 
 def test_cell_properties_variables_and_initial_norm_params():
@@ -75,7 +76,7 @@ def test_one_step_matches_numpy():
         params = _randomise_variables(sess, rng)
         result = sess.run([out, new_state], {x_pl: x, state_pl.c: c, state_pl.h: h})
     expected_h, expected_c = _np_step(x, c, h, params, 'layer_norm_basic_lstm_cell/')
-    assert isinstance(result[1], tf.nn.rnn_cell.LSTMStateTuple)
+    assert isinstance(result[1], LSTMStateTuple)
     np.testing.assert_allclose(result[0], expected_h, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(result[1].c, expected_c, rtol=1e-4, atol=1e-5)
     np.testing.assert_allclose(result[1].h, expected_h, rtol=1e-4, atol=1e-5)
@@ -87,14 +88,15 @@ def test_stacked_dynamic_and_static_rnn_match_numpy():
     x = rng.normal(size=(batch, steps, 2)).astype(np.float32)
     with tf.Graph().as_default(), tf.Session() as sess:
         keep_prob = tf.placeholder_with_default(1.0, [])
-        cell = tf.nn.rnn_cell.MultiRNNCell([
-            LayerNormBasicLSTMCell(3),
-            tf.nn.rnn_cell.DropoutWrapper(LayerNormBasicLSTMCell(4), output_keep_prob=keep_prob),
-        ])
+        cell = rnn.StackedCells([LayerNormBasicLSTMCell(3), LayerNormBasicLSTMCell(4)], keep_prob)
         x_pl = tf.placeholder(tf.float32, [None, steps, 2])
         zero_state = cell.zero_state(tf.shape(x_pl)[0], tf.float32)
-        dynamic_out, _ = tf.nn.dynamic_rnn(cell, x_pl, initial_state=zero_state, scope='net')
-        static_out, _ = tf.nn.static_rnn(cell, tf.unstack(x_pl, axis=1), initial_state=zero_state, scope='net')
+        with tf.variable_scope('net', reuse=tf.AUTO_REUSE):
+            dynamic_out, _ = rnn.unroll(cell, x_pl, zero_state, tf.fill([tf.shape(x_pl)[0]], steps))
+            state, static_out = zero_state, []
+            for t in range(steps):
+                output, state = rnn.step(cell, x_pl[:, t], state)
+                static_out.append(output)
         assert len(tf.global_variables()) == 2 * 11
         sess.run(tf.global_variables_initializer())
         params = _randomise_variables(sess, rng)
@@ -105,7 +107,7 @@ def test_stacked_dynamic_and_static_rnn_match_numpy():
     for t in range(steps):
         layer_in = x[:, t]
         for k, units in enumerate((3, 4)):
-            prefix = 'net/multi_rnn_cell/cell_{}/layer_norm_basic_lstm_cell/'.format(k)
+            prefix = 'net/rnn/multi_rnn_cell/cell_{}/layer_norm_basic_lstm_cell/'.format(k)
             h, c = _np_step(layer_in, states[k][1], states[k][0], params, prefix)
             states[k] = (h, c)
             layer_in = h

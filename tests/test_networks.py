@@ -8,6 +8,7 @@ from btgym_aac.algorithms.nn.networks import (
     conv_1d_network, conv_2d_network, dense_aac_network, dense_rp_network, duelling_pc_network, lstm_network,
     pixel_change_2d_estimator,
 )
+from btgym_aac.algorithms.common.placeholders import LSTMStateTuple
 from btgym_aac.compat import tf
 
 
@@ -99,7 +100,7 @@ def test_lstm_network_static_one_step_equals_dynamic_and_respects_lengths():
         static_feed = {x_pl: x[:, :1], len_pl: np.ones(3, np.int32), **dict(zip(static[3], context))}
         static_out, static_state = sess.run([static[0], static[2]], static_feed)
 
-    assert len(init_value) == 2 and isinstance(init_value[0], tf.nn.rnn_cell.LSTMStateTuple)
+    assert len(init_value) == 2 and isinstance(init_value[0], LSTMStateTuple)
     np.testing.assert_array_equal(init_value[1].h, np.zeros((1, 4)))
     assert dynamic_out.shape == (3, 3, 4) and static_out.shape == (3, 1, 4)
     np.testing.assert_allclose(static_out[:, 0], dynamic_out[:, 0], rtol=1e-5, atol=1e-6)

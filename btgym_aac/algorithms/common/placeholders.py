@@ -1,10 +1,12 @@
 """Graph-side helpers of policies and trainers: placeholders mirroring nested observations and RNN states, the feed
 dicts that fill them, and the check that two policy copies pair variable by variable."""
+import collections
 from collections.abc import Mapping
 
 from btgym_aac.compat import tf
 
-LSTMStateTuple = tf.nn.rnn_cell.LSTMStateTuple
+LSTMStateTuple = collections.namedtuple('LSTMStateTuple', ('c', 'h'))
+"""The state of one LSTM layer: cell state `c` and output `h`, each [B, units] (`algorithms.nn.rnn`)."""
 
 
 def check_variable_pairing(variables, counterparts, description):
@@ -42,8 +44,8 @@ def rnn_placeholders(state):
     Returns:
         same structure of placeholders (lists become tuples); names ``<op name>_c_pl`` / ``<op name>_h_pl``.
     """
-    if isinstance(state, LSTMStateTuple):
-        return LSTMStateTuple(_placeholder_like(state.c, '_c_pl'), _placeholder_like(state.h, '_h_pl'))
+    if getattr(state, '_fields', None) == ('c', 'h'):  # the package's LSTMStateTuple, or the legacy Keras one
+        return type(state)(_placeholder_like(state.c, '_c_pl'), _placeholder_like(state.h, '_h_pl'))
     if isinstance(state, tf.Tensor):
         return _placeholder_like(state, '_h_pl')
     if isinstance(state, (tuple, list)):

@@ -1,4 +1,5 @@
 """Replacements for two TF1 `tf.contrib` symbols: `layers.layer_norm` and `rnn.LayerNormBasicLSTMCell`."""
+from btgym_aac.algorithms.nn.rnn import LSTMCell, LSTMStateTuple
 from btgym_aac.compat import tf
 from btgym_aac.logs import get_logger
 
@@ -55,7 +56,7 @@ def layer_norm(x, center=True, scale=True, scope=None, reuse=None, begin_norm_ax
         return out
 
 
-class LayerNormBasicLSTMCell(tf.nn.rnn_cell.RNNCell):
+class LayerNormBasicLSTMCell(LSTMCell):
     """LSTM cell with layer normalisation of the gates and the cell state (TF1 contrib `LayerNormBasicLSTMCell`).
 
     Math, with `[x, h]` projected by the bias-free kernel `kernel` [in + units, 4·units] (Glorot-uniform) and
@@ -69,9 +70,11 @@ class LayerNormBasicLSTMCell(tf.nn.rnn_cell.RNNCell):
 
     With `layer_norm=False` the `LN_*` steps are skipped and the kernel gets a bias `bias` [4·units] (zeros;
     the contrib cell used the scope's default initializer for it).
-    Variables live under the cell's scope (default name `layer_norm_basic_lstm_cell`). The state is
-    `LSTMStateTuple(c, h)`; the output is `h'`.
+    Variables live under the cell's scope `layer_norm_basic_lstm_cell`. The state is `LSTMStateTuple(c, h)`;
+    the output is `h'`.
     """
+
+    scope_name = 'layer_norm_basic_lstm_cell'
 
     def __init__(self, num_units, forget_bias=1.0, input_size=None, activation=tf.tanh, layer_norm=True,
                  norm_gain=1.0, norm_shift=0.0, dropout_keep_prob=1.0, dropout_prob_seed=None, reuse=None):
@@ -86,14 +89,11 @@ class LayerNormBasicLSTMCell(tf.nn.rnn_cell.RNNCell):
             norm_shift: initial beta of the layer normalisations.
             dropout_keep_prob: keep probability (float or scalar tensor) of the recurrent dropout on the candidate.
             dropout_prob_seed: dropout seed.
-            reuse: reuse the variables of an existing scope.
+            reuse: accepted for the original's signature; reuse follows the enclosing variable scope.
         """
-        super().__init__(_reuse=reuse)
-        if isinstance(num_units, bool) or not isinstance(num_units, int) or num_units <= 0:
-            raise ValueError('LayerNormBasicLSTMCell: num_units must be a positive int, got {!r}'.format(num_units))
+        super().__init__(num_units)
         if input_size is not None:
             _LOG.warning('LayerNormBasicLSTMCell: input_size is deprecated and ignored')
-        self._num_units = num_units
         self._forget_bias = forget_bias
         self._activation = activation
         self._layer_norm = layer_norm
@@ -101,14 +101,6 @@ class LayerNormBasicLSTMCell(tf.nn.rnn_cell.RNNCell):
         self._norm_shift = norm_shift
         self._keep_prob = dropout_keep_prob
         self._seed = dropout_prob_seed
-
-    @property
-    def state_size(self):
-        return tf.nn.rnn_cell.LSTMStateTuple(self._num_units, self._num_units)
-
-    @property
-    def output_size(self):
-        return self._num_units
 
     def _norm(self, x, scope):
         """Layer-normalises `x` with gamma/beta initialised to `norm_gain`/`norm_shift` under `scope`."""
@@ -130,10 +122,8 @@ class LayerNormBasicLSTMCell(tf.nn.rnn_cell.RNNCell):
         """True when recurrent dropout is active: a tensor keep probability or a float below 1."""
         return tf.is_tensor(self._keep_prob) or self._keep_prob < 1
 
-    @tf.autograph.experimental.do_not_convert
     def call(self, inputs, state):
-        """One step: returns `(h', LSTMStateTuple(c', h'))`; plain Python, so Keras's autograph pass is skipped
-        (it rewrote this method for every step of every unrolled LSTM, a third of the policies' build time)."""
+        """One step: returns `(h', LSTMStateTuple(c', h'))`."""
         c, h = state
         args = tf.concat([inputs, h], 1)
         if args.get_shape()[-1] is None:
@@ -154,4 +144,4 @@ class LayerNormBasicLSTMCell(tf.nn.rnn_cell.RNNCell):
         if self._layer_norm:
             new_c = self._norm(new_c, 'state')
         new_h = self._activation(new_c) * tf.sigmoid(o)
-        return new_h, tf.nn.rnn_cell.LSTMStateTuple(new_c, new_h)
+        return new_h, LSTMStateTuple(new_c, new_h)

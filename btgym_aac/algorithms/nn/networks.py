@@ -7,6 +7,7 @@ from btgym_aac.algorithms.nn.layers import (
     categorical_sample, conv1d, conv2d, deconv2d, noisy_linear, normalized_columns_initializer,
 )
 from btgym_aac.algorithms.common.placeholders import rnn_placeholders
+from btgym_aac.algorithms.nn.rnn import BasicLSTMCell, StackedCells, step, unroll
 from btgym_aac.compat import tf
 
 
@@ -86,7 +87,7 @@ def _first_time_step(x, lengths):
         return tf.identity(x[:, 0, :])
 
 
-def lstm_network(x, lstm_sequence_length, lstm_class=tf.nn.rnn_cell.BasicLSTMCell, lstm_layers=(256,),
+def lstm_network(x, lstm_sequence_length, lstm_class=BasicLSTMCell, lstm_layers=(256,),
                  static=False, keep_prob=None, name='lstm', reuse=False, **kwargs):
     """Stacked LSTM over `[B_rnn, T_max, D]` inputs, fed its initial state through placeholders.
 
@@ -98,10 +99,10 @@ def lstm_network(x, lstm_sequence_length, lstm_class=tf.nn.rnn_cell.BasicLSTMCel
         lstm_sequence_length: int tensor [B_rnn] of sequence lengths.
         lstm_class: cell class, called as `lstm_class(units)`.
         lstm_layers: units per layer.
-        static: False: `dynamic_rnn` (outputs are zero past each length, final state frozen at the length);
-            True: `static_rnn` on the single time step (T_max and every length must be 1, checked at run time;
-            no length masking, which costs a cond and a select per state tensor and changes nothing then).
-        keep_prob: output keep probability of a `DropoutWrapper` around each cell (float or tensor), or None.
+        static: False: `rnn.unroll` (outputs are zero past each length, final state frozen at the length);
+            True: `rnn.step` on the single time step (T_max and every length must be 1, checked at run time;
+            no length masking, which costs a select per state tensor and changes nothing then).
+        keep_prob: output keep probability of every layer (float or tensor), or None (see `rnn.StackedCells`).
         name: variable scope.
         reuse: reuse the variables of an existing scope.
         **kwargs: other options, ignored.
@@ -113,26 +114,15 @@ def lstm_network(x, lstm_sequence_length, lstm_class=tf.nn.rnn_cell.BasicLSTMCel
         state_pl_flat: flat list of the initial-state placeholders `[c_1, h_1, c_2, h_2, ...]` ([None, units]).
     """
     with tf.variable_scope(name, reuse=reuse):
-        cells = []
-        for size in lstm_layers:
-            cell = lstm_class(size)
-            if keep_prob is not None:
-                cell = tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=keep_prob)
-            cells.append(cell)
-        cell = tf.nn.rnn_cell.MultiRNNCell(cells, state_is_tuple=True)
-
+        cell = StackedCells([lstm_class(size) for size in lstm_layers], keep_prob)
         init_state = cell.zero_state(1, dtype=tf.float32)
         state_pl = rnn_placeholders(init_state)
         state_pl_flat = tf.nest.flatten(state_pl)
-
         if static:
-            outputs, final_state = tf.nn.static_rnn(cell, [_first_time_step(x, lstm_sequence_length)],
-                                                    initial_state=state_pl)
-            outputs = outputs[0][:, None, :]
+            output, final_state = step(cell, _first_time_step(x, lstm_sequence_length), state_pl)
+            outputs = output[:, None, :]
         else:
-            outputs, final_state = tf.nn.dynamic_rnn(
-                cell, x, initial_state=state_pl, sequence_length=lstm_sequence_length
-            )
+            outputs, final_state = unroll(cell, x, state_pl, lstm_sequence_length)
     return outputs, init_state, final_state, state_pl_flat
 
 

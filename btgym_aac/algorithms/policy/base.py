@@ -20,6 +20,7 @@ import re
 
 
 from btgym_aac.algorithms.nn.layers import noisy_linear
+from btgym_aac.algorithms.nn.rnn import BasicLSTMCell
 from btgym_aac.algorithms.nn.networks import (
     conv_2d_network, dense_aac_network, dense_rp_network, duelling_pc_network, lstm_network,
     pixel_change_2d_estimator,
@@ -81,7 +82,7 @@ class BaseAacPolicy(PolicyCalls):
         """
         return conv_2d_network, pixel_change_2d_estimator, duelling_pc_network
 
-    def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=tf.nn.rnn_cell.BasicLSTMCell,
+    def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=BasicLSTMCell,
                  lstm_layers=(256,), action_dp_alpha=200.0, aux_estimate=False, static_rnn=False,
                  linear_layer_ref=noisy_linear, pixel_control=None, logits_layer_norm=True, off_policy_pass=True,
                  **kwargs):
@@ -293,7 +294,7 @@ class Aac1dPolicy(BaseAacPolicy):
     map, matching a 30-row observation); `aux_estimate` defaults to True.
     """
 
-    def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=tf.nn.rnn_cell.BasicLSTMCell,
+    def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=BasicLSTMCell,
                  lstm_layers=(256,), action_dp_alpha=200.0, aux_estimate=True, **kwargs):
         """
         Args:
