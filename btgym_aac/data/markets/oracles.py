@@ -1,10 +1,11 @@
 """Oracles: trading rules that know a market's generating process and parameters, and the P&L of their positions.
 
-An oracle is a ceiling a learner can be measured against: it sees only the past bars, as a learner does, but it
-knows the process exactly, so no learner should beat it by more than luck. It is a sensible ceiling, not a
-provably optimal policy: it acts on the expected return over one decision horizon and ignores what a position
-costs to undo later. On a no-edge twin the same rule runs with the twin's (edge) parameters: a placebo whose
-true expected return is zero, so whatever it earns there is noise minus commission.
+An oracle is a yardstick a learner can be measured against: it sees only the past bars, as a learner does, but it
+knows the process exactly. It is not a provably optimal policy: it acts on the expected return over one horizon
+and ignores what a position costs to undo later, and how a position is sized is the agent's (in the env, one
+order per decision, `evaluation.oracle_agent`), so a learner sizing differently can earn more (docs/learning.md).
+On a no-edge twin the same rule runs with the twin's (edge) parameters: a placebo whose true expected return is
+zero, so whatever it earns there is noise minus commission.
 """
 import math
 
