@@ -50,7 +50,7 @@ class BarSource:
         self.received_at = (None, None)
         self.stop_requested = False
         self.ended = None
-        self.skipped = self.delivered = 0
+        self.delivered = 0
 
     def bar_for(self, line):
         """The next bar of `line`, None when its group is not complete yet, or FEED_ENDED."""
@@ -82,8 +82,7 @@ class BarSource:
                         self.on_silence(line)
                     continue
                 if self._after is not None and item.time <= self._after:
-                    self.skipped += 1  # processed by an earlier run
-                    continue
+                    continue  # processed by an earlier run (in the history)
                 self._pending[line] = item
         return self._aligned()
 

@@ -89,9 +89,10 @@ def feed_specs(feeds, lines):
         return {lines[0]: feeds}
     missing, unknown = sorted(set(lines) - set(feeds)), sorted(set(feeds) - set(lines))
     if missing or unknown:
-        raise ValueError('feeds must name the artifact\'s data lines {}: {}{}'.format(
-            ', '.join(lines), 'no feed for {} '.format(', '.join(missing)) if missing else '',
-            'no such line {}'.format(', '.join(unknown)) if unknown else ''))
+        problems = (['no feed for {}'.format(', '.join(missing))] if missing else []) + \
+            (['no such line {}'.format(', '.join(unknown))] if unknown else [])
+        raise ValueError('feeds must name the artifact\'s data lines {}: {}'.format(', '.join(lines),
+                                                                                    '; '.join(problems)))
     return {line: feeds[line] for line in lines}
 
 
