@@ -22,9 +22,9 @@ def report_surroundings(variable):
     """Task target: writes what it finds to its file descriptors 1 and 2."""
     import btgym_aac.compat
 
-    os.write(1, 'out {}={} tensorflow={} devices={}\n'.format(
+    os.write(1, 'out {}={} tensorflow={} devices={} ctrl_c_ignored={}\n'.format(
         variable, os.environ.get(variable), 'tensorflow' in sys.modules,
-        btgym_aac.compat._devices_initialised).encode())
+        btgym_aac.compat._devices_initialised, signal.getsignal(signal.SIGINT) is signal.SIG_IGN).encode())
     os.write(2, b'err line\n')
 
 
@@ -57,7 +57,9 @@ def test_a_forked_task_starts_preloaded_in_the_launchers_environment_and_streams
         for fd in saved:
             os.close(fd)
     lines = output.read_text().splitlines()
-    assert 'out BTGYM_AAC_TEST_VARIABLE=set after the forkserver started tensorflow=True devices=False' in lines
+    # (Ctrl-C is ignored from the fork on, not only once `run_pickled_task` runs: no KeyboardInterrupt in between)
+    assert ('out BTGYM_AAC_TEST_VARIABLE=set after the forkserver started tensorflow=True devices=False '
+            'ctrl_c_ignored=True') in lines
     assert 'err line' in lines
 
 

@@ -4,14 +4,15 @@ the modules that the tasks of the reference configuration use, so that every tas
 TensorFlow's devices are left alone meanwhile (`compat` reads `preloading`): a CUDA driver initialised before a
 fork is unusable in the forked process, so each task initialises them itself (`compat.initialise_devices`).
 
-The forkserver ignores Ctrl-C while it imports (multiprocessing has it ignore Ctrl-C once it serves), and SIGTERM
-all along: the launcher learns its tasks' exit statuses through it, so it must outlive a SIGTERM sent to the whole
-process group (as a service manager stops a run) until the chief's last save is done and the launcher has seen its
-tasks end. It exits when the launching process has ended and its tasks are gone; while it imports (multiprocessing
-looks for the launcher's end only after the imports), a watching thread ends it as soon as the launcher ends, so that
-a launcher that fails at once (a bad config) does not leave it holding the launcher's standard output and error
-open, and a pipe reading them waiting for TensorFlow's import. A forked task ignores SIGTERM until it sets its own
-handling (`task_process.run_task`).
+The forkserver ignores Ctrl-C and SIGTERM all along, and so does every task it forks, from its first instruction
+(multiprocessing gives a forked task the handlers the forkserver had before it served; a Ctrl-C reaching the process
+group while a task unpickles its target would otherwise raise KeyboardInterrupt there) until it sets its own
+handling (`task_process.run_task`). SIGTERM: the launcher learns its tasks' exit statuses through the forkserver, so
+it must outlive a SIGTERM sent to the whole process group (as a service manager stops a run) until the chief's last
+save is done and the launcher has seen its tasks end. It exits when the launching process has ended and its tasks
+are gone; while it imports (multiprocessing looks for the launcher's end only after the imports), a watching thread
+ends it as soon as the launcher ends, so that a launcher that fails at once (a bad config) does not leave it holding
+the launcher's standard output and error open, and a pipe reading them waiting for TensorFlow's import.
 
 The forkserver holds no data of its own, so it exits without the interpreter's teardown of these modules (about
 1 s). Its forked tasks end by `os._exit` and never run this.
@@ -26,7 +27,7 @@ import time
 LAUNCHER_WATCH_SECONDS = 0.05
 
 signal.signal(signal.SIGTERM, signal.SIG_IGN)
-ctrl_c_handler = signal.signal(signal.SIGINT, signal.SIG_IGN)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
 preloading = True
 
 
@@ -53,7 +54,6 @@ import btgym_aac.strategy.gen4  # noqa: E402,F401
 
 preloading = False
 launcher_watch.join()  # no thread may run when multiprocessing forks the tasks
-signal.signal(signal.SIGINT, ctrl_c_handler)
 
 
 def _exit_at_once():

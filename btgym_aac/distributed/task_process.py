@@ -22,8 +22,8 @@ def run_pickled_task(pickled_config, progress_queue=None, surroundings=None):
     `surroundings` (a `task_start.LauncherSurroundings`: its environment variables and output streams).
 
     Such a task ignores Ctrl-C: the launcher, which gets it too, stops its tasks itself (SIGTERM: the chief saves).
-    The launcher starts it with Ctrl-C blocked, so none interrupts its start-up; it is unblocked once ignored (one
-    pending meanwhile is dropped).
+    A forked task ignores it from the fork on (see `task_preload`); a spawned one is started with Ctrl-C blocked, so
+    none interrupts its start-up, and it is unblocked here once ignored (one pending meanwhile is dropped).
 
     The config gets `startup`: when the task started and when its config was loaded (which imports its classes,
     and with them TensorFlow), as `time.time()` stamps (see `worker.Worker.startup`).

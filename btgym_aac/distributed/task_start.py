@@ -48,9 +48,9 @@ def start_forkserver_early():
     """Starts the forkserver now where the default start method is 'forkserver' (and returns at once), so that it
     imports TensorFlow while this process does other work, such as reading a config file or running a script's own
     imports that import TensorFlow themselves. A launching script calls it first thing; in a process started by
-    multiprocessing (a task importing its launching script) it does nothing. The forkserver is started with Ctrl-C
-    blocked, as the launcher starts tasks (see `stop_signals.ctrl_c_held`): the tasks forked from it inherit the
-    block until they ignore Ctrl-C."""
+    multiprocessing (a task importing its launching script) it does nothing. A Ctrl-C while the forkserver is
+    started is held back until it is (see `stop_signals.ctrl_c_held`); the forkserver and the tasks it forks ignore
+    Ctrl-C (see `task_preload`)."""
     if default_start_method() != 'forkserver' or _in_started_process():
         return
     from multiprocessing import forkserver
