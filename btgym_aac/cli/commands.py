@@ -51,6 +51,25 @@ def _stop_by(interrupt):
     return ('stopped by SIGTERM', 143) if isinstance(interrupt, StopRequested) else ('interrupted', 130)
 
 
+def run_resumable(name, run):
+    """Runs a command that a second run continues (walk-forward, sweep): `run()`'s result and exit status 0, or
+    None and the status after a message: 130 / 143 when Ctrl-C / SIGTERM stopped it, 1 when it failed.
+
+    Args:
+        name: the command's name in the messages.
+        run: callable doing the work.
+    """
+    try:
+        return run(), 0
+    except KeyboardInterrupt as interrupt:
+        words, status = _stop_by(interrupt)
+        print('\n{} {}: run the same command again to continue it'.format(name, words), file=sys.stderr)
+        return None, status
+    except RuntimeError as exc:
+        print('{} failed: {}'.format(name, exc), file=sys.stderr)
+        return None, 1
+
+
 def _train(args):
     """Trains with the launcher: the reference configuration, or CONFIG.py's dicts, with flag overrides (the
     tasks' forkserver starts first, so that its imports overlap with the config file's)."""
@@ -224,17 +243,11 @@ def _walk_forward(args):
     from btgym_aac.walk_forward import walk_forward
 
     configs = _configs_from_args(args)
-    try:
-        report = walk_forward(configs, args.data, args.folds, train_steps=args.train_steps,
-                              test_episodes=args.test_episodes, out=args.out,
-                              continue_training=args.continue_training, seed=args.seed or 0, embargo=args.embargo)
-    except KeyboardInterrupt as interrupt:
-        words, status = _stop_by(interrupt)
-        print('\nwalk-forward {}: run the same command again to continue it'.format(words), file=sys.stderr)
+    report, status = run_resumable('walk-forward', lambda: walk_forward(
+        configs, args.data, args.folds, train_steps=args.train_steps, test_episodes=args.test_episodes, out=args.out,
+        continue_training=args.continue_training, seed=args.seed or 0, embargo=args.embargo))
+    if report is None:
         return status
-    except RuntimeError as exc:
-        print('walk-forward failed: {}'.format(exc), file=sys.stderr)
-        return 1
     for fold in report['folds']:
         print('fold {fold}: train {train[first_bar]} .. {train[last_bar]}, test {test[first_bar]} .. {test[last_bar]}, '
               '{steps} steps, policy {policy:+.3f} %, buy-and-hold {hold:+.3f} % per episode'.format(

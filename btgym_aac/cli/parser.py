@@ -2,10 +2,12 @@
 import argparse
 
 from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _train, _walk_forward
+from btgym_aac.cli.sweep_command import _sweep
 from btgym_aac.cli.trade_command import _trade
 from btgym_aac.run_configs import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS
 
-COMMAND_DESCRIPTION = 'The `btgym-aac` command: train, evaluate, walk-forward, cluster-node, export, trade, demo.'
+COMMAND_DESCRIPTION = ('The `btgym-aac` command: train, evaluate, walk-forward, sweep, cluster-node, export, trade, '
+                       'demo.')
 
 
 def _seed(text):
@@ -135,6 +137,24 @@ def _add_export_command(commands):
     export.set_defaults(run=_export)
 
 
+def _add_walk_forward_flags(parser, data_use):
+    """The flags `walk-forward` and `sweep` share: the config, the data (to `data_use`) and each fold's training
+    and test."""
+    parser.add_argument('config', nargs='?', help='Python file defining the config dicts (default: the reference '
+                        'configuration)')
+    parser.add_argument('--algo', choices=('a3c', 'unreal', 'ppo'), help='trainer (default a3c)')
+    parser.add_argument('--data', nargs='+', metavar='CSV', required=True, help='OHLC CSV files to ' + data_use)
+    parser.add_argument('--train-steps', type=int, help='env steps per fold (default: the config\'s max_env_steps)')
+    parser.add_argument('--test-episodes', type=int, default=5, help='test episodes per block (default: 5)')
+    parser.add_argument('--embargo', metavar='DURATION',
+                        help='a gap between each fold\'s last training bar and its test block, e.g. 2h or 90min '
+                        '(default: none)')
+    parser.add_argument('--workers', type=int, help='number of workers (default 2)')
+    parser.add_argument('--seed', type=_seed, help='root random seed (default 0)')
+    parser.add_argument('--network-isolation', choices=('auto', 'require', 'off'),
+                        help='as for train (default auto)')
+
+
 def _add_walk_forward_command(commands):
     """Adds `walk-forward`: the data, the folds and how each fold trains and is tested.
 
@@ -143,24 +163,41 @@ def _add_walk_forward_command(commands):
     """
     walk = _add_command(commands, 'walk-forward', help='train and test fold by fold along time',
                         description=_walk_forward.__doc__)
-    walk.add_argument('config', nargs='?', help='Python file defining the config dicts (default: the reference '
-                      'configuration)')
-    walk.add_argument('--algo', choices=('a3c', 'unreal', 'ppo'), help='trainer (default a3c)')
-    walk.add_argument('--data', nargs='+', metavar='CSV', required=True, help='OHLC CSV files to walk through')
+    _add_walk_forward_flags(walk, 'walk through')
     walk.add_argument('--folds', type=int, required=True, help='K: K+1 blocks, K train/test folds')
-    walk.add_argument('--train-steps', type=int, help='env steps per fold (default: the config\'s max_env_steps)')
-    walk.add_argument('--test-episodes', type=int, default=5, help='test episodes per block (default: 5)')
     walk.add_argument('--continue', dest='continue_training', action='store_true',
                       help='fold k starts from fold k-1\'s checkpoint instead of from scratch')
-    walk.add_argument('--embargo', metavar='DURATION',
-                      help='a gap between each fold\'s last training bar and its test block, e.g. 2h or 90min '
-                      '(default: none)')
     walk.add_argument('--out', default='runs/walk_forward', help='output folder (default: runs/walk_forward)')
-    walk.add_argument('--workers', type=int, help='number of workers (default 2)')
-    walk.add_argument('--seed', type=_seed, help='root random seed (default 0)')
-    walk.add_argument('--network-isolation', choices=('auto', 'require', 'off'),
-                      help='as for train (default auto)')
     walk.set_defaults(run=_walk_forward)
+
+
+def _add_sweep_command(commands):
+    """Adds `sweep`: the data, the trials, the space and storage, and each trial's walk-forward settings (named as
+    in `walk-forward`).
+
+    Args:
+        commands: the subparsers action of the `btgym-aac` parser.
+    """
+    sweep = _add_command(commands, 'sweep', help='search settings with Optuna, scored out of sample, with a lockbox',
+                         description=_sweep.__doc__)
+    _add_walk_forward_flags(sweep, 'search on')
+    sweep.add_argument('--trials', type=int, required=True, help='trials the study should hold')
+    sweep.add_argument('--out', default='runs/sweep', help='output folder (default: runs/sweep)')
+    sweep.add_argument('--space', metavar='SPACE.py', help='Python file defining SPACE, a dict of config key names '
+                       '(e.g. trainer_config.kwargs.opt_learn_rate) to Optuna distributions (default: the built-in '
+                       'space of --algo)')
+    sweep.add_argument('--storage', metavar='URL', help='the study\'s storage, e.g. postgresql://user@host/db, '
+                       'shared by every sweep given it (default: SQLite in --out)')
+    sweep.add_argument('--study', help='the study\'s name in the storage (default: sweep)')
+    sweep.add_argument('--objective', choices=('vs-buy-and-hold', 'return', 'sharpe'), default='vs-buy-and-hold',
+                       help='what a trial maximises out of sample (default: policy minus buy-and-hold per episode)')
+    sweep.add_argument('--lockbox', type=float, default=0.2, metavar='FRACTION',
+                       help='share of the data\'s time span, at its end, that no trial sees (default 0.2; 0: none)')
+    sweep.add_argument('--pruner', choices=('median', 'none'), default='median',
+                       help='stop a hopeless trial after a fold (default: Optuna\'s median pruner)')
+    sweep.add_argument('--parallel', type=int, default=1, metavar='K', help='trials at a time (default 1)')
+    sweep.add_argument('--folds', type=int, default=2, help='walk-forward folds of every trial (default 2)')
+    sweep.set_defaults(run=_sweep)
 
 
 def _positive_number(text):
@@ -212,6 +249,6 @@ def build_parser():
     parser = argparse.ArgumentParser(prog='btgym-aac', description=COMMAND_DESCRIPTION)
     commands = parser.add_subparsers(dest='command', required=True)
     for add_command in (_add_train_command, _add_evaluate_command, _add_cluster_node_command, _add_export_command,
-                        _add_trade_command, _add_walk_forward_command, _add_demo_command):
+                        _add_trade_command, _add_walk_forward_command, _add_sweep_command, _add_demo_command):
         add_command(commands)
     return parser

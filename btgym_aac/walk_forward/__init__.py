@@ -4,7 +4,7 @@ Names are imported lazily: `import btgym_aac.walk_forward` does not import Tenso
 """
 from btgym_aac.lazy import lazy_names
 
-_PUBLIC = {'walk_forward': 'btgym_aac.walk_forward.runner'}
+_PUBLIC = {'walk_forward': 'btgym_aac.walk_forward.runner', 'holdout_test': 'btgym_aac.walk_forward.runner'}
 
 __all__ = sorted(_PUBLIC)
 

@@ -14,10 +14,12 @@ import os
 
 import pandas as pd
 
+from btgym_aac.data.datetimes import infer_timeframe
 from btgym_aac.data.markets import read_market_spec
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.evaluation.evaluator import evaluate
 from btgym_aac.paths import written_in_place_of
+from btgym_aac.validation import check_whole_number
 from btgym_aac.walk_forward.blocks import (Block, block_windows, fold_env_kwargs, parse_embargo, split_blocks,
                                            train_frames, write_block_file)
 from btgym_aac.walk_forward.plots import EQUITY_PLOT, FOLD_PLOT, plot_fold_metrics, plot_stitched_equity
@@ -123,7 +125,23 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
     return record
 
 
-def _plan(env_kwargs, paths, folds, test_episodes, embargo):
+def data_and_steps(data, train_steps, configs):
+    """(the data files, checked to exist; the env steps per fold: the config's max_env_steps by default).
+
+    Raises:
+        FileNotFoundError: a data file is missing. ValueError: steps that are not a whole number >= 1.
+    """
+    from btgym_aac.run_configs import DEFAULT_MAX_STEPS
+
+    paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
+    missing = [path for path in paths if not os.path.isfile(path)]
+    if missing:
+        raise FileNotFoundError('data file(s) not found: {}'.format(', '.join(map(str, missing))))
+    return paths, check_whole_number('train_steps', train_steps or configs.get('launcher_config', {}).get(
+        'max_env_steps', DEFAULT_MAX_STEPS), 1)
+
+
+def plan_folds(env_kwargs, paths, folds, test_episodes, embargo):
     """(blocks, embargo Timedelta, test windows per fold), checking that fold 0's training data (block 0 less the
     embargo) and every test block hold an episode window."""
     blocks = split_blocks(read_ohlcv(paths, env_kwargs.get('parsing_params')), folds)
@@ -134,7 +152,7 @@ def _plan(env_kwargs, paths, folds, test_episodes, embargo):
 
 
 def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='runs/walk_forward',
-                 continue_training=False, seed=0, embargo=None):
+                 continue_training=False, seed=0, embargo=None, on_fold=None):
     """Walk-forward out-of-sample test of a training configuration (see the module docstring).
 
     Args:
@@ -150,6 +168,8 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
         seed: root seed of the folds' training (fold k: seed + k), of the random baseline and of the bootstrap.
         embargo: a gap between every fold's last training bar and its test block ('2h', '90min', a timedelta;
             None: none): the training bars within it are left out.
+        on_fold: called with the fold records so far after every fold (a sweep scores and prunes there; what it
+            raises ends the walk-forward, the folds done staying done).
 
     Returns:
         the report dict (also written to `<out>/walk_forward.json`): `settings`, `folds` (per fold its train and
@@ -162,18 +182,12 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
         FileNotFoundError: a data file is missing.
         RuntimeError: a fold's training did not finish.
     """
-    from btgym_aac.run_configs import DEFAULT_MAX_STEPS, make_launcher
-    from btgym_aac.validation import check_whole_number
+    from btgym_aac.run_configs import make_launcher
 
     folds = check_whole_number('folds', folds, 1)
-    paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
-    missing = [path for path in paths if not os.path.isfile(path)]
-    if missing:
-        raise FileNotFoundError('data file(s) not found: {}'.format(', '.join(map(str, missing))))
+    paths, train_steps = data_and_steps(data, train_steps, configs)
     test_episodes = check_whole_number('test_episodes', test_episodes, 1)
-    train_steps = check_whole_number('train_steps', train_steps or configs.get('launcher_config', {}).get(
-        'max_env_steps', DEFAULT_MAX_STEPS), 1)
-    blocks, gap, windows = _plan(configs['env_config'].get('kwargs', {}), paths, folds, test_episodes, embargo)
+    blocks, gap, windows = plan_folds(configs['env_config'].get('kwargs', {}), paths, folds, test_episodes, embargo)
     out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
     settings = {'data': _data_identity(paths), 'folds': len(blocks) - 1, 'train_steps': train_steps,
@@ -182,10 +196,47 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
         settings['embargo'] = str(gap)  # absent without one, as in walk-forwards made before the option
     _check_settings(out, settings)
     market = read_market_spec(paths[0]) if len(paths) == 1 else None
-    records = [_run_fold(number, blocks, windows[number], configs, out, train_steps, continue_training, seed,
-                         make_launcher, market, gap) for number in range(len(blocks) - 1)]
+    records = []
+    for number in range(len(blocks) - 1):
+        records.append(_run_fold(number, blocks, windows[number], configs, out, train_steps, continue_training, seed,
+                                 make_launcher, market, gap))
+        if on_fold is not None:
+            on_fold(list(records))
     report = {'settings': settings, 'folds': records, 'summary': summarize(records, seed),
               'plots': [os.path.basename(plot_stitched_equity(os.path.join(out, EQUITY_PLOT), records)),
                         os.path.basename(plot_fold_metrics(os.path.join(out, FOLD_PLOT), records))]}
     _write_json(report, os.path.join(out, REPORT_FILE))
     return report
+
+
+def holdout_test(configs, train_frame, test_frame, out, train_steps, test_episodes=5, seed=0, embargo=None,
+                 market=None):
+    """Trains on `train_frame` (less its last `embargo`) and tests once on `test_frame`, as a walk-forward fold
+    does (a sweep's lockbox).
+
+    Args:
+        configs: the run's config dicts (see `walk_forward`).
+        train_frame, test_frame: OHLCV DataFrames, the test bars after the training bars.
+        out: the folder whose `fold_0/` holds the test as a walk-forward's fold (`fold.json`, `train.csv`,
+            `test.csv`, `run/`, `evaluation/`); a test done there is read back, not repeated.
+        train_steps, test_episodes, seed: as in `walk_forward`.
+        embargo: as in `walk_forward` (shorter than the training span).
+        market: the bars' known-edge `MarketSpec` (an oracle joins the baselines), or None.
+
+    Returns:
+        {'fold': the fold record, 'summary': `summary.summarize` of it}.
+    """
+    from btgym_aac.run_configs import make_launcher
+
+    blocks = [_whole_block(number, frame) for number, frame in enumerate((train_frame, test_frame))]
+    gap = parse_embargo(embargo, blocks)
+    windows = block_windows(blocks[1], configs['env_config'].get('kwargs', {}), test_episodes)
+    record = _run_fold(0, blocks, windows, configs, os.path.abspath(out), train_steps, False, seed, make_launcher,
+                       market, gap)
+    return {'fold': record, 'summary': summarize([record], seed)}
+
+
+def _whole_block(number, frame):
+    """A `Block` of all the bars of `frame`."""
+    bar = pd.Timedelta(minutes=infer_timeframe(frame.index))
+    return Block(number, frame.index[0], frame.index[-1] + bar, frame)

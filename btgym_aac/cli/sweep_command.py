@@ -1,0 +1,27 @@
+"""The `btgym-aac sweep` command: an Optuna search scored out of sample, with a lockbox and a deflated verdict
+(`btgym_aac.sweep.sweep`)."""
+import os
+
+from btgym_aac.cli.commands import run_resumable
+from btgym_aac.cli.config_files import _configs_from_args
+
+
+def _sweep(args):
+    """Searches the settings of a configuration (the reference one, or CONFIG.py's) with Optuna: every trial is a
+    walk-forward over the data less its lockbox, scored by its out-of-sample objective and pruned after a hopeless
+    fold; the best trial is then trained on all of that data and tested once on the lockbox, and its score is
+    deflated for the number of trials. Writes OUT/sweep.json and plots; run the same command again to continue a
+    stopped sweep, or on several hosts with one --storage to share the study."""
+    from btgym_aac.sweep import sweep
+
+    configs = _configs_from_args(args)
+    report, status = run_resumable('sweep', lambda: sweep(
+        configs, args.data, args.trials, out=args.out, space=args.space, algo=args.algo or 'a3c', storage=args.storage,
+        study_name=args.study, folds=args.folds, train_steps=args.train_steps, test_episodes=args.test_episodes,
+        seed=args.seed or 0, embargo=args.embargo, objective=args.objective, lockbox=args.lockbox, pruner=args.pruner,
+        parallel=args.parallel))
+    if report is None:
+        return status
+    print('\n'.join(report['lines']))
+    print('report and plots: {}'.format(os.path.abspath(args.out)))
+    return 0

@@ -1,0 +1,148 @@
+"""A sweep's report: every trial, the best one, its lockbox test, the deflated Sharpe ratio of its validation
+returns and the verdict in words (`sweep.json`), the plots, and the summary lines printed at the end."""
+import json
+import os
+import warnings
+
+from optuna.trial import TrialState
+
+from btgym_aac.sweep.deflation import deflated_sharpe_ratio
+from btgym_aac.sweep.objective import episode_sharpe
+from btgym_aac.sweep.study import CONTINUES, INTERRUPTED, counted
+
+REPORT_FILE = 'sweep.json'
+HISTORY_PLOT = 'optimisation_history.png'
+IMPORTANCE_PLOT = 'parameter_importances.png'
+EQUITY_PLOT = 'best_trial_equity.png'
+DSR_THRESHOLD = 0.95
+
+
+def trial_rows(study):
+    """Every trial of the study as a JSON-ready dict: number, state, params, value, seed, folder, per-fold metrics,
+    per-episode out-of-sample returns of the objective (see `objective.episode_returns`), seconds, error, whether a
+    stop cut it off and which trial it continues."""
+    rows = []
+    for trial in study.get_trials(deepcopy=False):
+        attrs = trial.user_attrs
+        rows.append({'number': trial.number, 'state': trial.state.name, 'params': trial.params,
+                     'value': trial.value if trial.state == TrialState.COMPLETE else None,
+                     'seed': attrs.get('seed'), 'folder': attrs.get('folder'), 'folds': attrs.get('folds', []),
+                     'returns': attrs.get('returns', []), 'seconds': attrs.get('seconds'), 'error': attrs.get('error'),
+                     'interrupted': bool(attrs.get(INTERRUPTED)), 'continues': attrs.get(CONTINUES),
+                     'counted': counted(trial)})
+    return rows
+
+
+def deflation(study, best):
+    """The deflated Sharpe ratio of the best trial's per-episode validation returns, against the Sharpe ratios of
+    every trial that has out-of-sample returns (completed and pruned ones: all were tried).
+
+    Returns:
+        `deflation.deflated_sharpe_ratio`'s dict, or {'dsr': None, 'reason': ...} where it is undefined.
+    """
+    scored = [trial for trial in study.get_trials(deepcopy=False)
+              if trial.state in (TrialState.COMPLETE, TrialState.PRUNED) and trial.user_attrs.get('returns')]
+    returns = best.user_attrs.get('returns') or []
+    try:
+        return deflated_sharpe_ratio(returns, [episode_sharpe(trial.user_attrs['returns']) for trial in scored])
+    except ValueError as error:
+        return {'dsr': None, 'reason': str(error)}
+
+
+def verdict(best, lockbox, dsr):
+    """Plain words: does the best trial's edge survive the lockbox and the deflation?
+
+    Args:
+        best: the best FrozenTrial, or None.
+        lockbox: the lockbox test's summary (`walk_forward.summary.summarize`), or None without a lockbox.
+        dsr: `deflation`'s dict.
+
+    Returns:
+        (survives: bool, sentence).
+    """
+    if best is None:
+        return False, 'no trial completed: nothing to select'
+    reasons = []
+    if lockbox is None:
+        reasons.append('there is no lockbox to confirm it')
+    elif not lockbox['excess_return_pct']['ci_low'] > 0:
+        reasons.append('on the lockbox the interval of policy minus buy-and-hold reaches down to {:+.3f} %'.format(
+            lockbox['excess_return_pct']['ci_low']))
+    if dsr.get('dsr') is None:
+        reasons.append('its deflated Sharpe ratio is undefined ({})'.format(dsr.get('reason')))
+    elif dsr['dsr'] < DSR_THRESHOLD:
+        reasons.append('its deflated Sharpe ratio {:.3f} over {} trials is below {}'.format(
+            dsr['dsr'], dsr['trials'], DSR_THRESHOLD))
+    if reasons:
+        return False, 'the edge of trial {} does not survive: {}'.format(best.number, '; '.join(reasons))
+    return True, ('the edge of trial {} survives: on the lockbox policy minus buy-and-hold lies above zero, and its '
+                  'deflated Sharpe ratio is {:.3f} over {} trials'.format(best.number, dsr['dsr'], dsr['trials']))
+
+
+def summary_lines(report):
+    """The summary printed at the end of a sweep."""
+    trials = report['trials']
+    states = {}
+    for row in trials:
+        states[row['state'].lower()] = states.get(row['state'].lower(), 0) + 1
+    lines = ['{} trials ({})'.format(len(trials), ', '.join('{} {}'.format(n, s) for s, n in sorted(states.items())))]
+    best = report['best_trial']
+    if best is not None:
+        lines.append('best: trial {} ({} {:+.4f} on validation), {}'.format(
+            best['number'], report['settings']['objective'], best['value'],
+            ', '.join('{}={:.4g}'.format(k.rsplit('.', 1)[-1], v) if isinstance(v, float) else
+                      '{}={}'.format(k.rsplit('.', 1)[-1], v) for k, v in best['params'].items())))
+    if report['lockbox'] is not None:
+        lines.extend('lockbox: {}'.format(line) for line in report['lockbox']['summary']['lines'][1:3])
+    dsr = report['deflated_sharpe']
+    if dsr.get('dsr') is not None:
+        lines.append('deflated Sharpe ratio {:.3f} (Sharpe {:+.3f} per episode over {} episodes; {} trials, expected '
+                     'maximum of zero-skill trials {:+.3f})'.format(dsr['dsr'], dsr['sharpe'], dsr['observations'],
+                                                                    dsr['trials'], dsr['expected_maximum']))
+    lines.append(report['verdict'])
+    return lines
+
+
+def write_plots(study, out, equity_records):
+    """Optuna's optimisation history and parameter importances, and the best trial's stitched out-of-sample and
+    lockbox equity, as PNGs in `out`.
+
+    Returns:
+        (file names written, {plot: why it was not drawn}).
+    """
+    import matplotlib.pyplot as plt
+    from optuna.visualization.matplotlib import plot_optimization_history, plot_param_importances
+
+    from btgym_aac.walk_forward.plots import plot_stitched_equity
+
+    written, skipped = [], {}
+    completed = study.get_trials(deepcopy=False, states=(TrialState.COMPLETE,))
+    plots = {HISTORY_PLOT: (plot_optimization_history, 1), IMPORTANCE_PLOT: (plot_param_importances, 2)}
+    for name, (plot, needed) in plots.items():
+        if len(completed) < needed:
+            skipped[name] = 'needs {} completed trial(s), the study has {}'.format(needed, len(completed))
+            continue
+        with warnings.catch_warnings():
+            warnings.simplefilter('ignore')  # Optuna marks its matplotlib plots experimental
+            try:
+                axes = plot(study)
+            except (ValueError, RuntimeError) as error:
+                skipped[name] = str(error)
+                continue
+        axes.figure.savefig(os.path.join(out, name), dpi=90, bbox_inches='tight')
+        plt.close(axes.figure)
+        written.append(name)
+    if equity_records:
+        plot_stitched_equity(os.path.join(out, EQUITY_PLOT), equity_records)
+        written.append(EQUITY_PLOT)
+    return written, skipped
+
+
+def write_report(report, out):
+    """Writes `report` as `<out>/sweep.json` atomically; returns the path."""
+    from btgym_aac.paths import written_in_place_of
+
+    path = os.path.join(out, REPORT_FILE)
+    with written_in_place_of(path) as f:
+        f.write(json.dumps(report, indent=2).encode())
+    return path

@@ -1,0 +1,182 @@
+"""`sweep`: an Optuna search over a configuration's settings, every trial a walk-forward over the validation data,
+the best trial then tested once on a lockbox no trial has seen, its score deflated for the number of trials.
+
+Everything goes under `out`: `data/` (the validation part and the lockbox), `sweep.db` (the embedded study),
+`trials/trial_<n>/` (each trial's walk-forward), `lockbox/trial_<n>/` (the best trial's lockbox test),
+`sweep.json` and the plots. Started again on the same `out` (or the same storage and study), a sweep goes on: a
+trial a stop cut off runs again with its values, from its last finished fold.
+"""
+import multiprocessing
+import os
+
+import numpy as np
+import optuna
+
+from btgym_aac.config_modules import dumps_with_sources, load_with_sources
+from btgym_aac.data.markets import read_market_spec
+from btgym_aac.distributed.log_dir_lock import LogDirLock
+from btgym_aac.distributed.stop_signals import STOP_GRACE_SECONDS, terminate_and_wait
+from btgym_aac.sweep import report as reports
+from btgym_aac.sweep.lockbox import write_sweep_data
+from btgym_aac.sweep.objective import DEFAULT_OBJECTIVE, check_objective
+from btgym_aac.sweep.space import builtin_space, check_space, configs_with, describe_space, load_space
+from btgym_aac.sweep.study import (DEFAULT_STUDY, safe_url, fail_orphans, file_checksums, open_study, root_number,
+                                   run_interrupted_again, storage_url, wants_another)
+from btgym_aac.sweep.trial import TrialObjective, TrialPlan
+from btgym_aac.validation import check_whole_number
+
+PRUNERS = ('median', 'none')
+LOCKBOX_DIR = 'lockbox'
+
+
+def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', storage=None, study_name=None, folds=2,
+          train_steps=None, test_episodes=5, seed=0, embargo=None, objective=DEFAULT_OBJECTIVE, lockbox=0.2,
+          pruner='median', parallel=1):
+    """Searches `space` for the settings of `configs` that score best out of sample (see the module docstring).
+
+    Args:
+        configs: the config dicts the trials start from (`run_configs.default_configs()`'s layout).
+        data: CSV path or list of paths.
+        trials: the number of trials the study should hold (done, pruned or failed; those cut off by a stop do not
+            count): a study holding them already only gets its lockbox test and report.
+        out: the sweep's folder.
+        space: dict of config key names to Optuna distributions, or the path of a space file defining `SPACE`;
+            None: the built-in space of `algo` (`space.builtin_space`).
+        algo: the trainer the built-in space is for ('a3c', 'unreal', 'ppo').
+        storage: an SQLAlchemy URL of the study's storage (e.g. postgresql://user@host/db), shared by every sweep
+            command given it; None: SQLite in `out`.
+        study_name: the study's name in the storage (default 'sweep').
+        folds, train_steps, test_episodes, seed, embargo: each trial's walk-forward's (see `walk_forward`); the
+            seed is the same for every trial, so that trials differ by their settings alone.
+        objective: 'vs-buy-and-hold' (default), 'return' or 'sharpe' (see `objective`).
+        lockbox: the share of the data's time span, at its end, that no trial sees (0: none).
+        pruner: 'median' (Optuna's MedianPruner, after every fold) or 'none'.
+        parallel: trials run at a time by this command (each in a process of its own, each with its cluster).
+
+    Returns:
+        the report (also `<out>/sweep.json`): settings, trials, best trial, its validation summary, lockbox test,
+        deflated Sharpe ratio, verdict, plots and summary `lines`.
+
+    Raises:
+        ValueError: a bad setting or space name, data too short for the folds, or a study started with other
+            settings; nothing is run then.
+        KeyboardInterrupt: the sweep was stopped (run it again to go on).
+    """
+    from btgym_aac.walk_forward.runner import data_and_steps, plan_folds
+
+    trials, parallel = check_whole_number('trials', trials, 1), check_whole_number('parallel', parallel, 1)
+    space = _checked_search(space, algo, configs, objective, pruner)
+    paths, train_steps = data_and_steps(data, train_steps, configs)
+    out = os.path.abspath(out)
+    env_kwargs = configs['env_config'].get('kwargs', {})
+    with LogDirLock(out):
+        market = read_market_spec(paths[0]) if len(paths) == 1 else None
+        validation_file, lockbox_file, validation, held_out = write_sweep_data(
+            paths, env_kwargs.get('parsing_params'), lockbox, out, market)
+        plan_folds(env_kwargs, [validation_file], folds, test_episodes, embargo)
+        plan = TrialPlan(configs, space, validation_file, out, folds, train_steps, test_episodes, seed, embargo,
+                         objective)
+        settings = {'data': file_checksums(paths), 'lockbox': lockbox, 'folds': folds, 'train_steps': train_steps,
+                    'test_episodes': test_episodes, 'seed': seed, 'embargo': None if embargo is None else str(embargo),
+                    'objective': objective, 'space': describe_space(space)}
+        url, name = storage_url(storage, out), study_name or DEFAULT_STUDY
+        study = open_study(url, name, settings)
+        if storage is None:
+            fail_orphans(study)
+        run_interrupted_again(study)
+        _search_in_processes(plan, url, name, settings, trials, pruner, parallel, shared=storage is not None)
+        return _finish(study, plan, settings, url, market, (validation, held_out) if lockbox_file else None)
+
+
+def _checked_search(space, algo, configs, objective, pruner):
+    """The search space (see `sweep`), checked against `configs`, after checking the objective and the pruner."""
+    check_objective(objective)
+    if pruner not in PRUNERS:
+        raise ValueError('pruner must be one of {}, got {!r}'.format(', '.join(PRUNERS), pruner))
+    space = load_space(space) if isinstance(space, (str, os.PathLike)) else dict(space or builtin_space(algo))
+    check_space(space, configs)
+    return space
+
+
+def _search_in_processes(plan, url, name, settings, total, pruner, parallel, shared):
+    """Runs the search in this process and `parallel - 1` more, all on the same study."""
+    context = multiprocessing.get_context('spawn')
+    helpers = [context.Process(target=_helper_search, name='btgym_aac-sweep-{}'.format(index),
+                               args=(dumps_with_sources(plan), url, name, settings, total, pruner, index, shared))
+               for index in range(1, parallel)]
+    for helper in helpers:
+        helper.start()
+    try:
+        search(plan, url, name, settings, total, pruner, 0, shared or parallel > 1)
+    finally:
+        left = terminate_and_wait(helpers, STOP_GRACE_SECONDS) if any(h.is_alive() for h in helpers) else []
+        for helper in helpers:
+            helper.join(0 if helper in left else None)
+    failed = [helper.name for helper in helpers if helper.exitcode not in (0, None)]
+    if failed:
+        raise RuntimeError('sweep process(es) {} ended with an error (see their output above)'.format(failed))
+
+
+def _helper_search(pickled_plan, url, name, settings, total, pruner, index, shared):
+    """Entry point of a `--parallel` helper process."""
+    try:
+        search(load_with_sources(pickled_plan), url, name, settings, total, pruner, index, True)
+    except KeyboardInterrupt:
+        raise SystemExit(130) from None
+
+
+def search(plan, url, name, settings, total, pruner, index=0, distinct=False):
+    """Runs trials of the study one after the other until it holds `total` (see `study.wants_another`).
+
+    Args:
+        plan: the sweep's `TrialPlan`.
+        url, name, settings: the study's storage URL, name and settings (see `study.open_study`).
+        total: the number of trials wanted.
+        pruner: 'median' or 'none'.
+        index: this process's number among the sweep's processes (seeds its sampler).
+        distinct: other processes search the same study: the process id joins the sampler's seed.
+    """
+    study = open_study(url, name, settings)
+    study.pruner = optuna.pruners.MedianPruner() if pruner == 'median' else optuna.pruners.NopPruner()
+    objective = TrialObjective(plan)
+    while wants_another(study, total):
+        entropy = [plan.seed, index, len(study.get_trials(deepcopy=False))] + ([os.getpid()] if distinct else [])
+        study.sampler = optuna.samplers.TPESampler(seed=int(np.random.SeedSequence(entropy).generate_state(1)[0]))
+        study.optimize(objective, n_trials=1, catch=(Exception,))
+
+
+def _finish(study, plan, settings, url, market, lockbox_frames):
+    """Tests the best trial on the lockbox and writes the report and the plots."""
+    from btgym_aac.walk_forward.runner import REPORT_FILE as WALK_FORWARD_REPORT, holdout_test
+
+    completed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
+    best = study.best_trial if completed else None
+    validation, lockbox, equity_records = None, None, []
+    if best is not None:
+        walk = _read_json(os.path.join(plan.folder(root_number(best)), WALK_FORWARD_REPORT))
+        validation, equity_records = walk['summary'], list(walk['folds'])
+        if lockbox_frames is not None:
+            folder = os.path.join(plan.out, LOCKBOX_DIR, 'trial_{}'.format(best.number))
+            lockbox = dict(holdout_test(configs_with(plan.configs, best.params), *lockbox_frames, out=folder,
+                                        train_steps=plan.train_steps, test_episodes=plan.test_episodes,
+                                        seed=plan.seed, embargo=plan.embargo, market=market),
+                           trial=best.number, folder=os.path.relpath(folder, plan.out))
+            equity_records.append(dict(lockbox['fold'], fold='lockbox'))
+    dsr = reports.deflation(study, best) if best is not None else {'dsr': None, 'reason': 'no completed trial'}
+    survives, words = reports.verdict(best, lockbox and lockbox['summary'], dsr)
+    rows = reports.trial_rows(study)
+    plots, skipped = reports.write_plots(study, plan.out, equity_records)
+    report = {'settings': settings, 'storage': safe_url(url), 'study': study.study_name, 'trials': rows,
+              'best_trial': next((row for row in rows if best is not None and row['number'] == best.number), None),
+              'validation': validation, 'lockbox': lockbox, 'deflated_sharpe': dsr, 'survives': survives,
+              'verdict': words, 'plots': plots, 'plots_skipped': skipped}
+    report['lines'] = reports.summary_lines(report)
+    reports.write_report(report, plan.out)
+    return report
+
+
+def _read_json(path):
+    import json
+
+    with open(path) as f:
+        return json.load(f)

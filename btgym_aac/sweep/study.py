@@ -1,0 +1,145 @@
+"""The Optuna study of a sweep: its storage (SQLite in the sweep's folder by default, any RDB URL such as
+PostgreSQL's to share it across processes and hosts), the settings it was started with, and its trials' book-keeping:
+which count towards the number asked for, and which were cut off and run again."""
+import hashlib
+import os
+
+import optuna
+from optuna.trial import TrialState
+
+STUDY_FILE = 'sweep.db'
+DEFAULT_STUDY = 'sweep'
+HEARTBEAT_SECONDS = 30
+GRACE_SECONDS = 300
+"""A trial whose process has not beaten its heartbeat for GRACE_SECONDS (a host that died) is failed and run again
+(with the same values) by the next trial any process of the study starts."""
+
+INTERRUPTED = 'interrupted'
+CONTINUES = 'continues'
+SETTINGS = 'settings'
+
+
+def storage_url(storage, out):
+    """`storage`, or the SQLite file in `out` when it is None."""
+    return storage or 'sqlite:///{}'.format(os.path.join(os.path.abspath(out), STUDY_FILE))
+
+
+def open_study(url, name, settings, direction='maximize'):
+    """Creates or loads study `name` in the storage at `url` and checks that it is the same search.
+
+    Args:
+        url: SQLAlchemy URL of the storage.
+        name: the study's name.
+        settings: JSON-ready dict of what defines the search (data checksums, folds, space, objective, ...):
+            recorded with a new study, compared with an existing one's.
+        direction: 'maximize'.
+
+    Returns:
+        the optuna Study (sampler and pruner are set by the caller).
+
+    Raises:
+        ValueError: the study was started with other settings (naming them).
+    """
+    storage = optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS,
+                                         heartbeat_stale_trial_callback=_run_again_if_stale)
+    study = optuna.create_study(storage=storage, study_name=name, direction=direction, load_if_exists=True)
+    previous = study.user_attrs.get(SETTINGS)
+    if previous is None:
+        study.set_user_attr(SETTINGS, settings)
+        return study
+    changed = sorted(key for key in set(settings) | set(previous) if previous.get(key) != settings.get(key))
+    if changed:
+        raise ValueError('study {!r} in {} was started with other settings ({}): continue it with the same ones, or '
+                         'start another study (--study NAME, or another --out)'.format(
+                             name, safe_url(url), '; '.join('{} {!r}, not {!r}'.format(
+                                 key, previous.get(key), settings.get(key)) for key in changed)))
+    return study
+
+
+def safe_url(url):
+    """The URL without its password."""
+    head, at, tail = url.rpartition('@')
+    if not at or ':' not in head.split('//', 1)[-1]:
+        return url
+    scheme, _, credentials = head.partition('//')
+    return '{}//{}:***@{}'.format(scheme, credentials.split(':', 1)[0], tail)
+
+
+def file_checksums(paths):
+    """[[file name, SHA-256]] of the data files (a study is the same search on any host holding the same data)."""
+    checksums = []
+    for path in paths:
+        digest = hashlib.sha256()
+        with open(path, 'rb') as f:
+            for chunk in iter(lambda: f.read(1 << 20), b''):
+                digest.update(chunk)
+        checksums.append([os.path.basename(path), digest.hexdigest()])
+    return checksums
+
+
+def root_number(trial):
+    """The number of the trial that `trial` continues (its own when it continues none): its folder's name."""
+    return trial.user_attrs.get(CONTINUES, trial.number)
+
+
+def counted(trial):
+    """Whether a trial counts towards the sweep's number of trials: done, pruned, or failed by its own error (not
+    cut off by a stop or a lost host)."""
+    if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
+        return True
+    return trial.state == TrialState.FAIL and not trial.user_attrs.get(INTERRUPTED)
+
+
+def wants_another(study, total):
+    """Whether the study needs one more trial started to reach `total` (trials running elsewhere included)."""
+    trials = study.get_trials(deepcopy=False)
+    done = sum(counted(trial) for trial in trials)
+    running = sum(trial.state == TrialState.RUNNING for trial in trials)
+    return done + running < total
+
+
+def fail_orphans(study):
+    """Marks every running trial as cut off (failed, interrupted). Only for a study that no other process can be
+    running: the embedded one of a sweep folder this process has locked, whose running trials were left by a process
+    that was killed.
+
+    Returns:
+        the numbers of those trials.
+    """
+    storage = study._storage  # (the storage `open_study` made; Study has no public name for it)
+    study_id = storage.get_study_id_from_name(study.study_name)
+    orphans = [trial.number for trial in study.get_trials(deepcopy=False, states=(TrialState.RUNNING,))]
+    for number in orphans:
+        trial_id = storage.get_trial_id_from_study_id_trial_number(study_id, number)
+        storage.set_trial_user_attr(trial_id, INTERRUPTED, True)
+        storage.set_trial_state_values(trial_id, TrialState.FAIL)
+    return orphans
+
+
+def run_interrupted_again(study):
+    """Queues every trial that a stop cut off (unless a trial that continues it is queued, running or finished) to
+    run again with the same values, in the same folder (its walk-forward goes on from its last finished fold).
+
+    Returns:
+        the numbers of the trials queued again.
+    """
+    trials = study.get_trials(deepcopy=False)
+    cut_off = [trial for trial in trials if trial.state == TrialState.FAIL and trial.user_attrs.get(INTERRUPTED)]
+    cut_off_numbers = {trial.number for trial in cut_off}
+    going_on = {root_number(trial) for trial in trials if trial.number not in cut_off_numbers}
+    queued = []
+    for trial in cut_off:
+        if root_number(trial) not in going_on:
+            _queue_again(study, trial)
+            going_on.add(root_number(trial))
+            queued.append(trial.number)
+    return queued
+
+
+def _run_again_if_stale(study, trial):
+    """Optuna's callback for a trial failed because its process stopped beating: queue it again."""
+    _queue_again(study, trial)
+
+
+def _queue_again(study, trial):
+    study.enqueue_trial(trial.params, user_attrs={CONTINUES: root_number(trial)}, skip_if_exists=False)

@@ -1,0 +1,98 @@
+"""One trial of a sweep: the configs with the trial's values, a walk-forward over the validation data's folds, the
+objective reported to Optuna after every fold (where its pruner may stop the trial) and what the report needs kept
+in the trial's user attributes (seed, folder, per-fold metrics, per-episode returns, duration, error)."""
+import dataclasses
+import os
+import time
+
+import optuna
+
+from btgym_aac.logs import error_summary
+from btgym_aac.sweep.objective import episode_returns, score
+from btgym_aac.sweep.space import configs_with, suggest
+from btgym_aac.sweep.study import INTERRUPTED, root_number
+from btgym_aac.walk_forward.summary import BUY_AND_HOLD, POLICY
+
+TRIALS_DIR = 'trials'
+
+
+@dataclasses.dataclass
+class TrialPlan:
+    """What every trial of a sweep shares: the configs, the space, the validation data and the walk-forward's
+    settings (`walk_forward`'s arguments of those names)."""
+    configs: dict
+    space: dict
+    validation_file: str
+    out: str
+    folds: int
+    train_steps: int
+    test_episodes: int
+    seed: int
+    embargo: object
+    objective: str
+
+    def folder(self, number):
+        """The folder of the walk-forward of trial `number` (a trial run again uses its first run's)."""
+        return os.path.join(self.out, TRIALS_DIR, 'trial_{}'.format(number))
+
+
+def fold_metrics(record, objective):
+    """A fold's line of the report: its test window, global step, the policy's and buy-and-hold's mean return
+    per episode and the objective's value on it."""
+    return {'fold': record['fold'], 'test_window': record['test_window'], 'global_step': record['global_step'],
+            'policy_return_pct': record['agents'][POLICY]['mean']['return_pct'],
+            'buy_and_hold_return_pct': record['agents'][BUY_AND_HOLD]['mean']['return_pct'],
+            'score': score([record], objective)}
+
+
+class TrialObjective:
+    """The Optuna objective of a sweep's trials.
+
+    Args:
+        plan: the sweep's `TrialPlan`.
+    """
+
+    def __init__(self, plan):
+        self.plan = plan
+
+    def __call__(self, trial):
+        """Runs the trial's walk-forward; returns the objective over all its folds.
+
+        Raises:
+            optuna.TrialPruned: the pruner stopped it after a fold.
+            KeyboardInterrupt: a stop (the trial is marked interrupted: a later sweep runs it again).
+            Exception: whatever failed (kept as the trial's `error`).
+        """
+        from btgym_aac.walk_forward import walk_forward
+
+        plan = self.plan
+        values = suggest(trial, plan.space)
+        folder = plan.folder(root_number(trial))
+        trial.set_user_attr('seed', plan.seed)
+        trial.set_user_attr('folder', os.path.relpath(folder, plan.out))
+        started = time.time()
+        try:
+            report = walk_forward(configs_with(plan.configs, values), plan.validation_file, plan.folds,
+                                  train_steps=plan.train_steps, test_episodes=plan.test_episodes, out=folder,
+                                  seed=plan.seed, embargo=plan.embargo,
+                                  on_fold=lambda records: self._after_fold(trial, records))
+        except optuna.TrialPruned:
+            raise
+        except KeyboardInterrupt:
+            trial.set_user_attr(INTERRUPTED, True)
+            raise
+        except Exception as error:
+            trial.set_user_attr('error', error_summary(error))
+            raise
+        finally:
+            trial.set_user_attr('seconds', round(time.time() - started, 1))
+        return score(report['folds'], plan.objective)
+
+    def _after_fold(self, trial, records):
+        """Keeps the folds' metrics and returns, reports the objective so far and prunes where the pruner says so."""
+        objective = self.plan.objective
+        trial.set_user_attr('folds', [fold_metrics(record, objective) for record in records])
+        trial.set_user_attr('returns', [float(value) for value in episode_returns(records, objective)])
+        trial.report(score(records, objective), len(records) - 1)
+        if trial.should_prune():
+            raise optuna.TrialPruned('pruned after fold {}'.format(len(records) - 1))

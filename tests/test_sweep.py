@@ -1,0 +1,256 @@
+"""Sweeps: search spaces and their checks, objectives, the lockbox split, the study's book-keeping, the verdict,
+and a tiny sweep on generated data (3 trials x 2 folds x 200 steps) through the API and the CLI."""
+import json
+import os
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
+from optuna.trial import TrialState
+
+from btgym_aac.cli import main as cli_main
+from btgym_aac.data import make_random_walk_data, write_histdata_csv
+from btgym_aac.data.parsing import read_ohlcv
+from btgym_aac.run_configs import default_configs
+from btgym_aac.sweep import sweep
+from btgym_aac.sweep.deflation import deflated_sharpe_ratio
+from btgym_aac.sweep.lockbox import split_lockbox
+from btgym_aac.sweep.objective import episode_sharpe, score
+from btgym_aac.sweep.report import verdict
+from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
+from btgym_aac.sweep.study import (CONTINUES, INTERRUPTED, counted, fail_orphans, open_study, run_interrupted_again,
+                                   wants_another)
+
+LEARN_RATE = 'trainer_config.kwargs.opt_learn_rate'
+TINY_SPACE = {LEARN_RATE: FloatDistribution(1e-5, 1e-3, log=True)}
+
+
+def small_configs():
+    configs = default_configs()
+    configs['env_config']['kwargs'].update(episode_duration={'days': 0, 'hours': 6, 'minutes': 0},
+                                           time_gap={'hours': 1}, render_enabled=False)
+    configs['policy_config']['kwargs'] = {'lstm_layers': (16, 16), 'lstm_2_init_period': 60}
+    configs['cluster_config'] = {'num_workers': 1, 'num_ps': 1, 'num_envs': 1}
+    configs['launcher_config'] = {'save_secs': 5, 'show_progress': False}
+    return configs
+
+
+def three_days_csv(folder):
+    return write_histdata_csv(make_random_walk_data(num_bars=3 * 1440, seed=1), str(folder / 'bars.csv'))
+
+
+# ---------------------------------------------------------------------------------------------- spaces
+
+def test_the_builtin_spaces_fit_the_reference_configurations():
+    for algo in ('a3c', 'unreal', 'ppo'):
+        check_space(builtin_space(algo), default_configs(algo, import_classes=False))
+    assert 'trainer_config.kwargs.clip_epsilon' in builtin_space('ppo')
+    assert 'trainer_config.kwargs.clip_epsilon' not in builtin_space('a3c')
+
+
+def test_a_name_no_config_accepts_is_refused_naming_it():
+    space = {'trainer_config.kwargs.opt_learn_rat': FloatDistribution(1e-5, 1e-3),  # misspelt
+             'env_config.kwargs.skip_frame': IntDistribution(5, 20),  # a strategy param: accepted
+             'env_config.kwargs.broker_commission': FloatDistribution(0, 1e-3),  # a broker setting: accepted
+             'policy_config.kwargs.lstm_2_init_period': IntDistribution(10, 60),  # a policy argument: accepted
+             'policy_config.kwargs.lstm_size': IntDistribution(10, 60),
+             'launcher_config.save_secs': IntDistribution(10, 60),
+             'launcher_config.max_steps': IntDistribution(10, 60),
+             'env.kwargs.reward_scale': FloatDistribution(1, 2),
+             'trainer_config.opt_learn_rate': FloatDistribution(1e-5, 1e-3)}
+    with pytest.raises(ValueError) as error:
+        check_space(space, default_configs(import_classes=False))
+    message = str(error.value)
+    assert "'trainer_config.kwargs.opt_learn_rat': trainer_config takes no 'opt_learn_rat' (did you mean " \
+           "'opt_learn_rate'?)" in message
+    assert "'policy_config.kwargs.lstm_size': policy_config takes no 'lstm_size'" in message
+    assert "'launcher_config.max_steps': launcher_config takes no 'max_steps'" in message
+    assert "'env.kwargs.reward_scale' names no config" in message
+    assert "'trainer_config.opt_learn_rate' is not of the form trainer_config.kwargs.KEY" in message
+    for accepted in ('skip_frame', 'broker_commission', 'lstm_2_init_period', 'save_secs'):
+        assert accepted not in message
+
+
+def test_a_space_file_defines_space(tmp_path):
+    good = tmp_path / 'space.py'
+    good.write_text('from optuna.distributions import FloatDistribution\n'
+                    'SPACE = {"trainer_config.kwargs.model_beta": FloatDistribution(0.01, 0.1, log=True)}\n')
+    assert load_space(str(good)) == {'trainer_config.kwargs.model_beta': FloatDistribution(0.01, 0.1, log=True)}
+    for text, message in (('X = 1\n', 'defines no SPACE'), ('SPACE = {"a.b": (1, 2)}\n', 'are not Optuna'),
+                          ('SPACE = {}\n', 'non-empty dict'), ('1 / 0\n', 'failed: ZeroDivisionError')):
+        bad = tmp_path / 'bad.py'
+        bad.write_text(text)
+        with pytest.raises(ValueError, match=message):
+            load_space(str(bad))
+    with pytest.raises(FileNotFoundError, match='does not exist'):
+        load_space(str(tmp_path / 'missing.py'))
+
+
+def test_values_go_into_a_copy_of_the_configs():
+    configs = default_configs(import_classes=False)
+    changed = configs_with(configs, {LEARN_RATE: 3e-4, 'env_config.kwargs.reward_scale': 2.0,
+                                     'launcher_config.save_secs': 30})
+    assert changed['trainer_config']['kwargs']['opt_learn_rate'] == 3e-4
+    assert changed['env_config']['kwargs']['reward_scale'] == 2.0
+    assert changed['launcher_config']['save_secs'] == 30
+    assert configs['trainer_config']['kwargs']['opt_learn_rate'] == 1e-4  # the original is left alone
+    assert changed['trainer_config']['kwargs']['rollout_length'] == 20
+
+
+# ------------------------------------------------------------------------------------------- objectives
+
+def _fold(policy, hold):
+    return {'agents': {'policy': {'return_pct': policy}, 'buy_and_hold': {'return_pct': hold}}}
+
+
+def test_objectives_against_numpy():
+    folds = [_fold([1.0, -0.5], [0.2, 0.1]), _fold([0.3], [-0.4])]
+    policy, hold = np.array([1.0, -0.5, 0.3]), np.array([0.2, 0.1, -0.4])
+    assert score(folds, 'vs-buy-and-hold') == pytest.approx(np.mean(policy - hold))
+    assert score(folds, 'return') == pytest.approx(policy.mean())
+    assert score(folds, 'sharpe') == pytest.approx(policy.mean() / policy.std(ddof=1))
+    assert score([_fold([0.5], [0.1])], 'sharpe') == 0.0  # undefined with one episode
+    assert episode_sharpe([0.2, 0.2, 0.2]) == 0.0
+
+
+# ---------------------------------------------------------------------------------------------- lockbox
+
+def test_the_lockbox_is_the_last_share_of_the_time_span():
+    frame = make_random_walk_data(num_bars=1000, seed=0)
+    validation, lockbox = split_lockbox(frame, 0.2)
+    assert len(validation) == 800 and len(lockbox) == 200
+    assert validation.index[-1] < lockbox.index[0] and validation.index[-1] + pd.Timedelta(minutes=1) == \
+        lockbox.index[0]
+    pd.testing.assert_frame_equal(pd.concat([validation, lockbox]), frame)
+    assert len(split_lockbox(frame, 0)[1]) == 0
+    for fraction in (-0.1, 1, 1.5, float('nan')):
+        with pytest.raises(ValueError, match='lockbox'):
+            split_lockbox(frame, fraction)
+
+
+# ---------------------------------------------------------------------------------- study book-keeping
+
+def _study(tmp_path, settings=None):
+    return open_study('sqlite:///{}'.format(tmp_path / 'study.db'), 'test', settings or {'folds': 2})
+
+
+def test_a_study_started_with_other_settings_is_refused_naming_them(tmp_path):
+    _study(tmp_path, {'folds': 2, 'objective': 'return'})
+    assert _study(tmp_path, {'folds': 2, 'objective': 'return'}).user_attrs['settings']['folds'] == 2
+    with pytest.raises(ValueError, match=r"other settings \(folds 2, not 3; seed None, not 1\)"):
+        _study(tmp_path, {'folds': 3, 'objective': 'return', 'seed': 1})
+
+
+def test_cut_off_trials_run_again_once_and_do_not_count(tmp_path):
+    study = _study(tmp_path)
+    done = study.ask({'x': FloatDistribution(0, 1)})
+    study.tell(done, 1.0)
+    broken = study.ask({'x': FloatDistribution(0, 1)})
+    broken.set_user_attr('error', 'ValueError: bad value')
+    study.tell(broken, state=TrialState.FAIL)
+    stopped = study.ask({'x': FloatDistribution(0, 1)})
+    stopped.set_user_attr(INTERRUPTED, True)
+    study.tell(stopped, state=TrialState.FAIL)
+    orphan = study.ask({'x': FloatDistribution(0, 1)})  # left running by a killed process
+    assert fail_orphans(study) == [orphan.number]
+    trials = study.get_trials()
+    assert [counted(trial) for trial in trials] == [True, True, False, False]
+    assert wants_another(study, 3) and not wants_another(study, 2)
+    assert run_interrupted_again(study) == [stopped.number, orphan.number]
+    assert run_interrupted_again(study) == []  # queued once
+    waiting = study.get_trials(states=(TrialState.WAITING,))
+    assert [(trial.system_attrs['fixed_params'], trial.user_attrs[CONTINUES]) for trial in waiting] == [
+        (stopped.params, stopped.number), (orphan.params, orphan.number)]
+
+
+# ------------------------------------------------------------------------------------------------- verdict
+
+def test_the_verdict_needs_both_the_lockbox_and_the_deflation():
+    best = SimpleNamespace(number=4)
+    above = {'excess_return_pct': {'ci_low': 0.1}}
+    across = {'excess_return_pct': {'ci_low': -0.1}}
+    assert verdict(best, above, {'dsr': 0.97, 'trials': 12})[0] is True
+    survives, words = verdict(best, across, {'dsr': 0.97, 'trials': 12})
+    assert not survives and 'reaches down to -0.100 %' in words
+    survives, words = verdict(best, above, {'dsr': 0.5, 'trials': 12})
+    assert not survives and 'deflated Sharpe ratio 0.500 over 12 trials is below 0.95' in words
+    assert verdict(best, None, {'dsr': 0.99, 'trials': 3})[0] is False
+    assert verdict(None, None, {'dsr': None}) == (False, 'no trial completed: nothing to select')
+
+
+# ------------------------------------------------------------------------------------------- tiny sweeps
+
+@pytest.mark.xdist_group('sweep')
+def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_path):
+    data = three_days_csv(tmp_path)
+    out = tmp_path / 'sweep'
+    report = sweep(small_configs(), data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=2,
+                   space=TINY_SPACE, seed=3)
+    assert json.loads((out / 'sweep.json').read_text()) == json.loads(json.dumps(report))
+    trials = report['trials']
+    assert [trial['number'] for trial in trials] == [0, 1, 2]
+    assert all(trial['state'] == 'COMPLETE' and trial['seed'] == 3 and len(trial['folds']) == 2 for trial in trials)
+    frame = read_ohlcv([data])
+    lockbox_start = split_lockbox(frame, 0.2)[1].index[0]
+    for trial in trials:
+        folder = out / trial['folder']
+        walk = json.loads((folder / 'walk_forward.json').read_text())
+        assert trial['value'] == pytest.approx(np.mean(trial['returns']))
+        assert trial['returns'] == pytest.approx(np.subtract(
+            *[[v for fold in walk['folds'] for v in fold['agents'][name]['return_pct']]
+              for name in ('policy', 'buy_and_hold')]).tolist())
+        for fold in (0, 1):
+            for part in ('train.csv', 'test.csv'):
+                bars = read_ohlcv([str(folder / 'fold_{}'.format(fold) / part)])
+                assert bars.index[-1] < lockbox_start  # no trial saw a lockbox bar
+    best = max(trials, key=lambda trial: trial['value'])
+    assert report['best_trial'] == best
+    lockbox = report['lockbox']
+    assert lockbox['trial'] == best['number']
+    tested = read_ohlcv([str(out / lockbox['folder'] / 'fold_0' / 'test.csv')])
+    assert tested.index[0] >= lockbox_start and tested.index[-1] == frame.index[-1]
+    assert lockbox['fold']['train_window']['bars'] == len(frame[frame.index < lockbox_start])
+    dsr = deflated_sharpe_ratio(best['returns'], [episode_sharpe(trial['returns']) for trial in trials])
+    assert report['deflated_sharpe'] == pytest.approx(dsr)
+    assert report['verdict'] == verdict(SimpleNamespace(number=best['number']), lockbox['summary'], dsr)[1]
+    assert report['lines'][-1] == report['verdict']
+    assert sorted(report['plots']) == ['best_trial_equity.png', 'optimisation_history.png',
+                                       'parameter_importances.png']
+    assert all((out / name).stat().st_size > 10000 for name in report['plots'])
+
+    again = sweep(small_configs(), data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=2,
+                  space=TINY_SPACE, seed=3)
+    assert again['trials'] == trials and again['lockbox'] == lockbox  # nothing is run again
+    with pytest.raises(ValueError, match=r"other settings \(test_episodes 2, not 3\)"):
+        sweep(small_configs(), data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=3,
+              space=TINY_SPACE, seed=3)
+
+
+@pytest.mark.xdist_group('sweep')
+def test_a_failing_trial_is_recorded_with_its_error_and_the_sweep_goes_on(tmp_path):
+    space = {'trainer_config.kwargs.model_gamma': CategoricalDistribution([1.5])}  # out of [0, 1]
+    report = sweep(small_configs(), three_days_csv(tmp_path), trials=2, out=str(tmp_path / 'sweep'), folds=2,
+                   train_steps=200, test_episodes=2, space=space)
+    assert [trial['state'] for trial in report['trials']] == ['FAIL', 'FAIL']
+    assert all('could not set up' in trial['error'] and trial['counted'] for trial in report['trials'])
+    assert report['best_trial'] is None and report['lockbox'] is None
+    assert report['verdict'] == 'no trial completed: nothing to select'
+
+
+def test_bad_sweep_settings_exit_2_before_any_trial(tmp_path, capsys):
+    data = three_days_csv(tmp_path)
+    space = tmp_path / 'space.py'
+    space.write_text('from optuna.distributions import FloatDistribution\n'
+                     'SPACE = {"trainer_config.kwargs.learn_rate": FloatDistribution(1e-5, 1e-3)}\n')
+    out = tmp_path / 'sweep'
+    for arguments, message in ((['--space', str(space)], "trainer_config takes no 'learn_rate'"),
+                               (['--trials', '0'], 'trials must be a whole number >= 1'),
+                               (['--lockbox', '1'], 'lockbox must be below 1'),
+                               (['--folds', '30'], 'is too short for an episode')):
+        command = ['sweep', '--data', data, '--trials', '2', '--out', str(out)] + arguments
+        assert cli_main(command) == 2
+        assert message in capsys.readouterr().err
+        assert not (out / 'trials').exists() and not (out / 'sweep.db').exists()
+    assert not os.path.exists(os.path.join(str(out), 'sweep.json'))
