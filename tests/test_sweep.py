@@ -5,6 +5,7 @@ import os
 from types import SimpleNamespace
 
 import numpy as np
+import optuna
 import pandas as pd
 import pytest
 from optuna.distributions import CategoricalDistribution, FloatDistribution, IntDistribution
@@ -20,6 +21,7 @@ from btgym_aac.sweep.lockbox import split_lockbox
 from btgym_aac.sweep.objective import episode_sharpe, score
 from btgym_aac.sweep.report import verdict
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
+from btgym_aac.sweep.trial import TrialObjective, TrialPlan
 from btgym_aac.sweep.study import (CONTINUES, INTERRUPTED, counted, fail_orphans, open_study, run_interrupted_again,
                                    wants_another)
 
@@ -163,6 +165,30 @@ def test_cut_off_trials_run_again_once_and_do_not_count(tmp_path):
     waiting = study.get_trials(states=(TrialState.WAITING,))
     assert [(trial.system_attrs['fixed_params'], trial.user_attrs[CONTINUES]) for trial in waiting] == [
         (stopped.params, stopped.number), (orphan.params, orphan.number)]
+
+
+def _fold_record(policy, hold):
+    agents = {name: {'return_pct': values, 'mean': {'return_pct': float(np.mean(values))}}
+              for name, values in (('policy', policy), ('buy_and_hold', hold))}
+    return {'fold': 0, 'test_window': {'first_bar': None, 'last_bar': None, 'bars': 0}, 'global_step': 200,
+            'agents': agents}
+
+
+def test_a_trial_below_the_median_after_a_fold_is_pruned_and_keeps_its_fold(tmp_path):
+    study = optuna.create_study(direction='maximize', pruner=optuna.pruners.MedianPruner(n_startup_trials=2))
+    for value in (1.0, 2.0):
+        trial = study.ask()
+        trial.report(value, 0)
+        study.tell(trial, value)
+    objective = TrialObjective(TrialPlan({}, {}, 'validation.csv', str(tmp_path), 2, 200, 2, 0, None,
+                                         'vs-buy-and-hold'))
+    low = study.ask()
+    with pytest.raises(optuna.TrialPruned, match='pruned after fold 0'):
+        objective._after_fold(low, [_fold_record([0.5, -0.5], [1.0, 1.0])])
+    assert low.user_attrs['folds'][0]['score'] == -1.0 and low.user_attrs['returns'] == [-0.5, -1.5]
+    high = study.ask()
+    objective._after_fold(high, [_fold_record([3.0, 2.0], [0.0, 0.0])])  # above the median: goes on
+    assert high.user_attrs['folds'][0]['policy_return_pct'] == 2.5
 
 
 # ------------------------------------------------------------------------------------------------- verdict

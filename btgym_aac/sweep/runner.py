@@ -108,10 +108,13 @@ def _search_in_processes(plan, url, name, settings, total, pruner, parallel, sha
         helper.start()
     try:
         search(plan, url, name, settings, total, pruner, 0, shared or parallel > 1)
+    except BaseException:
+        for helper in terminate_and_wait(helpers, STOP_GRACE_SECONDS):
+            helper.kill()
+        raise
     finally:
-        left = terminate_and_wait(helpers, STOP_GRACE_SECONDS) if any(h.is_alive() for h in helpers) else []
         for helper in helpers:
-            helper.join(0 if helper in left else None)
+            helper.join()  # (the others finish the trials they run)
     failed = [helper.name for helper in helpers if helper.exitcode not in (0, None)]
     if failed:
         raise RuntimeError('sweep process(es) {} ended with an error (see their output above)'.format(failed))

@@ -1,0 +1,99 @@
+"""Sweeps through the command line: one stopped in a trial's second fold continues that trial from its finished
+fold, and `--parallel 2` runs the study's trials in two processes, each trial once."""
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import optuna
+import pytest
+
+from btgym_aac.data import make_random_walk_data, write_histdata_csv
+from proc_helpers import wait_until_group_ends
+
+CONFIG_FILE = '''
+from btgym_aac.run_configs import default_configs
+
+_configs = default_configs()
+env_config = _configs['env_config']
+env_config['kwargs'].update(episode_duration={'days': 0, 'hours': 6, 'minutes': 0}, time_gap={'hours': 1},
+                            render_enabled=False)
+policy_config = {'class_ref': _configs['policy_config']['class_ref'],
+                 'kwargs': {'lstm_layers': (16, 16), 'lstm_2_init_period': 60}}
+trainer_config = _configs['trainer_config']
+cluster_config = {'num_workers': 1, 'num_ps': 1, 'num_envs': 1}
+launcher_config = {'save_secs': 5, 'show_progress': False}
+'''
+SPACE_FILE = '''
+from optuna.distributions import FloatDistribution
+SPACE = {'trainer_config.kwargs.opt_learn_rate': FloatDistribution(1e-5, 1e-3, log=True)}
+'''
+
+
+def sweep_command(tmp_path, out, trials, *more):
+    (tmp_path / 'config.py').write_text(CONFIG_FILE)
+    (tmp_path / 'space.py').write_text(SPACE_FILE)
+    data = tmp_path / 'bars.csv'
+    if not data.exists():
+        write_histdata_csv(make_random_walk_data(num_bars=3 * 1440, seed=1), str(data))
+    return [sys.executable, '-m', 'btgym_aac.cli', 'sweep', str(tmp_path / 'config.py'), '--data', str(data),
+            '--trials', str(trials), '--folds', '2', '--train-steps', '200', '--test-episodes', '2', '--out',
+            str(out), '--space', str(tmp_path / 'space.py'), '--pruner', 'none'] + list(more)
+
+
+def load_study(out):
+    return optuna.load_study(study_name='sweep', storage='sqlite:///{}'.format(out / 'sweep.db'))
+
+
+@pytest.mark.slow
+def test_a_sweep_stopped_in_a_trial_continues_that_trial_from_its_finished_fold(tmp_path):
+    out = tmp_path / 'sweep'
+    command = sweep_command(tmp_path, out, 2, '--lockbox', '0')
+    first_fold = out / 'trials' / 'trial_0' / 'fold_0' / 'fold.json'
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        deadline = time.time() + 300
+        while not first_fold.exists() and process.poll() is None and time.time() < deadline:
+            time.sleep(0.1)
+        assert first_fold.exists(), process.communicate()[1][-3000:]
+        os.killpg(process.pid, signal.SIGINT)
+        _, err = process.communicate(timeout=120)
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 130, err[-3000:]
+    assert 'sweep interrupted: run the same command again to continue it' in err
+    assert wait_until_group_ends(process.pid, 60) == []
+    stopped = load_study(out).trials
+    assert [(trial.number, trial.state.name, trial.user_attrs.get('interrupted')) for trial in stopped] == [
+        (0, 'FAIL', True)]
+    fold_record = first_fold.read_text()
+
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    trials = load_study(out).trials
+    assert [trial.state.name for trial in trials] == ['FAIL', 'COMPLETE', 'COMPLETE']
+    assert trials[1].user_attrs['continues'] == 0 and trials[1].params == stopped[0].params
+    assert trials[1].user_attrs['folder'] == os.path.join('trials', 'trial_0')
+    assert first_fold.read_text() == fold_record  # its finished fold was read back, not trained again
+    report = json.loads((out / 'sweep.json').read_text())
+    assert [row['counted'] for row in report['trials']] == [False, True, True]
+    assert report['lockbox'] is None and 'there is no lockbox to confirm it' in report['verdict']
+
+
+@pytest.mark.slow
+def test_parallel_trials_run_in_two_processes_each_trial_once(tmp_path):
+    out = tmp_path / 'sweep'
+    finished = subprocess.run(sweep_command(tmp_path, out, 4, '--parallel', '2', '--lockbox', '0'),
+                              capture_output=True, text=True, timeout=900)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    trials = load_study(out).trials
+    assert [trial.number for trial in trials] == [0, 1, 2, 3]
+    assert all(trial.state.name == 'COMPLETE' for trial in trials)
+    assert sorted(os.listdir(out / 'trials')) == ['trial_{}'.format(n) for n in range(4)]
+    starts = sorted((trial.datetime_start, trial.datetime_complete) for trial in trials)
+    overlapping = any(later[0] < earlier[1] for earlier, later in zip(starts, starts[1:]))
+    assert overlapping  # two trials ran at the same time
