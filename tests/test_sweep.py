@@ -12,7 +12,7 @@ from optuna.distributions import CategoricalDistribution, FloatDistribution, Int
 from optuna.trial import TrialState
 
 from btgym_aac.cli import main as cli_main
-from btgym_aac.data import make_random_walk_data, write_histdata_csv
+from btgym_aac.data import make_random_walk_data
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.run_configs import default_configs
 from btgym_aac.sweep import sweep
@@ -22,25 +22,12 @@ from btgym_aac.sweep.objective import episode_sharpe, score
 from btgym_aac.sweep.report import verdict
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
 from btgym_aac.sweep.trial import TrialObjective, TrialPlan
-from btgym_aac.sweep.study import (CONTINUES, INTERRUPTED, counted, fail_orphans, open_study, run_interrupted_again,
-                                   wants_another)
+from small_runs import small_configs, three_days_csv
+from btgym_aac.sweep.study import (CONTINUES, INTERRUPTED, _run_again_if_stale, counted_numbers, fail_orphans,
+                                   open_study, run_interrupted_again, wants_another)
 
 LEARN_RATE = 'trainer_config.kwargs.opt_learn_rate'
 TINY_SPACE = {LEARN_RATE: FloatDistribution(1e-5, 1e-3, log=True)}
-
-
-def small_configs():
-    configs = default_configs()
-    configs['env_config']['kwargs'].update(episode_duration={'days': 0, 'hours': 6, 'minutes': 0},
-                                           time_gap={'hours': 1}, render_enabled=False)
-    configs['policy_config']['kwargs'] = {'lstm_layers': (16, 16), 'lstm_2_init_period': 60}
-    configs['cluster_config'] = {'num_workers': 1, 'num_ps': 1, 'num_envs': 1}
-    configs['launcher_config'] = {'save_secs': 5, 'show_progress': False}
-    return configs
-
-
-def three_days_csv(folder):
-    return write_histdata_csv(make_random_walk_data(num_bars=3 * 1440, seed=1), str(folder / 'bars.csv'))
 
 
 # ---------------------------------------------------------------------------------------------- spaces
@@ -158,13 +145,18 @@ def test_cut_off_trials_run_again_once_and_do_not_count(tmp_path):
     orphan = study.ask({'x': FloatDistribution(0, 1)})  # left running by a killed process
     assert fail_orphans(study) == [orphan.number]
     trials = study.get_trials()
-    assert [counted(trial) for trial in trials] == [True, True, False, False]
+    assert counted_numbers(trials) == {done.number, broken.number}
     assert wants_another(study, 3) and not wants_another(study, 2)
     assert run_interrupted_again(study) == [stopped.number, orphan.number]
     assert run_interrupted_again(study) == []  # queued once
     waiting = study.get_trials(states=(TrialState.WAITING,))
     assert [(trial.system_attrs['fixed_params'], trial.user_attrs[CONTINUES]) for trial in waiting] == [
         (stopped.params, stopped.number), (orphan.params, orphan.number)]
+    lost = study.ask({'x': FloatDistribution(0, 1)})
+    study.tell(lost, state=TrialState.FAIL)  # as Optuna fails a trial whose host stopped beating
+    assert lost.number in counted_numbers(study.get_trials())
+    _run_again_if_stale(study, study.get_trials()[lost.number])  # its callback: queued again, no longer counted
+    assert lost.number not in counted_numbers(study.get_trials())
 
 
 def _fold_record(policy, hold):

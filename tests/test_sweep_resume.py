@@ -10,22 +10,9 @@ import time
 import optuna
 import pytest
 
-from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from proc_helpers import wait_until_group_ends
+from small_runs import CONFIG_FILE, three_days_csv
 
-CONFIG_FILE = '''
-from btgym_aac.run_configs import default_configs
-
-_configs = default_configs()
-env_config = _configs['env_config']
-env_config['kwargs'].update(episode_duration={'days': 0, 'hours': 6, 'minutes': 0}, time_gap={'hours': 1},
-                            render_enabled=False)
-policy_config = {'class_ref': _configs['policy_config']['class_ref'],
-                 'kwargs': {'lstm_layers': (16, 16), 'lstm_2_init_period': 60}}
-trainer_config = _configs['trainer_config']
-cluster_config = {'num_workers': 1, 'num_ps': 1, 'num_envs': 1}
-launcher_config = {'save_secs': 5, 'show_progress': False}
-'''
 SPACE_FILE = '''
 from optuna.distributions import FloatDistribution
 SPACE = {'trainer_config.kwargs.opt_learn_rate': FloatDistribution(1e-5, 1e-3, log=True)}
@@ -37,7 +24,7 @@ def sweep_command(tmp_path, out, trials, *more):
     (tmp_path / 'space.py').write_text(SPACE_FILE)
     data = tmp_path / 'bars.csv'
     if not data.exists():
-        write_histdata_csv(make_random_walk_data(num_bars=3 * 1440, seed=1), str(data))
+        three_days_csv(tmp_path)
     return [sys.executable, '-m', 'btgym_aac.cli', 'sweep', str(tmp_path / 'config.py'), '--data', str(data),
             '--trials', str(trials), '--folds', '2', '--train-steps', '200', '--test-episodes', '2', '--out',
             str(out), '--space', str(tmp_path / 'space.py'), '--pruner', 'none'] + list(more)

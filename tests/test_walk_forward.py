@@ -17,27 +17,11 @@ from btgym_aac.data import BTgymDataset, make_random_walk_data, write_histdata_c
 from btgym_aac.data.markets import make_mean_reversion_data, write_market_csv
 from btgym_aac.data.windows import missing_time
 from btgym_aac.evaluation.windows import tile_windows
-from btgym_aac.run_configs import default_configs
 from btgym_aac.walk_forward import walk_forward
 from btgym_aac.walk_forward.blocks import block_windows, parse_embargo, split_blocks, train_frames
 from btgym_aac.walk_forward.summary import (bootstrap_mean_interval, fraction_of_oracle, oracle_words, summarize,
                                             verdict)
-
-SIX_HOURS = {'days': 0, 'hours': 6, 'minutes': 0}
-CONFIG_FILE = '''
-from btgym_aac.run_configs import default_configs
-
-_configs = default_configs()
-env_config = _configs['env_config']
-env_config['kwargs'].update(episode_duration={'days': 0, 'hours': 6, 'minutes': 0}, time_gap={'hours': 1},
-                            render_enabled=False)
-policy_config = {'class_ref': _configs['policy_config']['class_ref'],
-                 'kwargs': {'lstm_layers': (16, 16), 'lstm_2_init_period': 60}}
-trainer_config = _configs['trainer_config']
-cluster_config = {'num_workers': 1, 'num_ps': 1, 'num_envs': 1}
-launcher_config = {'save_secs': 5, 'show_progress': False}
-'''
-
+from small_runs import CONFIG_FILE, SIX_HOURS, small_configs, three_days_csv
 
 class WindowRecordingEnv(BTgymEnv):
     """BTgymEnv appending (data file, first and last bar of the episode window) of every reset to
@@ -58,19 +42,6 @@ class WindowRecordingEnv(BTgymEnv):
 
 def recorded_windows(record_dir):
     return [json.loads(line) for path in record_dir.iterdir() for line in path.read_text().splitlines()]
-
-
-def small_configs():
-    configs = default_configs()
-    configs['env_config']['kwargs'].update(episode_duration=SIX_HOURS, time_gap={'hours': 1}, render_enabled=False)
-    configs['policy_config']['kwargs'] = {'lstm_layers': (16, 16), 'lstm_2_init_period': 60}
-    configs['cluster_config'] = {'num_workers': 1, 'num_ps': 1, 'num_envs': 1}
-    configs['launcher_config'] = {'save_secs': 5, 'show_progress': False}
-    return configs
-
-
-def three_days_csv(tmp_path, seed=1):
-    return write_histdata_csv(make_random_walk_data(num_bars=3 * 1440, seed=seed), str(tmp_path / 'bars.csv'))
 
 
 # ---------------------------------------------------------------------------------------------------- blocks

@@ -14,7 +14,7 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from btgym_aac.distributed.checkpoint_state import latest_checkpoint
-from test_walk_forward import CONFIG_FILE as WALK_FORWARD_CONFIG_FILE
+from small_runs import CONFIG_FILE as WALK_FORWARD_CONFIG_FILE
 
 pytestmark = pytest.mark.xdist_group('walk_forward_continue')  # one xdist worker builds the module's fixtures
 

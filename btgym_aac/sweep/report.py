@@ -8,7 +8,7 @@ from optuna.trial import TrialState
 
 from btgym_aac.sweep.deflation import deflated_sharpe_ratio
 from btgym_aac.sweep.objective import episode_sharpe
-from btgym_aac.sweep.study import CONTINUES, INTERRUPTED, counted
+from btgym_aac.sweep.study import CONTINUES, INTERRUPTED, counted_numbers
 
 REPORT_FILE = 'sweep.json'
 HISTORY_PLOT = 'optimisation_history.png'
@@ -22,14 +22,16 @@ def trial_rows(study):
     per-episode out-of-sample returns of the objective (see `objective.episode_returns`), seconds, error, whether a
     stop cut it off and which trial it continues."""
     rows = []
-    for trial in study.get_trials(deepcopy=False):
+    trials = study.get_trials(deepcopy=False)
+    counted = counted_numbers(trials)
+    for trial in trials:
         attrs = trial.user_attrs
         rows.append({'number': trial.number, 'state': trial.state.name, 'params': trial.params,
                      'value': trial.value if trial.state == TrialState.COMPLETE else None,
                      'seed': attrs.get('seed'), 'folder': attrs.get('folder'), 'folds': attrs.get('folds', []),
                      'returns': attrs.get('returns', []), 'seconds': attrs.get('seconds'), 'error': attrs.get('error'),
                      'interrupted': bool(attrs.get(INTERRUPTED)), 'continues': attrs.get(CONTINUES),
-                     'counted': counted(trial)})
+                     'counted': trial.number in counted})
     return rows
 
 
@@ -133,7 +135,9 @@ def write_plots(study, out, equity_records):
         plt.close(axes.figure)
         written.append(name)
     if equity_records:
-        plot_stitched_equity(os.path.join(out, EQUITY_PLOT), equity_records)
+        plot_stitched_equity(os.path.join(out, EQUITY_PLOT), equity_records,
+                             title='best trial: validation folds{}, test episodes chained (1 = start)'.format(
+                                 ' then the lockbox' if equity_records[-1]['fold'] == 'lockbox' else ''))
         written.append(EQUITY_PLOT)
     return written, skipped
 

@@ -8,6 +8,7 @@ trial a stop cut off runs again with its values, from its last finished fold.
 """
 import multiprocessing
 import os
+import time
 
 import numpy as np
 import optuna
@@ -20,13 +21,14 @@ from btgym_aac.sweep import report as reports
 from btgym_aac.sweep.lockbox import write_sweep_data
 from btgym_aac.sweep.objective import DEFAULT_OBJECTIVE, check_objective
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, describe_space, load_space
-from btgym_aac.sweep.study import (DEFAULT_STUDY, safe_url, fail_orphans, file_checksums, open_study, root_number,
-                                   run_interrupted_again, storage_url, wants_another)
-from btgym_aac.sweep.trial import TrialObjective, TrialPlan
+from btgym_aac.sweep.study import (DEFAULT_STUDY, fail_orphans, file_checksums, open_study, run_interrupted_again,
+                                   running_elsewhere, safe_url, storage_url, wants_another)
+from btgym_aac.sweep.trial import TrialObjective, TrialPlan, equity_record
 from btgym_aac.validation import check_whole_number
 
 PRUNERS = ('median', 'none')
 LOCKBOX_DIR = 'lockbox'
+OTHERS_POLL_SECONDS = 5
 
 
 def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', storage=None, study_name=None, folds=2,
@@ -108,6 +110,8 @@ def _search_in_processes(plan, url, name, settings, total, pruner, parallel, sha
         helper.start()
     try:
         search(plan, url, name, settings, total, pruner, 0, shared or parallel > 1)
+        if shared:
+            _await_other_processes(plan, url, name, settings, total, pruner)
     except BaseException:
         for helper in terminate_and_wait(helpers, STOP_GRACE_SECONDS):
             helper.kill()
@@ -118,6 +122,17 @@ def _search_in_processes(plan, url, name, settings, total, pruner, parallel, sha
     failed = [helper.name for helper in helpers if helper.exitcode not in (0, None)]
     if failed:
         raise RuntimeError('sweep process(es) {} ended with an error (see their output above)'.format(failed))
+
+
+def _await_other_processes(plan, url, name, settings, total, pruner):
+    """Waits until no trial of the shared study runs (in other commands, maybe on other hosts), running any trial
+    that a lost host's left to be run again, so that the report covers them all."""
+    study = open_study(url, name, settings)
+    while running_elsewhere(study) or wants_another(study, total):
+        if wants_another(study, total):
+            search(plan, url, name, settings, total, pruner, 0, True)
+        else:
+            time.sleep(OTHERS_POLL_SECONDS)
 
 
 def _helper_search(pickled_plan, url, name, settings, total, pruner, index, shared):
@@ -150,21 +165,20 @@ def search(plan, url, name, settings, total, pruner, index=0, distinct=False):
 
 def _finish(study, plan, settings, url, market, lockbox_frames):
     """Tests the best trial on the lockbox and writes the report and the plots."""
-    from btgym_aac.walk_forward.runner import REPORT_FILE as WALK_FORWARD_REPORT, holdout_test
+    from btgym_aac.walk_forward.runner import holdout_test
 
     completed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     best = study.best_trial if completed else None
     validation, lockbox, equity_records = None, None, []
     if best is not None:
-        walk = _read_json(os.path.join(plan.folder(root_number(best)), WALK_FORWARD_REPORT))
-        validation, equity_records = walk['summary'], list(walk['folds'])
+        validation, equity_records = best.user_attrs['summary'], list(best.user_attrs['equity'])
         if lockbox_frames is not None:
             folder = os.path.join(plan.out, LOCKBOX_DIR, 'trial_{}'.format(best.number))
             lockbox = dict(holdout_test(configs_with(plan.configs, best.params), *lockbox_frames, out=folder,
                                         train_steps=plan.train_steps, test_episodes=plan.test_episodes,
                                         seed=plan.seed, embargo=plan.embargo, market=market),
                            trial=best.number, folder=os.path.relpath(folder, plan.out))
-            equity_records.append(dict(lockbox['fold'], fold='lockbox'))
+            equity_records.append(dict(equity_record(lockbox['fold']), fold='lockbox'))
     dsr = reports.deflation(study, best) if best is not None else {'dsr': None, 'reason': 'no completed trial'}
     survives, words = reports.verdict(best, lockbox and lockbox['summary'], dsr)
     rows = reports.trial_rows(study)
@@ -176,10 +190,3 @@ def _finish(study, plan, settings, url, market, lockbox_frames):
     report['lines'] = reports.summary_lines(report)
     reports.write_report(report, plan.out)
     return report
-
-
-def _read_json(path):
-    import json
-
-    with open(path) as f:
-        return json.load(f)

@@ -3,8 +3,10 @@ PostgreSQL's to share it across processes and hosts), the settings it was starte
 which count towards the number asked for, and which were cut off and run again."""
 import hashlib
 import os
+import time
 
 import optuna
+import sqlalchemy.exc
 from optuna.trial import TrialState
 
 STUDY_FILE = 'sweep.db'
@@ -40,13 +42,10 @@ def open_study(url, name, settings, direction='maximize'):
     Raises:
         ValueError: the study was started with other settings (naming them).
     """
-    storage = optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS,
-                                         heartbeat_stale_trial_callback=_run_again_if_stale)
-    study = optuna.create_study(storage=storage, study_name=name, direction=direction, load_if_exists=True)
-    previous = study.user_attrs.get(SETTINGS)
-    if previous is None:
-        study.set_user_attr(SETTINGS, settings)
-        return study
+    study = optuna.create_study(storage=_storage(url), study_name=name, direction=direction, load_if_exists=True)
+    if study.user_attrs.get(SETTINGS) is None:
+        study.set_user_attr(SETTINGS, settings)  # (a process that sets them at the same moment may win: read back)
+    previous = study.user_attrs[SETTINGS]
     changed = sorted(key for key in set(settings) | set(previous) if previous.get(key) != settings.get(key))
     if changed:
         raise ValueError('study {!r} in {} was started with other settings ({}): continue it with the same ones, or '
@@ -54,6 +53,19 @@ def open_study(url, name, settings, direction='maximize'):
                              name, safe_url(url), '; '.join('{} {!r}, not {!r}'.format(
                                  key, previous.get(key), settings.get(key)) for key in changed)))
     return study
+
+
+def _storage(url, attempts=5):
+    """Optuna's RDB storage at `url`, with heartbeats. Processes that create a new database's tables at the same
+    moment collide (PostgreSQL: a type or table made twice): the loser tries again and finds them made."""
+    for attempt in range(attempts):
+        try:
+            return optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS,
+                                              heartbeat_stale_trial_callback=_run_again_if_stale)
+        except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
+            if attempt == attempts - 1:
+                raise
+            time.sleep(0.2 * (attempt + 1))
 
 
 def safe_url(url):
@@ -82,20 +94,32 @@ def root_number(trial):
     return trial.user_attrs.get(CONTINUES, trial.number)
 
 
-def counted(trial):
-    """Whether a trial counts towards the sweep's number of trials: done, pruned, or failed by its own error (not
-    cut off by a stop or a lost host)."""
-    if trial.state in (TrialState.COMPLETE, TrialState.PRUNED):
-        return True
-    return trial.state == TrialState.FAIL and not trial.user_attrs.get(INTERRUPTED)
+def counted_numbers(trials):
+    """The numbers of the trials that count towards the sweep's number of trials: done, pruned, or failed by their
+    own error; not one cut off by a stop or a lost host (it is, or will be, run again).
+
+    Args:
+        trials: all the study's trials.
+    """
+    latest = {}
+    for trial in trials:
+        latest[root_number(trial)] = max(latest.get(root_number(trial), -1), trial.number)
+    return {trial.number for trial in trials if trial.state in (TrialState.COMPLETE, TrialState.PRUNED)
+            or trial.state == TrialState.FAIL and not trial.user_attrs.get(INTERRUPTED)
+            and latest[root_number(trial)] == trial.number}
 
 
 def wants_another(study, total):
     """Whether the study needs one more trial started to reach `total` (trials running elsewhere included)."""
     trials = study.get_trials(deepcopy=False)
-    done = sum(counted(trial) for trial in trials)
     running = sum(trial.state == TrialState.RUNNING for trial in trials)
-    return done + running < total
+    return len(counted_numbers(trials)) + running < total
+
+
+def running_elsewhere(study):
+    """Fails the trials of lost processes (see GRACE_SECONDS) and returns the number of trials still running."""
+    optuna.storages.fail_stale_trials(study)
+    return len(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
 
 
 def fail_orphans(study):

@@ -1,6 +1,7 @@
 """One trial of a sweep: the configs with the trial's values, a walk-forward over the validation data's folds, the
 objective reported to Optuna after every fold (where its pruner may stop the trial) and what the report needs kept
-in the trial's user attributes (seed, folder, per-fold metrics, per-episode returns, duration, error)."""
+in the trial's user attributes (seed, folder, per-fold metrics, per-episode returns, duration, error, and at the end
+the walk-forward's summary and equity records)."""
 import dataclasses
 import os
 import time
@@ -45,6 +46,14 @@ def fold_metrics(record, objective):
             'score': score([record], objective)}
 
 
+def equity_record(record):
+    """What the equity plot needs of a fold record (kept in the study, where every process of a shared sweep finds
+    it): its number, test window and every agent's per-episode returns and last bar times."""
+    return {'fold': record['fold'], 'test_window': record['test_window'],
+            'agents': {name: {'return_pct': agent['return_pct'], 'last_bar_time': agent['last_bar_time']}
+                       for name, agent in record['agents'].items()}}
+
+
 class TrialObjective:
     """The Optuna objective of a sweep's trials.
 
@@ -86,6 +95,8 @@ class TrialObjective:
             raise
         finally:
             trial.set_user_attr('seconds', round(time.time() - started, 1))
+        trial.set_user_attr('summary', report['summary'])
+        trial.set_user_attr('equity', [equity_record(record) for record in report['folds']])
         return score(report['folds'], plan.objective)
 
     def _after_fold(self, trial, records):

@@ -9,13 +9,14 @@ FOLD_PLOT = 'fold_metrics.png'
 FOLD_METRICS = (('return_pct', 'mean return per episode, %'), ('sharpe', 'mean Sharpe ratio per step'))
 
 
-def plot_stitched_equity(path, folds):
+def plot_stitched_equity(path, folds, title='out-of-sample equity, test episodes chained in time order (1 = start)'):
     """Every agent's equity over all test episodes, chained in time order: 1 at the first test bar, multiplied by
     (1 + episode return) at each episode's last bar; dotted lines mark the test blocks' starts.
 
     Args:
         path: PNG file to write.
         folds: fold records with `test_window` and `agents` {name: {'return_pct', 'last_bar_time'}}.
+        title: the plot's title.
     """
     figure, axes = new_axes()
     for name in folds[0]['agents']:
@@ -26,7 +27,7 @@ def plot_stitched_equity(path, folds):
                   label=name.replace('_', '-'))
     for fold in folds:
         axes.axvline(pd.Timestamp(fold['test_window']['first_bar']), color='grey', linestyle=':', linewidth=1)
-    axes.set_title('out-of-sample equity, test episodes chained in time order (1 = start)')
+    axes.set_title(title)
     axes.set_ylabel('equity')
     axes.legend(loc='best')
     return save_figure(figure, path)
