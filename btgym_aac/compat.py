@@ -1,36 +1,27 @@
 """The one module that imports TensorFlow.
 
-TF1 graph semantics (placeholders, sessions, ``tf.train.Server``, legacy RNN cells and ``tf.compat.v1.layers``)
-exist in TensorFlow 2.x only through ``tf.compat.v1`` with legacy Keras (``tf-keras``) selected by
-``TF_USE_LEGACY_KERAS=1`` *before* tensorflow is first imported. This module sets it, imports TensorFlow,
-disables v2 behaviour, keeps TensorFlow's start-up notices and the legacy RNN cells' deprecation warnings out of
-the output, and exposes ``tf`` (= ``tf.compat.v1``) and ``CallableOptions`` (the protocol buffer behind
+TF1 graph semantics (placeholders, sessions, ``tf.train.Server``) exist in TensorFlow 2.x through ``tf.compat.v1``.
+This module imports TensorFlow, disables v2 behaviour for the process (the trainers, policies and cluster tasks
+build their ops in TF1's default graph with v1 semantics; with v2 behaviour on they fail), keeps TensorFlow's
+start-up notices out of the output, and
+exposes ``tf`` (``tf.compat.v1`` as this package shows it) and ``CallableOptions`` (the protocol buffer behind
 ``Session.make_callable``, which ``tf.compat.v1`` does not export).
+
+No Keras is needed: the package's graphs use TensorFlow's core ops only, and its own LSTM cells. The cell names
+that TF1 configs write resolve to those cells through ``tf``: ``tf.nn.rnn_cell.BasicLSTMCell``, ``LSTMCell``,
+``MultiRNNCell``, ``LSTMStateTuple`` and the original's ``tf.contrib.rnn.LayerNormBasicLSTMCell`` (also under
+``tf.nn.rnn_cell``) and ``tf.contrib.layers.layer_norm`` (see `LEGACY_NAMES`). Everything else is
+``tensorflow.compat.v1``'s.
 
 Usage::
 
     from btgym_aac.compat import tf
 """
 import contextlib
+import importlib
 import os
 import sys
 import tempfile
-import warnings
-
-_LEGACY_KERAS_ON = ('1', 'true', 'True', 'TRUE')
-
-
-def _check_legacy_keras_possible():
-    """Raises ImportError when tensorflow was imported before legacy Keras could be selected."""
-    if 'tensorflow' in sys.modules and os.environ.get('TF_USE_LEGACY_KERAS') not in _LEGACY_KERAS_ON:
-        raise ImportError(
-            'tensorflow was imported before btgym_aac could select legacy Keras (tf-keras), which its TF1-style '
-            'graphs need. Fix, either: put `import btgym_aac.compat` above the first `import tensorflow` (or '
-            'above any import that imports tensorflow) in your script; or start Python with the environment '
-            'variable set: `TF_USE_LEGACY_KERAS=1 python your_script.py`. Either makes tf.keras Keras 2 and turns '
-            'TF2 behaviour off for the whole process (README, "In one process with other libraries").'
-        )
-
 
 # Start-up notices TensorFlow writes to stderr from C++ (ignoring TF_CPP_MIN_LOG_LEVEL): once per import in
 # every process of a cluster, they would bury the launcher's output.
@@ -92,10 +83,7 @@ def initialise_devices():
         _devices_initialised = True
 
 
-_check_legacy_keras_possible()
-os.environ['TF_USE_LEGACY_KERAS'] = '1'
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
-warnings.filterwarnings('ignore', message=r'`tf\.nn\.rnn_cell\.\w+` is deprecated', category=UserWarning)
 
 _tf2 = _import_tensorflow_quietly()
 if not getattr(sys.modules.get('btgym_aac.distributed.task_preload'), 'preloading', False):
@@ -103,7 +91,62 @@ if not getattr(sys.modules.get('btgym_aac.distributed.task_preload'), 'preloadin
 from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 
 _tf2.get_logger().setLevel('ERROR')
-tf = _tf2.compat.v1
-tf.disable_v2_behavior()
+_tf2.compat.v1.disable_v2_behavior()
 
-__all__ = ['CallableOptions', 'initialise_devices', 'tf']
+_CELLS = 'btgym_aac.algorithms.nn.rnn'
+_LAYER_NORM = 'btgym_aac.algorithms.nn.layer_norm'
+_RNN_CELL_NAMES = {'BasicLSTMCell': (_CELLS, 'BasicLSTMCell'), 'LSTMCell': (_CELLS, 'LSTMCell'),
+                   'MultiRNNCell': (_CELLS, 'StackedCells'),
+                   'LSTMStateTuple': ('btgym_aac.algorithms.common.placeholders', 'LSTMStateTuple'),
+                   'LayerNormBasicLSTMCell': (_LAYER_NORM, 'LayerNormBasicLSTMCell')}
+LEGACY_NAMES = {'nn.rnn_cell': _RNN_CELL_NAMES, 'contrib.rnn': _RNN_CELL_NAMES,
+                'contrib.layers': {'layer_norm': (_LAYER_NORM, 'layer_norm')}}
+"""The TF1 names `tf` resolves to this package's objects: {'part.of.tf': {name: (module, attribute)}}."""
+
+
+class TensorFlowNames:
+    """A TensorFlow module as this package shows it: the names of `LEGACY_NAMES` under `path` (imported on first
+    use), then the module's own (none where `module` is None: TensorFlow 2 has no `tf.contrib`, and its
+    `tf.nn.rnn_cell` needs legacy Keras).
+
+    Args:
+        path: the dotted path under `tf` ('' for `tf` itself).
+        module: the TensorFlow module it shows, or None.
+    """
+
+    def __init__(self, path, module):
+        self._path = path
+        self._module = module
+        self._names = LEGACY_NAMES.get(path, {})
+        prefix = path + '.' if path else ''
+        self._parts = sorted({key[len(prefix):].split('.')[0] for key in LEGACY_NAMES if key.startswith(prefix)})
+
+    def __getattr__(self, name):
+        if name.startswith('__'):
+            raise AttributeError(name)
+        if name in self._names:
+            module, attribute = self._names[name]
+            return getattr(importlib.import_module(module), attribute)
+        if name in self._parts:
+            path = '{}.{}'.format(self._path, name) if self._path else name
+            shown = None if path in LEGACY_NAMES or self._module is None else getattr(self._module, name, None)
+            part = TensorFlowNames(path, shown)  # (TensorFlow's own `rnn_cell` needs legacy Keras: not shown)
+            setattr(self, name, part)
+            return part
+        if self._module is None:
+            raise AttributeError('tf.{} has no {!r}: btgym_aac provides only {} there (TensorFlow 2 has no '
+                                 'tf.contrib; its tf.nn.rnn_cell needs legacy Keras)'.format(
+                                     self._path, name, ', '.join(sorted(self._names) + self._parts)))
+        return getattr(self._module, name)
+
+    def __dir__(self):
+        return sorted(set(dir(self._module) if self._module is not None else ()) | set(self._names)
+                      | set(self._parts))
+
+    def __repr__(self):
+        return '<tf{} of btgym_aac.compat>'.format('.' + self._path if self._path else '')
+
+
+tf = TensorFlowNames('', _tf2.compat.v1)
+
+__all__ = ['CallableOptions', 'LEGACY_NAMES', 'TensorFlowNames', 'initialise_devices', 'tf']

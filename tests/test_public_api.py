@@ -2,6 +2,8 @@
 import subprocess
 import sys
 
+import pytest
+
 PUBLIC_IMPORTS = '''
 from btgym_aac import BTgymEnv, BTgymDataset, DictSpace, ActionDictSpace
 from btgym_aac.strategy import BTgymBaseStrategy, DevStrat_4_6, DevStrat_4_7, DevStrat_4_10, DevStrat_4_11
@@ -49,18 +51,65 @@ def test_importing_the_env_registers_its_gymnasium_ids():
     assert result.stdout.strip() == 'BTgym-v0 BTgymEnv'
 
 
-def test_tensorflow_imported_first_without_legacy_keras_gives_a_clear_error():
-    result = run_python('import os\nos.environ.pop("TF_USE_LEGACY_KERAS", None)\nimport tensorflow\n'
-                        'import btgym_aac.compat')
-    assert result.returncode != 0
-    assert 'put `import btgym_aac.compat` above the first `import tensorflow`' in result.stderr
-    assert '`TF_USE_LEGACY_KERAS=1 python your_script.py`' in result.stderr
-    # Both fixes the message names work.
-    compat_first = run_python('import btgym_aac.compat\nimport tensorflow\nprint(tensorflow.executing_eagerly())')
-    assert compat_first.returncode == 0 and compat_first.stdout.strip() == 'False', compat_first.stderr[-2000:]
-    variable_set = run_python('import os\nos.environ["TF_USE_LEGACY_KERAS"] = "1"\nimport tensorflow\n'
-                              'import btgym_aac.compat\nprint(tensorflow.executing_eagerly())')
-    assert variable_set.returncode == 0 and variable_set.stdout.strip() == 'False', variable_set.stderr[-2000:]
+NO_LEGACY_KERAS = '''
+import importlib.abc, os, sys
+
+class NoLegacyKeras(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path=None, target=None):
+        if name.split('.')[0] == 'tf_keras':
+            raise ImportError('tf_keras is not installed here')
+
+sys.meta_path.insert(0, NoLegacyKeras())
+import tensorflow  # before the package, as a script mixing it with TF2 code may
+from btgym_aac.algorithms import A3C, PPO, train_in_process
+from btgym_aac.algorithms.policy import AacDensePolicy
+from btgym_aac.compat import tf
+from btgym_aac.env import gym_wrappers
+
+for trainer, cell in ((A3C, tf.nn.rnn_cell.BasicLSTMCell), (PPO, tf.contrib.rnn.LayerNormBasicLSTMCell),
+                      (A3C, tf.nn.rnn_cell.LSTMCell)):
+    result = train_in_process(
+        env_config={'class_ref': gym_wrappers.TestModeEnv, 'kwargs': {'env_id': 'CartPole-v1'}},
+        policy_config={'class_ref': AacDensePolicy,
+                       'kwargs': {'dense_layers': (8,), 'lstm_layers': (8,), 'lstm_class': cell}},
+        trainer_config={'class_ref': trainer, 'kwargs': {'test_mode': True, 'rollout_length': 10}},
+        max_env_steps=40, random_seed=1)
+    print(trainer.__name__, cell.__module__, cell.__name__, result['train_steps'])
+print('TF_USE_LEGACY_KERAS' in os.environ, sorted(name for name in sys.modules if name.startswith('tf_keras')))
+'''
+
+
+def test_no_legacy_keras_is_needed_and_tensorflow_may_be_imported_first():
+    """With tf-keras impossible to import and TensorFlow imported first, the trainers build and train, the TF1 cell
+    names of configs resolve to the package's cells, and the package sets no TF_USE_LEGACY_KERAS."""
+    result = run_python(NO_LEGACY_KERAS)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.strip().splitlines()
+    trained = [line.rsplit(' ', 1) for line in lines[:3]]
+    assert [name for name, _ in trained] == ['A3C btgym_aac.algorithms.nn.rnn BasicLSTMCell',
+                                             'PPO btgym_aac.algorithms.nn.layer_norm LayerNormBasicLSTMCell',
+                                             'A3C btgym_aac.algorithms.nn.rnn LSTMCell']
+    assert all(int(steps) >= 4 for _, steps in trained)  # 40 env steps, rollouts of at most 10
+    assert lines[3] == 'False []'
+
+
+def test_tf1_names_resolve_to_the_package_and_the_rest_to_tensorflow():
+    from btgym_aac.algorithms.common.placeholders import LSTMStateTuple
+    from btgym_aac.algorithms.nn import layer_norm, rnn
+    from btgym_aac.compat import tf
+
+    assert tf.nn.rnn_cell.BasicLSTMCell is rnn.BasicLSTMCell and tf.nn.rnn_cell.LSTMCell is rnn.LSTMCell
+    assert tf.nn.rnn_cell.MultiRNNCell is rnn.StackedCells and tf.nn.rnn_cell.LSTMStateTuple is LSTMStateTuple
+    assert tf.contrib.rnn.LayerNormBasicLSTMCell is layer_norm.LayerNormBasicLSTMCell
+    assert tf.contrib.layers.layer_norm is layer_norm.layer_norm
+    import tensorflow
+
+    assert tf.placeholder is tensorflow.compat.v1.placeholder and tf.nn.relu is tensorflow.compat.v1.nn.relu
+    with pytest.raises(AttributeError, match="tf.contrib.rnn has no 'GRUCell': btgym_aac provides only "
+                                             "BasicLSTMCell, LSTMCell, LSTMStateTuple, LayerNormBasicLSTMCell"):
+        tf.contrib.rnn.GRUCell
+    with pytest.raises(ValueError, match='use_peepholes=True not supported'):
+        tf.nn.rnn_cell.LSTMCell(4, use_peepholes=True)
 
 
 def test_tensorflow_start_up_notices_and_rnn_cell_deprecations_stay_out_of_stderr():

@@ -1,8 +1,10 @@
-"""The package's LSTM cell, stacking and unrolling (`algorithms.nn.rnn`) against the legacy Keras classes they
-replace (tf-keras, while it is installed): the same variable names and shapes, and the same outputs, final states
-and gradients from the same weights."""
+"""The package's LSTM cells, stacking and unrolling (`algorithms.nn.rnn`) against the legacy Keras classes they
+replace (tf-keras, a test-only dependency, imported directly: the package never selects legacy Keras): the same
+variable names and shapes, and the same outputs, final states and gradients from the same weights."""
 import numpy as np
 import pytest
+
+from tf_keras.src.layers.rnn import legacy_cell_wrappers, legacy_cells
 
 from btgym_aac.algorithms.nn import rnn
 from btgym_aac.compat import tf
@@ -11,7 +13,7 @@ LAYERS = (4, 3)
 TOLERANCE = 1e-6
 
 
-def built(own, static, keep_prob):
+def built(own, static, keep_prob, cell_name='BasicLSTMCell'):
     """(graph, session, input and length placeholders, outputs, final state, gradients of a loss of both w.r.t. the
     variables and the inputs, variables) of a two-layer LSTM over [B, T, 5] inputs."""
     graph = tf.Graph()
@@ -20,17 +22,17 @@ def built(own, static, keep_prob):
         lengths = tf.placeholder(tf.int32, [None])
         with tf.variable_scope('lstm'):
             if own:
-                cell = rnn.StackedCells([rnn.BasicLSTMCell(units) for units in LAYERS], keep_prob)
+                cell = rnn.StackedCells([getattr(rnn, cell_name)(units) for units in LAYERS], keep_prob)
                 state = cell.zero_state(tf.shape(x)[0])
                 if static:
                     outputs, final = rnn.step(cell, x[:, 0], state)
                 else:
                     outputs, final = rnn.unroll(cell, x, state, lengths)
             else:
-                cells = [tf.nn.rnn_cell.BasicLSTMCell(units) for units in LAYERS]
+                cells = [getattr(legacy_cells, cell_name)(units) for units in LAYERS]
                 if keep_prob is not None:
-                    cells = [tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=keep_prob) for cell in cells]
-                cell = tf.nn.rnn_cell.MultiRNNCell(cells)
+                    cells = [legacy_cell_wrappers.DropoutWrapper(cell, output_keep_prob=keep_prob) for cell in cells]
+                cell = legacy_cells.MultiRNNCell(cells)
                 state = cell.zero_state(tf.shape(x)[0], tf.float32)
                 if static:
                     outputs, final = tf.nn.static_rnn(cell, [x[:, 0]], initial_state=state)
@@ -48,8 +50,9 @@ def built(own, static, keep_prob):
 
 @pytest.mark.parametrize('static', [False, True], ids=['unrolled', 'one-step'])
 @pytest.mark.parametrize('keep_prob', [None, 1.0], ids=['no-dropout', 'keep-1'])
-def test_the_package_lstm_equals_the_legacy_cells(static, keep_prob):
-    own, legacy = built(True, static, keep_prob), built(False, static, keep_prob)
+@pytest.mark.parametrize('cell_name', ['BasicLSTMCell', 'LSTMCell'])
+def test_the_package_lstm_equals_the_legacy_cells(static, keep_prob, cell_name):
+    own, legacy = built(True, static, keep_prob, cell_name), built(False, static, keep_prob, cell_name)
     assert [(v.op.name, v.shape.as_list()) for v in own[7]] == [(v.op.name, v.shape.as_list()) for v in legacy[7]]
     weights = legacy[1].run(legacy[7])
     with own[0].as_default():

@@ -1,5 +1,5 @@
 """Replacements for two TF1 `tf.contrib` symbols: `layers.layer_norm` and `rnn.LayerNormBasicLSTMCell`."""
-from btgym_aac.algorithms.nn.rnn import LSTMCell, LSTMStateTuple
+from btgym_aac.algorithms.nn.rnn import BaseLSTMCell, LSTMStateTuple
 from btgym_aac.compat import tf
 from btgym_aac.logs import get_logger
 
@@ -56,7 +56,7 @@ def layer_norm(x, center=True, scale=True, scope=None, reuse=None, begin_norm_ax
         return out
 
 
-class LayerNormBasicLSTMCell(LSTMCell):
+class LayerNormBasicLSTMCell(BaseLSTMCell):
     """LSTM cell with layer normalisation of the gates and the cell state (TF1 contrib `LayerNormBasicLSTMCell`).
 
     Math, with `[x, h]` projected by the bias-free kernel `kernel` [in + units, 4·units] (Glorot-uniform) and

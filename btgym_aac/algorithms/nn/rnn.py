@@ -4,7 +4,8 @@ The variables get the names and shapes the legacy classes gave them (`rnn/multi_
 kernel`, `.../bias`), so checkpoints written with those classes restore, and the computations are theirs:
 
 * `BasicLSTMCell`: `[x, h] · kernel + bias` split into i, j, f, o;
-  `c' = c · sigmoid(f + forget_bias) + sigmoid(i) · tanh(j)`, `h' = tanh(c') · sigmoid(o)`.
+  `c' = c · sigmoid(f + forget_bias) + sigmoid(i) · tanh(j)`, `h' = tanh(c') · sigmoid(o)`; `LSTMCell`: the same
+  under the legacy `LSTMCell`'s scope (`lstm_cell`), without its peepholes, clipping and projection.
 * `StackedCells`: each cell's output feeds the next (scopes `multi_rnn_cell/cell_<k>`), after an output dropout of
   keep probability `keep_prob` when it is a tensor or a float below 1.
 * `unroll`: over `[B, T, D]` inputs under scope `rnn` in a `tf.while_loop`; past each sequence's length the
@@ -15,7 +16,7 @@ from btgym_aac.algorithms.common.placeholders import LSTMStateTuple
 from btgym_aac.compat import tf
 
 
-class LSTMCell:
+class BaseLSTMCell:
     """Base of the package's LSTM cells: `cell(inputs, state)` runs one step under the cell's variable scope.
 
     Subclasses set `scope_name` and implement `call(inputs, state) -> (output, LSTMStateTuple)`.
@@ -52,7 +53,7 @@ class LSTMCell:
         raise NotImplementedError
 
 
-class BasicLSTMCell(LSTMCell):
+class BasicLSTMCell(BaseLSTMCell):
     """The plain LSTM cell (legacy `tf.nn.rnn_cell.BasicLSTMCell`): a Glorot-uniform kernel [in + units,
     4 units] and a zero-initialised bias, variables `basic_lstm_cell/kernel` and `basic_lstm_cell/bias`.
 
@@ -65,6 +66,7 @@ class BasicLSTMCell(LSTMCell):
     """
 
     scope_name = 'basic_lstm_cell'
+    _kernel_initializer = None  # (None: the variable scope's, Glorot-uniform by default)
 
     def __init__(self, num_units, forget_bias=1.0, activation=None, **ignored):
         super().__init__(num_units)
@@ -75,12 +77,43 @@ class BasicLSTMCell(LSTMCell):
         c, h = state
         args = tf.concat([inputs, h], 1)
         width = 4 * self._num_units
-        kernel = tf.get_variable('kernel', [args.get_shape()[-1], width], args.dtype)
+        kernel = tf.get_variable('kernel', [args.get_shape()[-1], width], args.dtype,
+                                 initializer=self._kernel_initializer)
         bias = tf.get_variable('bias', [width], args.dtype, initializer=tf.zeros_initializer())
         i, j, f, o = tf.split(tf.nn.bias_add(tf.matmul(args, kernel), bias), 4, axis=1)
         new_c = c * tf.sigmoid(f + self._forget_bias) + tf.sigmoid(i) * self._activation(j)
         new_h = self._activation(new_c) * tf.sigmoid(o)
         return new_h, LSTMStateTuple(new_c, new_h)
+
+
+class LSTMCell(BasicLSTMCell):
+    """The legacy `tf.nn.rnn_cell.LSTMCell` as configs use it: `BasicLSTMCell`'s computation, variables
+    `lstm_cell/kernel` and `lstm_cell/bias`, the kernel drawn by `initializer` (default Glorot-uniform).
+
+    Args:
+        num_units, forget_bias, activation: as `BasicLSTMCell`'s.
+        initializer: of the kernel, or None.
+        use_peepholes, cell_clip, num_proj, proj_clip: the legacy options this cell lacks; only their defaults
+            (off) are accepted.
+        **ignored: `state_is_tuple`, `reuse`, `name`, `dtype`, the shard counts.
+
+    Raises:
+        ValueError: one of the options this cell lacks is set.
+    """
+
+    scope_name = 'lstm_cell'
+
+    def __init__(self, num_units, use_peepholes=False, cell_clip=None, initializer=None, num_proj=None,
+                 proj_clip=None, forget_bias=1.0, activation=None, **ignored):
+        unsupported = {name: value for name, value in (('use_peepholes', use_peepholes), ('cell_clip', cell_clip),
+                                                       ('num_proj', num_proj), ('proj_clip', proj_clip)) if value}
+        if unsupported:
+            raise ValueError('LSTMCell: {} not supported (btgym_aac.algorithms.nn.rnn.LSTMCell has no peepholes, '
+                             'clipping or projection)'.format(', '.join('{}={!r}'.format(*item)
+                                                                       for item in unsupported.items())))
+        super().__init__(num_units, forget_bias=forget_bias, activation=activation)
+        self._kernel_initializer = initializer
+
 
 
 def _drops(keep_prob):
