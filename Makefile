@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: train demo test test-slow bench clean
+.PHONY: train demo test test-slow test-compat bench clean
 
 $(STAMP): pyproject.toml
 	test -d $(VENV) || $(PYTHON) -m venv $(VENV)
@@ -23,6 +23,10 @@ test: $(STAMP)
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
+
+# the smoke subset on TensorFlow 2.16, 2.21 and 2.22.0rc0 with Pythons 3.11 and 3.13 (pyenv), venvs in .compat/
+test-compat: $(STAMP)
+	$(BIN)/python scripts/test_compat.py
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/env_throughput.py --out benchmarks/results

@@ -20,19 +20,25 @@ Usage::
 import contextlib
 import importlib
 import os
+import re
 import sys
 import tempfile
 
 # Start-up notices TensorFlow writes to stderr from C++ (ignoring TF_CPP_MIN_LOG_LEVEL): once per import in
 # every process of a cluster, they would bury the launcher's output.
 _START_UP_NOTICES = ('All log messages before absl::InitializeLog()', 'oneDNN custom operations are on',
-                     'Could not find cuda drivers', 'failed call to cuInit')
+                     'Could not find cuda drivers', 'failed call to cuInit', 'Unable to register cuFFT factory',
+                     'Unable to register cuDNN factory', 'Unable to register cuBLAS factory')
+
+
+# TensorFlow 2.22 follows a failed cuInit with the C++ source locations that raised it.
+_SOURCE_TRACE = re.compile(r'^(=== Source Location Trace: ===|\s*external/\S+\.(cc|h):\d+)\s*$')
 
 
 def without_start_up_notices(text):
-    """`text` without the lines that carry one of the start-up notices."""
+    """`text` without the lines that carry one of the start-up notices, or the source trace of one."""
     return ''.join(line for line in text.splitlines(keepends=True)
-                   if not any(notice in line for notice in _START_UP_NOTICES))
+                   if not any(notice in line for notice in _START_UP_NOTICES) and not _SOURCE_TRACE.match(line))
 
 
 @contextlib.contextmanager

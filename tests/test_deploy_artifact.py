@@ -260,3 +260,23 @@ def test_the_tf_backend_session_computes_as_the_training_sessions(reference_arti
     backend's session, as every session of the package, runs without them."""
     with load_artifact(reference_artifact[1], backend='tf') as policy:
         assert policy.backend.session._config.graph_options.rewrite_options.disable_meta_optimizer
+
+
+class _OnnxNeedsNewerMlDtypes:
+    """An import finder failing tf2onnx's import as onnx >= 1.18 does beside ml_dtypes < 0.5."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name == 'tf2onnx':
+            raise AttributeError("module 'ml_dtypes' has no attribute 'float4_e2m1fn'")
+        return None
+
+
+def test_an_onnx_that_cannot_be_imported_beside_this_tensorflow_is_named_with_its_fix(tmp_path, monkeypatch):
+    from btgym_aac.deploy.acting_graph import write_onnx
+
+    monkeypatch.delitem(sys.modules, 'tf2onnx', raising=False)
+    monkeypatch.setattr(sys, 'meta_path', [_OnnxNeedsNewerMlDtypes()] + sys.meta_path)
+    with pytest.raises(ImportError, match=r"float4_e2m1fn'\): onnx 1\.18 and later need ml_dtypes 0\.5 or later, which "
+                                          r"TensorFlow \S+ does not allow; install onnx<1\.18"):
+        write_onnx(None, str(tmp_path / 'policy.onnx'))
+    assert not (tmp_path / 'policy.onnx').exists()

@@ -131,6 +131,8 @@ def test_only_the_start_up_notice_lines_are_dropped():
 
     text = ('WARNING: All log messages before absl::InitializeLog() is called are written to STDERR\n'
             'E0000 cuda_platform.cc:52] failed call to cuInit: INTERNAL\n'
+            '=== Source Location Trace: === \n'
+            'external/xla/xla/stream_executor/cuda/cuda_status.cc:50\n'
             'Traceback (most recent call last):\n'
             'I0000 port.cc:153] oneDNN custom operations are on.\n'
             'ImportError: something real\n')

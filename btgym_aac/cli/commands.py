@@ -206,8 +206,12 @@ def _export(args):
     else:
         from btgym_aac.deploy.export import export_artifact
 
-        path = export_artifact(args.log_dir, args.dest, ckpt_subdir=args.ckpt_subdir,
-                               allow_untrusted=args.allow_untrusted_config)
+        try:
+            path = export_artifact(args.log_dir, args.dest, ckpt_subdir=args.ckpt_subdir,
+                                   allow_untrusted=args.allow_untrusted_config)
+        except ImportError as error:  # (onnx beside a TensorFlow that pins an older ml_dtypes)
+            print('btgym-aac export: {}'.format(error), file=sys.stderr)
+            return 1
     print('exported {}'.format(path))
     return 0
 

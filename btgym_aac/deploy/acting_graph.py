@@ -99,8 +99,17 @@ def write_saved_model(frozen, path):
 
 
 def write_onnx(frozen, path):
-    """Converts the frozen graph to ONNX with tf2onnx and writes it to `path`."""
-    import tf2onnx
+    """Converts the frozen graph to ONNX with tf2onnx and writes it to `path`.
+
+    Raises:
+        ImportError: onnx cannot be imported beside this TensorFlow (naming the fix).
+    """
+    try:
+        import tf2onnx
+    except AttributeError as error:  # onnx >= 1.18 reads ml_dtypes' float4 types, which ml_dtypes < 0.5 lacks
+        raise ImportError('the ONNX export cannot import onnx ({}): onnx 1.18 and later need ml_dtypes 0.5 or later, '
+                          'which TensorFlow {} does not allow; install onnx<1.18 (pip install "onnx<1.18") or '
+                          'TensorFlow 2.18 or later'.format(error, tf.VERSION)) from error
 
     model, _ = tf2onnx.convert.from_graph_def(
         frozen.graph_def, input_names=[spec['tensor'] for spec in frozen.inputs],
