@@ -252,7 +252,8 @@ def test_a_failing_trial_is_recorded_with_its_error_and_the_sweep_goes_on(tmp_pa
     report = sweep(small_configs(), three_days_csv(tmp_path), trials=2, out=str(tmp_path / 'sweep'), folds=2,
                    train_steps=200, test_episodes=2, space=space)
     assert [trial['state'] for trial in report['trials']] == ['FAIL', 'FAIL']
-    assert all('could not set up' in trial['error'] and trial['counted'] for trial in report['trials'])
+    assert all('could not set up' in trial['error'] and 'model_gamma' in trial['error'] and trial['counted']
+               for trial in report['trials'])  # the worker's own reason reaches the trial's record
     assert report['best_trial'] is None and report['lockbox'] is None
     assert report['verdict'] == 'no trial completed: nothing to select'
 

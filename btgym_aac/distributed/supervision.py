@@ -66,8 +66,9 @@ class TaskSupervision:
                     raise RuntimeError('worker {} stopped training: it met NaN or inf values (see its message above: a '
                                        'restart would meet them again); {}'.format(task, self._log_dir_state()))
                 if process.exitcode == SETUP_FAILED_EXIT_CODE:
-                    raise RuntimeError('worker {} could not set up (see its message above: a restart would meet '
-                                       'the same problem); {}'.format(task, self._log_dir_state()))
+                    raise RuntimeError('worker {} could not set up: {} (a restart would meet the same problem); '
+                                       '{}'.format(task, self.last_errors.pop(task, 'see its message above'),
+                                                   self._log_dir_state()))
                 self._restart(context, task, 'died with exit code {}'.format(process.exitcode), progress)
             for task in self._stalled_workers():
                 self._stop_stalled(task)

@@ -92,6 +92,10 @@ def run_task(config, progress_queue=None):
         if error.__cause__ is not None:
             log.debug('traceback of the setup error:\n{}'.format(''.join(traceback.format_exception(error.__cause__))))
         sys.stderr.write('worker {}: {}\n'.format(config['task'], error))
+        if progress_queue is not None:  # (the launcher's final message names it too)
+            progress_queue.put({'task': config['task'], 'error': str(error)})
+            progress_queue.close()
+            progress_queue.join_thread()
         sys.exit(SETUP_FAILED_EXIT_CODE)
     except Exception as error:
         _exit_for(error, config['task'], progress_queue)
