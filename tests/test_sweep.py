@@ -1,7 +1,6 @@
 """Sweeps: search spaces and their checks, objectives, the lockbox split, the study's book-keeping, the verdict,
 and a tiny sweep on generated data (3 trials x 2 folds x 200 steps) through the API and the CLI."""
 import json
-import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -22,7 +21,7 @@ from btgym_aac.sweep.objective import episode_sharpe, score
 from btgym_aac.sweep.report import verdict
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
 from btgym_aac.sweep.trial import TrialObjective, TrialPlan
-from small_runs import small_configs, three_days_csv
+from small_runs import CONFIG_FILE, small_configs, three_days_csv
 from btgym_aac.sweep.study import (CONTINUES, INTERRUPTED, _run_again_if_stale, counted_numbers, fail_orphans,
                                    open_study, run_interrupted_again, wants_another)
 
@@ -152,11 +151,19 @@ def test_cut_off_trials_run_again_once_and_do_not_count(tmp_path):
     waiting = study.get_trials(states=(TrialState.WAITING,))
     assert [(trial.system_attrs['fixed_params'], trial.user_attrs[CONTINUES]) for trial in waiting] == [
         (stopped.params, stopped.number), (orphan.params, orphan.number)]
+    for _ in waiting:  # the queued runs: taken up, finished
+        study.tell(study.ask(), 1.0)
     lost = study.ask({'x': FloatDistribution(0, 1)})
     study.tell(lost, state=TrialState.FAIL)  # as Optuna fails a trial whose host stopped beating
     assert lost.number in counted_numbers(study.get_trials())
     _run_again_if_stale(study, study.get_trials()[lost.number])  # its callback: queued again, no longer counted
     assert lost.number not in counted_numbers(study.get_trials())
+    again = study.ask()  # the lost trial's run again, itself cut off by a stop
+    assert again.user_attrs[CONTINUES] == lost.number
+    again.set_user_attr(INTERRUPTED, True)
+    study.tell(again, state=TrialState.FAIL)
+    assert run_interrupted_again(study) == [again.number]  # queued once more: its folder is not lost
+    assert not {lost.number, again.number} & counted_numbers(study.get_trials())
 
 
 def _fold_record(policy, hold):
@@ -181,6 +188,11 @@ def test_a_trial_below_the_median_after_a_fold_is_pruned_and_keeps_its_fold(tmp_
     high = study.ask()
     objective._after_fold(high, [_fold_record([3.0, 2.0], [0.0, 0.0])])  # above the median: goes on
     assert high.user_attrs['folds'][0]['policy_return_pct'] == 2.5
+    last = study.ask()
+    one_fold = TrialObjective(TrialPlan({}, {}, 'validation.csv', str(tmp_path), 1, 200, 2, 0, None,
+                                        'vs-buy-and-hold'))
+    one_fold._after_fold(last, [_fold_record([0.5, -0.5], [1.0, 1.0])])  # a last fold: scored, not pruned
+    assert last.user_attrs['returns'] == [-0.5, -1.5]
 
 
 # ------------------------------------------------------------------------------------------------- verdict
@@ -244,6 +256,16 @@ def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_pa
     with pytest.raises(ValueError, match=r"other settings \(test_episodes 2, not 3\)"):
         sweep(small_configs(), data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=3,
               space=TINY_SPACE, seed=3)
+    wider = small_configs()
+    wider['policy_config']['kwargs']['lstm_layers'] = (32, 32)
+    with pytest.raises(ValueError, match=r"other settings \(configs '\w{16}', not '\w{16}'\)"):
+        sweep(wider, data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=2, space=TINY_SPACE,
+              seed=3)
+    with pytest.raises(ValueError, match="holds the trials of study 'sweep' in sqlite:///.+: give study 'other' "
+                                         "another --out"):
+        sweep(small_configs(), data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=2,
+              space=TINY_SPACE, seed=3, study_name='other')
+    assert len(json.loads((out / 'sweep.json').read_text())['trials']) == 3
 
 
 @pytest.mark.xdist_group('sweep')
@@ -263,13 +285,24 @@ def test_bad_sweep_settings_exit_2_before_any_trial(tmp_path, capsys):
     space = tmp_path / 'space.py'
     space.write_text('from optuna.distributions import FloatDistribution\n'
                      'SPACE = {"trainer_config.kwargs.learn_rate": FloatDistribution(1e-5, 1e-3)}\n')
-    out = tmp_path / 'sweep'
-    for arguments, message in ((['--space', str(space)], "trainer_config takes no 'learn_rate'"),
-                               (['--trials', '0'], 'trials must be a whole number >= 1'),
-                               (['--lockbox', '1'], 'lockbox must be below 1'),
-                               (['--folds', '30'], 'is too short for an episode')):
-        command = ['sweep', '--data', data, '--trials', '2', '--out', str(out)] + arguments
-        assert cli_main(command) == 2
+    cases = ((['--space', str(space)], "trainer_config takes no 'learn_rate'"),
+             (['--trials', '0'], 'trials must be a whole number >= 1'),
+             (['--lockbox', '1'], 'lockbox must be below 1'),
+             (['--folds', '30'], 'is too short for an episode'),
+             (['--train-steps', '0'], 'train_steps must be a whole number >= 1'),
+             (['--storage', 'nonsense'], '--storage nonsense: the study cannot be opened there (ArgumentError'))
+    config = tmp_path / 'config.py'
+    config.write_text(CONFIG_FILE)
+    for number, (arguments, message) in enumerate(cases):
+        out = tmp_path / 'sweep_{}'.format(number)
+        assert cli_main(['sweep', str(config), '--data', data, '--trials', '2', '--out', str(out)] + arguments) == 2
         assert message in capsys.readouterr().err
-        assert not (out / 'trials').exists() and not (out / 'sweep.db').exists()
-    assert not os.path.exists(os.path.join(str(out), 'sweep.json'))
+        assert not (out / 'trials').exists() and not (out / 'sweep.db').exists() and not (out / 'sweep.json').exists()
+
+
+def test_a_lockbox_too_short_for_an_episode_is_refused_before_any_trial(tmp_path):
+    with pytest.raises(ValueError, match=r'the lockbox \(2017-01-03 \S+ to 2017-01-03 23:59:00\) is too short for a '
+                                         r'test episode: give a larger --lockbox'):
+        sweep(small_configs(), three_days_csv(tmp_path), trials=1, out=str(tmp_path / 'sweep'), lockbox=0.05,
+              train_steps=200, test_episodes=2, space=TINY_SPACE)
+    assert not (tmp_path / 'sweep' / 'trials').exists()

@@ -83,11 +83,13 @@ def verdict(best, lockbox, dsr):
 
 def summary_lines(report):
     """The summary printed at the end of a sweep."""
-    trials = report['trials']
+    trials = [row for row in report['trials'] if row['counted']]
     states = {}
     for row in trials:
         states[row['state'].lower()] = states.get(row['state'].lower(), 0) + 1
-    lines = ['{} trials ({})'.format(len(trials), ', '.join('{} {}'.format(n, s) for s, n in sorted(states.items())))]
+    cut_off = sum(row['interrupted'] for row in report['trials'])
+    lines = ['{} trials ({}){}'.format(len(trials), ', '.join('{} {}'.format(n, s) for s, n in sorted(states.items())),
+                                       '; {} cut off by a stop and run again'.format(cut_off) if cut_off else '')]
     best = report['best_trial']
     if best is not None:
         lines.append('best: trial {} ({} {:+.4f} on validation), {}'.format(

@@ -20,9 +20,10 @@ from btgym_aac.distributed.stop_signals import STOP_GRACE_SECONDS, terminate_and
 from btgym_aac.sweep import report as reports
 from btgym_aac.sweep.lockbox import write_sweep_data
 from btgym_aac.sweep.objective import DEFAULT_OBJECTIVE, check_objective
-from btgym_aac.sweep.space import builtin_space, check_space, configs_with, describe_space, load_space
-from btgym_aac.sweep.study import (DEFAULT_STUDY, fail_orphans, file_checksums, open_study, run_interrupted_again,
-                                   running_elsewhere, safe_url, storage_url, wants_another)
+from btgym_aac.sweep.identity import claim_out, sweep_settings
+from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
+from btgym_aac.sweep.study import (DEFAULT_STUDY, fail_orphans, open_study, run_interrupted_again, running_elsewhere,
+                                   safe_url, storage_url, wants_another)
 from btgym_aac.sweep.trial import TrialObjective, TrialPlan, equity_record
 from btgym_aac.validation import check_whole_number
 
@@ -67,27 +68,43 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
     from btgym_aac.walk_forward.runner import data_and_steps, plan_folds
 
     trials, parallel = check_whole_number('trials', trials, 1), check_whole_number('parallel', parallel, 1)
+    test_episodes = check_whole_number('test_episodes', test_episodes, 1)
     space = _checked_search(space, algo, configs, objective, pruner)
     paths, train_steps = data_and_steps(data, train_steps, configs)
     out = os.path.abspath(out)
     env_kwargs = configs['env_config'].get('kwargs', {})
     with LogDirLock(out):
+        url, name = storage_url(storage, out), study_name or DEFAULT_STUDY
+        claim_out(out, url, name)
         market = read_market_spec(paths[0]) if len(paths) == 1 else None
         validation_file, lockbox_file, validation, held_out = write_sweep_data(
             paths, env_kwargs.get('parsing_params'), lockbox, out, market)
-        plan_folds(env_kwargs, [validation_file], folds, test_episodes, embargo)
+        gap = plan_folds(env_kwargs, [validation_file], folds, test_episodes, embargo)[1]
+        _check_lockbox(held_out, env_kwargs, test_episodes)
         plan = TrialPlan(configs, space, validation_file, out, folds, train_steps, test_episodes, seed, embargo,
                          objective)
-        settings = {'data': file_checksums(paths), 'lockbox': lockbox, 'folds': folds, 'train_steps': train_steps,
-                    'test_episodes': test_episodes, 'seed': seed, 'embargo': None if embargo is None else str(embargo),
-                    'objective': objective, 'space': describe_space(space)}
-        url, name = storage_url(storage, out), study_name or DEFAULT_STUDY
+        settings = sweep_settings(paths, configs, space, lockbox=lockbox, folds=folds, train_steps=train_steps,
+                                  test_episodes=test_episodes, seed=seed, embargo=str(gap) if gap else None,
+                                  objective=objective)
         study = open_study(url, name, settings)
         if storage is None:
             fail_orphans(study)
         run_interrupted_again(study)
         _search_in_processes(plan, url, name, settings, trials, pruner, parallel, shared=storage is not None)
         return _finish(study, plan, settings, url, market, (validation, held_out) if lockbox_file else None)
+
+
+def _check_lockbox(held_out, env_kwargs, test_episodes):
+    """Raises ValueError naming --lockbox when the lockbox holds no episode window (checked before any trial)."""
+    from btgym_aac.walk_forward.blocks import block_windows
+    from btgym_aac.walk_forward.runner import whole_block
+
+    if len(held_out):
+        try:
+            block_windows(whole_block(1, held_out), env_kwargs, test_episodes)
+        except ValueError as error:
+            raise ValueError('the lockbox ({} to {}) is too short for a test episode: give a larger --lockbox, or '
+                             'shorter episodes ({})'.format(held_out.index[0], held_out.index[-1], error)) from None
 
 
 def _checked_search(space, algo, configs, objective, pruner):
@@ -104,7 +121,7 @@ def _search_in_processes(plan, url, name, settings, total, pruner, parallel, sha
     """Runs the search in this process and `parallel - 1` more, all on the same study."""
     context = multiprocessing.get_context('spawn')
     helpers = [context.Process(target=_helper_search, name='btgym_aac-sweep-{}'.format(index),
-                               args=(dumps_with_sources(plan), url, name, settings, total, pruner, index, shared))
+                               args=(dumps_with_sources(plan), url, name, settings, total, pruner, index))
                for index in range(1, parallel)]
     for helper in helpers:
         helper.start()
@@ -135,7 +152,7 @@ def _await_other_processes(plan, url, name, settings, total, pruner):
             time.sleep(OTHERS_POLL_SECONDS)
 
 
-def _helper_search(pickled_plan, url, name, settings, total, pruner, index, shared):
+def _helper_search(pickled_plan, url, name, settings, total, pruner, index):
     """Entry point of a `--parallel` helper process."""
     try:
         search(load_with_sources(pickled_plan), url, name, settings, total, pruner, index, True)

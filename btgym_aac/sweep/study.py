@@ -42,7 +42,11 @@ def open_study(url, name, settings, direction='maximize'):
     Raises:
         ValueError: the study was started with other settings (naming them).
     """
-    study = optuna.create_study(storage=_storage(url), study_name=name, direction=direction, load_if_exists=True)
+    try:
+        study = optuna.create_study(storage=_storage(url), study_name=name, direction=direction, load_if_exists=True)
+    except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
+        raise ValueError('--storage {}: the study cannot be opened there ({}: {})'.format(
+            safe_url(url), type(error).__name__, str(error).splitlines()[0] if str(error) else '')) from error
     if study.user_attrs.get(SETTINGS) is None:
         study.set_user_attr(SETTINGS, settings)  # (a process that sets them at the same moment may win: read back)
     previous = study.user_attrs[SETTINGS]
@@ -141,21 +145,20 @@ def fail_orphans(study):
 
 
 def run_interrupted_again(study):
-    """Queues every trial that a stop cut off (unless a trial that continues it is queued, running or finished) to
-    run again with the same values, in the same folder (its walk-forward goes on from its last finished fold).
+    """Queues every trial that a stop cut off, and that nothing has run again since (the latest trial of its folder),
+    to run again with the same values, in the same folder (its walk-forward goes on from its last finished fold).
 
     Returns:
         the numbers of the trials queued again.
     """
-    trials = study.get_trials(deepcopy=False)
-    cut_off = [trial for trial in trials if trial.state == TrialState.FAIL and trial.user_attrs.get(INTERRUPTED)]
-    cut_off_numbers = {trial.number for trial in cut_off}
-    going_on = {root_number(trial) for trial in trials if trial.number not in cut_off_numbers}
+    latest = {}
+    for trial in study.get_trials(deepcopy=False):
+        if root_number(trial) not in latest or trial.number > latest[root_number(trial)].number:
+            latest[root_number(trial)] = trial
     queued = []
-    for trial in cut_off:
-        if root_number(trial) not in going_on:
+    for trial in sorted(latest.values(), key=lambda trial: trial.number):
+        if trial.state == TrialState.FAIL and trial.user_attrs.get(INTERRUPTED):
             _queue_again(study, trial)
-            going_on.add(root_number(trial))
             queued.append(trial.number)
     return queued
 

@@ -105,5 +105,5 @@ class TrialObjective:
         trial.set_user_attr('folds', [fold_metrics(record, objective) for record in records])
         trial.set_user_attr('returns', [float(value) for value in episode_returns(records, objective)])
         trial.report(score(records, objective), len(records) - 1)
-        if trial.should_prune():
+        if len(records) < self.plan.folds and trial.should_prune():  # (after the last fold: nothing left to save)
             raise optuna.TrialPruned('pruned after fold {}'.format(len(records) - 1))

@@ -137,8 +137,9 @@ def data_and_steps(data, train_steps, configs):
     missing = [path for path in paths if not os.path.isfile(path)]
     if missing:
         raise FileNotFoundError('data file(s) not found: {}'.format(', '.join(map(str, missing))))
-    return paths, check_whole_number('train_steps', train_steps or configs.get('launcher_config', {}).get(
-        'max_env_steps', DEFAULT_MAX_STEPS), 1)
+    if train_steps is None:
+        train_steps = configs.get('launcher_config', {}).get('max_env_steps', DEFAULT_MAX_STEPS)
+    return paths, check_whole_number('train_steps', train_steps, 1)
 
 
 def plan_folds(env_kwargs, paths, folds, test_episodes, embargo):
@@ -228,7 +229,7 @@ def holdout_test(configs, train_frame, test_frame, out, train_steps, test_episod
     """
     from btgym_aac.run_configs import make_launcher
 
-    blocks = [_whole_block(number, frame) for number, frame in enumerate((train_frame, test_frame))]
+    blocks = [whole_block(number, frame) for number, frame in enumerate((train_frame, test_frame))]
     gap = parse_embargo(embargo, blocks)
     windows = block_windows(blocks[1], configs['env_config'].get('kwargs', {}), test_episodes)
     record = _run_fold(0, blocks, windows, configs, os.path.abspath(out), train_steps, False, seed, make_launcher,
@@ -236,7 +237,7 @@ def holdout_test(configs, train_frame, test_frame, out, train_steps, test_episod
     return {'fold': record, 'summary': summarize([record], seed)}
 
 
-def _whole_block(number, frame):
+def whole_block(number, frame):
     """A `Block` of all the bars of `frame`."""
     bar = pd.Timedelta(minutes=infer_timeframe(frame.index))
     return Block(number, frame.index[0], frame.index[-1] + bar, frame)
