@@ -15,6 +15,7 @@ from btgym_aac.data import make_random_walk_data
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.run_configs import default_configs
 from btgym_aac.sweep import sweep
+from btgym_aac.sweep.runner import search
 from btgym_aac.sweep.deflation import deflated_sharpe_ratio
 from btgym_aac.sweep.lockbox import split_lockbox
 from btgym_aac.sweep.objective import episode_sharpe, score
@@ -164,6 +165,19 @@ def test_cut_off_trials_run_again_once_and_do_not_count(tmp_path):
     study.tell(again, state=TrialState.FAIL)
     assert run_interrupted_again(study) == [again.number]  # queued once more: its folder is not lost
     assert not {lost.number, again.number} & counted_numbers(study.get_trials())
+
+
+def test_a_trial_the_machine_fails_stops_the_sweep_uncounted(tmp_path):
+    settings = {'folds': 2}
+    url = 'sqlite:///{}'.format(tmp_path / 'study.db')
+    plan = TrialPlan(small_configs(), TINY_SPACE, str(tmp_path / 'gone.csv'), str(tmp_path), 2, 200, 2, 0, None,
+                     'vs-buy-and-hold')  # its data file is missing: an OSError, as a full disk or a held lock
+    with pytest.raises(RuntimeError, match=r"trial 0 could not run: FileNotFoundError: .*gone\.csv.*; the sweep "
+                                           r"stops \(the trial runs again when the sweep is started again\)"):
+        search(plan, url, 'test', settings, total=3, pruner='none')
+    trials = open_study(url, 'test', settings).get_trials()
+    assert [(trial.state, trial.user_attrs[INTERRUPTED]) for trial in trials] == [(TrialState.FAIL, True)]
+    assert counted_numbers(trials) == set()
 
 
 def _fold_record(policy, hold):

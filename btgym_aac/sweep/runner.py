@@ -24,7 +24,7 @@ from btgym_aac.sweep.identity import claim_out, sweep_settings
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
 from btgym_aac.sweep.study import (DEFAULT_STUDY, fail_orphans, open_study, run_interrupted_again, running_elsewhere,
                                    safe_url, storage_url, wants_another)
-from btgym_aac.sweep.trial import TrialObjective, TrialPlan, equity_record
+from btgym_aac.sweep.trial import ENVIRONMENT_ERROR, TrialObjective, TrialPlan, equity_record
 from btgym_aac.validation import check_whole_number
 
 PRUNERS = ('median', 'none')
@@ -163,6 +163,10 @@ def _helper_search(pickled_plan, url, name, settings, total, pruner, index):
 def search(plan, url, name, settings, total, pruner, index=0, distinct=False):
     """Runs trials of the study one after the other until it holds `total` (see `study.wants_another`).
 
+    Raises:
+        RuntimeError: a trial failed for a reason of the machine's (an OSError: a disk, a port, a lock), which every
+            trial would meet; the trial is not counted and runs again in the next sweep.
+
     Args:
         plan: the sweep's `TrialPlan`.
         url, name, settings: the study's storage URL, name and settings (see `study.open_study`).
@@ -177,7 +181,12 @@ def search(plan, url, name, settings, total, pruner, index=0, distinct=False):
     while wants_another(study, total):
         entropy = [plan.seed, index, len(study.get_trials(deepcopy=False))] + ([os.getpid()] if distinct else [])
         study.sampler = optuna.samplers.TPESampler(seed=int(np.random.SeedSequence(entropy).generate_state(1)[0]))
-        study.optimize(objective, n_trials=1, catch=(Exception,))
+        finished = []
+        study.optimize(objective, n_trials=1, catch=(Exception,), callbacks=[lambda _, trial: finished.append(trial)])
+        latest = finished[-1]
+        if ENVIRONMENT_ERROR in latest.user_attrs:
+            raise RuntimeError('trial {} could not run: {}; the sweep stops (the trial runs again when the sweep is '
+                               'started again)'.format(latest.number, latest.user_attrs[ENVIRONMENT_ERROR]))
 
 
 def _finish(study, plan, settings, url, market, lockbox_frames):

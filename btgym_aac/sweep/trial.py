@@ -15,6 +15,7 @@ from btgym_aac.sweep.study import INTERRUPTED, root_number
 from btgym_aac.walk_forward.summary import BUY_AND_HOLD, POLICY
 
 TRIALS_DIR = 'trials'
+ENVIRONMENT_ERROR = 'environment_error'
 
 
 @dataclasses.dataclass
@@ -70,6 +71,8 @@ class TrialObjective:
         Raises:
             optuna.TrialPruned: the pruner stopped it after a fold.
             KeyboardInterrupt: a stop (the trial is marked interrupted: a later sweep runs it again).
+            OSError: the machine failed the trial (a disk, a port, a lock; marked interrupted and kept as its
+                `environment_error`: `runner.search` stops the sweep).
             Exception: whatever failed (kept as the trial's `error`).
         """
         from btgym_aac.walk_forward import walk_forward
@@ -89,6 +92,10 @@ class TrialObjective:
             raise
         except KeyboardInterrupt:
             trial.set_user_attr(INTERRUPTED, True)
+            raise
+        except OSError as error:  # the machine's, not the values' (a disk, a port, a lock): run it again later
+            trial.set_user_attr(INTERRUPTED, True)
+            trial.set_user_attr(ENVIRONMENT_ERROR, error_summary(error))
             raise
         except Exception as error:
             trial.set_user_attr('error', error_summary(error))
