@@ -47,3 +47,10 @@ def check_whole_number(name, value, minimum=1):
     if not is_finite_real(value) or not float(value).is_integer() or value < minimum:
         raise ValueError('{} must be a whole number >= {}, got {!r}'.format(name, minimum, value))
     return int(value)
+
+
+def setting_differences(previous, current):
+    """The settings that differ between two dicts, in words ('folds 2, not 3'; a key missing from one is None
+    there), sorted by key; empty when they agree."""
+    return ['{} {!r}, not {!r}'.format(key, previous.get(key), current.get(key))
+            for key in sorted(set(previous) | set(current)) if previous.get(key) != current.get(key)]

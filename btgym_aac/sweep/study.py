@@ -9,6 +9,8 @@ import optuna
 import sqlalchemy.exc
 from optuna.trial import TrialState
 
+from btgym_aac.validation import setting_differences
+
 STUDY_FILE = 'sweep.db'
 DEFAULT_STUDY = 'sweep'
 HEARTBEAT_SECONDS = 30
@@ -50,12 +52,11 @@ def open_study(url, name, settings, direction='maximize'):
     if study.user_attrs.get(SETTINGS) is None:
         study.set_user_attr(SETTINGS, settings)  # (a process that sets them at the same moment may win: read back)
     previous = study.user_attrs[SETTINGS]
-    changed = sorted(key for key in set(settings) | set(previous) if previous.get(key) != settings.get(key))
+    changed = setting_differences(previous, settings)
     if changed:
         raise ValueError('study {!r} in {} was started with other settings ({}): continue it with the same ones, or '
-                         'start another study (--study NAME, or another --out)'.format(
-                             name, safe_url(url), '; '.join('{} {!r}, not {!r}'.format(
-                                 key, previous.get(key), settings.get(key)) for key in changed)))
+                         'start another study (another --study and --out)'.format(name, safe_url(url),
+                                                                                 '; '.join(changed)))
     return study
 
 

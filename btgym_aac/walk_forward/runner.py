@@ -19,7 +19,7 @@ from btgym_aac.data.markets import read_market_spec
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.evaluation.evaluator import evaluate
 from btgym_aac.paths import written_in_place_of
-from btgym_aac.validation import check_whole_number
+from btgym_aac.validation import check_whole_number, setting_differences
 from btgym_aac.walk_forward.blocks import (Block, block_windows, fold_env_kwargs, parse_embargo, split_blocks,
                                            train_frames, write_block_file)
 from btgym_aac.walk_forward.plots import EQUITY_PLOT, FOLD_PLOT, plot_fold_metrics, plot_stitched_equity
@@ -47,11 +47,10 @@ def _check_settings(out, settings):
     if os.path.exists(path):
         with open(path) as f:
             previous = json.load(f)
-        changed = sorted(key for key in set(settings) | set(previous) if previous.get(key) != settings.get(key))
+        changed = setting_differences(previous, settings)
         if changed:
             raise ValueError('{} holds a walk-forward with other settings ({}): continue it with the same ones, or '
-                             'give another --out'.format(out, ', '.join('{} {!r}, not {!r}'.format(
-                                 key, previous.get(key), settings.get(key)) for key in changed)))
+                             'give another --out'.format(out, ', '.join(changed)))
     else:
         _write_json(settings, path)
 
