@@ -180,6 +180,24 @@ def test_a_trial_the_machine_fails_stops_the_sweep_uncounted(tmp_path):
     assert counted_numbers(trials) == set()
 
 
+def test_a_stop_before_the_walk_forward_marks_the_trial_cut_off(tmp_path, monkeypatch):
+    from btgym_aac.distributed.stop_signals import StopRequested
+    from btgym_aac.sweep import trial as trial_module
+
+    def stopped(trial, space):
+        raise StopRequested('SIGTERM')
+
+    monkeypatch.setattr(trial_module, 'suggest', stopped)
+    study = optuna.create_study(direction='maximize')
+    objective = TrialObjective(TrialPlan({}, TINY_SPACE, 'validation.csv', str(tmp_path), 2, 200, 2, 0, None,
+                                         'vs-buy-and-hold'))
+    with pytest.raises(StopRequested):
+        study.optimize(objective, n_trials=1, catch=(Exception,))
+    trial = study.trials[0]
+    assert trial.state == TrialState.FAIL and trial.user_attrs[INTERRUPTED] and 'seconds' in trial.user_attrs
+    assert counted_numbers(study.trials) == set()
+
+
 def _fold_record(policy, hold):
     agents = {name: {'return_pct': values, 'mean': {'return_pct': float(np.mean(values))}}
               for name, values in (('policy', policy), ('buy_and_hold', hold))}

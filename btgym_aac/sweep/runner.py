@@ -8,6 +8,7 @@ trial a stop cut off runs again with its values, from its last finished fold.
 """
 import multiprocessing
 import os
+import signal
 import time
 
 import numpy as np
@@ -16,7 +17,7 @@ import optuna
 from btgym_aac.config_modules import dumps_with_sources, load_with_sources
 from btgym_aac.data.markets import read_market_spec
 from btgym_aac.distributed.log_dir_lock import LogDirLock
-from btgym_aac.distributed.stop_signals import STOP_GRACE_SECONDS, terminate_and_wait
+from btgym_aac.distributed.stop_signals import STOP_GRACE_SECONDS, signals_handled, stop_on_signal, terminate_and_wait
 from btgym_aac.sweep import report as reports
 from btgym_aac.sweep.lockbox import write_sweep_data
 from btgym_aac.sweep.objective import DEFAULT_OBJECTIVE, check_objective
@@ -73,7 +74,7 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
     paths, train_steps = data_and_steps(data, train_steps, configs)
     out = os.path.abspath(out)
     env_kwargs = configs['env_config'].get('kwargs', {})
-    with LogDirLock(out):
+    with LogDirLock(out), signals_handled({signal.SIGTERM: stop_on_signal}):  # (a stop marks the trial it cuts)
         url, name = storage_url(storage, out), study_name or DEFAULT_STUDY
         claim_out(out, url, name)
         market = read_market_spec(paths[0]) if len(paths) == 1 else None
@@ -155,7 +156,8 @@ def _await_other_processes(plan, url, name, settings, total, pruner):
 def _helper_search(pickled_plan, url, name, settings, total, pruner, index):
     """Entry point of a `--parallel` helper process."""
     try:
-        search(load_with_sources(pickled_plan), url, name, settings, total, pruner, index, True)
+        with signals_handled({signal.SIGTERM: stop_on_signal}):
+            search(load_with_sources(pickled_plan), url, name, settings, total, pruner, index, True)
     except KeyboardInterrupt:
         raise SystemExit(130) from None
 

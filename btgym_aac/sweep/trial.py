@@ -78,12 +78,12 @@ class TrialObjective:
         from btgym_aac.walk_forward import walk_forward
 
         plan = self.plan
-        values = suggest(trial, plan.space)
-        folder = plan.folder(root_number(trial))
-        trial.set_user_attr('seed', plan.seed)
-        trial.set_user_attr('folder', os.path.relpath(folder, plan.out))
         started = time.time()
         try:
+            values = suggest(trial, plan.space)
+            folder = plan.folder(root_number(trial))
+            trial.set_user_attr('seed', plan.seed)
+            trial.set_user_attr('folder', os.path.relpath(folder, plan.out))
             report = walk_forward(configs_with(plan.configs, values), plan.validation_file, plan.folds,
                                   train_steps=plan.train_steps, test_episodes=plan.test_episodes, out=folder,
                                   seed=plan.seed, embargo=plan.embargo,
