@@ -1,5 +1,8 @@
-"""Path checks shared by the commands that write folders, and files written so that no reader sees half of one."""
+"""Path checks shared by the commands that write folders, files written so that no reader sees half of one, and
+file checksums."""
 import contextlib
+import hashlib
+import json
 import os
 
 
@@ -41,3 +44,19 @@ def written_in_place_of(path, mode=0o644):
     finally:
         if os.path.exists(staging):
             os.remove(staging)
+
+
+def write_json(value, path):
+    """Writes `value` as indented JSON at `path` atomically (see `written_in_place_of`); returns `path`."""
+    with written_in_place_of(path) as f:
+        f.write(json.dumps(value, indent=2).encode())
+    return path
+
+
+def sha256_file(path):
+    """Hex SHA-256 of a file's bytes."""
+    digest = hashlib.sha256()
+    with open(path, 'rb') as f:
+        for block in iter(lambda: f.read(1 << 20), b''):
+            digest.update(block)
+    return digest.hexdigest()

@@ -5,6 +5,7 @@ from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _tr
 from btgym_aac.cli.sweep_command import _sweep
 from btgym_aac.cli.trade_command import _trade
 from btgym_aac.run_configs import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS
+from btgym_aac.sweep import OBJECTIVES, PRUNERS
 
 COMMAND_DESCRIPTION = ('The `btgym-aac` command: train, evaluate, walk-forward, sweep, cluster-node, export, trade, '
                        'demo.')
@@ -189,11 +190,11 @@ def _add_sweep_command(commands):
     sweep.add_argument('--storage', metavar='URL', help='the study\'s storage, e.g. postgresql://user@host/db, '
                        'shared by every sweep given it (default: SQLite in --out)')
     sweep.add_argument('--study', help='the study\'s name in the storage (default: sweep)')
-    sweep.add_argument('--objective', choices=('vs-buy-and-hold', 'return', 'sharpe'), default='vs-buy-and-hold',
+    sweep.add_argument('--objective', choices=OBJECTIVES, default=OBJECTIVES[0],
                        help='what a trial maximises out of sample (default: policy minus buy-and-hold per episode)')
     sweep.add_argument('--lockbox', type=float, default=0.2, metavar='FRACTION',
                        help='share of the data\'s time span, at its end, that no trial sees (default 0.2; 0: none)')
-    sweep.add_argument('--pruner', choices=('median', 'none'), default='median',
+    sweep.add_argument('--pruner', choices=PRUNERS, default=PRUNERS[0],
                        help='stop a hopeless trial after a fold (default: Optuna\'s median pruner)')
     sweep.add_argument('--parallel', type=int, default=1, metavar='K', help='trials at a time (default 1)')
     sweep.add_argument('--folds', type=int, default=2, help='walk-forward folds of every trial (default 2)')

@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 from btgym_aac.deploy.json_values import to_json
-from btgym_aac.deploy.manifest import sha256_file
+from btgym_aac.paths import sha256_file
 
 DATA_KWARGS = ('dataset', 'dataframe', 'data', 'filename')
 """Env kwargs that give the training data: described by `data_description`, not copied as settings."""

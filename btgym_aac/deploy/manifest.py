@@ -6,11 +6,11 @@ env and strategy (class names and JSON values of their settings), the training d
 global step, and the SHA-256 of every other file of the folder. Nothing in it is pickled. This module imports no
 TensorFlow.
 """
-import hashlib
 import json
 import os
 
 from btgym_aac.deploy.json_values import import_name
+from btgym_aac.paths import sha256_file
 
 ARTIFACT_FORMAT = 'btgym_aac.policy_artifact'
 FORMAT_VERSION = 1
@@ -22,15 +22,6 @@ SAVED_MODEL_DIR = 'saved_model'
 class ArtifactError(ValueError):
     """A policy artifact that cannot be used: a file missing or changed, another package major version, a class
     that cannot be imported, a manifest that is not one."""
-
-
-def sha256_file(path):
-    """Hex SHA-256 of a file's bytes."""
-    digest = hashlib.sha256()
-    with open(path, 'rb') as f:
-        for block in iter(lambda: f.read(1 << 20), b''):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def folder_checksums(folder):

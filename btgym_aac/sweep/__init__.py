@@ -6,6 +6,10 @@ Names are imported lazily: `import btgym_aac.sweep` does not import TensorFlow o
 """
 from btgym_aac.lazy import lazy_names
 
+OBJECTIVES = ('vs-buy-and-hold', 'return', 'sharpe')
+"""What a sweep can maximise (see `objective`); the first is the default."""
+PRUNERS = ('median', 'none')
+
 _PUBLIC = {
     'sweep': 'btgym_aac.sweep.runner',
     'load_space': 'btgym_aac.sweep.space',

@@ -6,7 +6,7 @@ import json
 import os
 
 from btgym_aac.class_refs import ClassRef
-from btgym_aac.paths import written_in_place_of
+from btgym_aac.paths import write_json
 from btgym_aac.sweep.space import describe_space
 from btgym_aac.sweep.study import file_checksums, safe_url
 
@@ -67,5 +67,4 @@ def claim_out(out, url, name):
                              'trial folders are named by trial number)'.format(out, previous.get('study'),
                                                                                 previous.get('storage'), name))
         return
-    with written_in_place_of(path) as f:
-        f.write(json.dumps(owner).encode())
+    write_json(owner, path)

@@ -2,12 +2,9 @@
 trial ever sees it; the rest is what the trials' walk-forwards cut into folds."""
 import os
 
-import pandas as pd
-
-from btgym_aac.data.datetimes import infer_timeframe
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.validation import check_number
-from btgym_aac.walk_forward.blocks import write_block_file
+from btgym_aac.walk_forward.blocks import whole_block, write_block_file
 
 DATA_DIR = 'data'
 VALIDATION_FILE = 'validation.csv'
@@ -30,9 +27,8 @@ def split_lockbox(frame, fraction):
     check_number('lockbox', fraction, 0, 1)
     if fraction == 1:
         raise ValueError('lockbox must be below 1 (a share of the time span), got 1')
-    bar = pd.Timedelta(minutes=infer_timeframe(frame.index))
-    start, end = frame.index[0], frame.index[-1] + bar
-    cut = end - (end - start) * fraction
+    whole = whole_block(0, frame)
+    cut = whole.stop - (whole.stop - whole.start) * fraction
     validation, lockbox = frame[frame.index < cut], frame[frame.index >= cut]
     if not len(validation) or (fraction > 0 and not len(lockbox)):
         raise ValueError('a lockbox of {} of the time span leaves {} bars to search on and {} in the lockbox: give '

@@ -5,11 +5,11 @@ import math
 
 import numpy as np
 
+from btgym_aac.sweep import OBJECTIVES
 from btgym_aac.sweep.deflation import sharpe_ratio
 from btgym_aac.walk_forward.summary import BUY_AND_HOLD, POLICY, out_of_sample_returns
 
-OBJECTIVES = ('vs-buy-and-hold', 'return', 'sharpe')
-DEFAULT_OBJECTIVE = 'vs-buy-and-hold'
+DEFAULT_OBJECTIVE = OBJECTIVES[0]
 
 
 def check_objective(objective):

@@ -1,6 +1,6 @@
 """A sweep's report: every trial, the best one, its lockbox test, the deflated Sharpe ratio of its validation
 returns and the verdict in words (`sweep.json`), the plots, and the summary lines printed at the end."""
-import json
+import collections
 import os
 import warnings
 
@@ -84,9 +84,7 @@ def verdict(best, lockbox, dsr):
 def summary_lines(report):
     """The summary printed at the end of a sweep."""
     trials = [row for row in report['trials'] if row['counted']]
-    states = {}
-    for row in trials:
-        states[row['state'].lower()] = states.get(row['state'].lower(), 0) + 1
+    states = collections.Counter(row['state'].lower() for row in trials)
     cut_off = sum(row['interrupted'] for row in report['trials'])
     lines = ['{} trials ({}){}'.format(len(trials), ', '.join('{} {}'.format(n, s) for s, n in sorted(states.items())),
                                        '; {} cut off by a stop and run again'.format(cut_off) if cut_off else '')]
@@ -146,9 +144,6 @@ def write_plots(study, out, equity_records):
 
 def write_report(report, out):
     """Writes `report` as `<out>/sweep.json` atomically; returns the path."""
-    from btgym_aac.paths import written_in_place_of
+    from btgym_aac.paths import write_json
 
-    path = os.path.join(out, REPORT_FILE)
-    with written_in_place_of(path) as f:
-        f.write(json.dumps(report, indent=2).encode())
-    return path
+    return write_json(report, os.path.join(out, REPORT_FILE))

@@ -18,17 +18,17 @@ from btgym_aac.config_modules import dumps_with_sources, load_with_sources
 from btgym_aac.data.markets import read_market_spec
 from btgym_aac.distributed.log_dir_lock import LogDirLock
 from btgym_aac.distributed.stop_signals import STOP_GRACE_SECONDS, signals_handled, stop_on_signal, terminate_and_wait
+from btgym_aac.sweep import PRUNERS
 from btgym_aac.sweep import report as reports
+from btgym_aac.sweep.identity import claim_out, sweep_settings
 from btgym_aac.sweep.lockbox import write_sweep_data
 from btgym_aac.sweep.objective import DEFAULT_OBJECTIVE, check_objective
-from btgym_aac.sweep.identity import claim_out, sweep_settings
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
 from btgym_aac.sweep.study import (DEFAULT_STUDY, fail_orphans, open_study, run_interrupted_again, running_elsewhere,
                                    safe_url, storage_url, wants_another)
 from btgym_aac.sweep.trial import ENVIRONMENT_ERROR, TrialObjective, TrialPlan, equity_record
 from btgym_aac.validation import check_whole_number
 
-PRUNERS = ('median', 'none')
 LOCKBOX_DIR = 'lockbox'
 OTHERS_POLL_SECONDS = 5
 
@@ -97,8 +97,7 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
 
 def _check_lockbox(held_out, env_kwargs, test_episodes):
     """Raises ValueError naming --lockbox when the lockbox holds no episode window (checked before any trial)."""
-    from btgym_aac.walk_forward.blocks import block_windows
-    from btgym_aac.walk_forward.runner import whole_block
+    from btgym_aac.walk_forward.blocks import block_windows, whole_block
 
     if len(held_out):
         try:
@@ -165,10 +164,6 @@ def _helper_search(pickled_plan, url, name, settings, total, pruner, index):
 def search(plan, url, name, settings, total, pruner, index=0, distinct=False):
     """Runs trials of the study one after the other until it holds `total` (see `study.wants_another`).
 
-    Raises:
-        RuntimeError: a trial failed for a reason of the machine's (an OSError: a disk, a port, a lock), which every
-            trial would meet; the trial is not counted and runs again in the next sweep.
-
     Args:
         plan: the sweep's `TrialPlan`.
         url, name, settings: the study's storage URL, name and settings (see `study.open_study`).
@@ -176,6 +171,10 @@ def search(plan, url, name, settings, total, pruner, index=0, distinct=False):
         pruner: 'median' or 'none'.
         index: this process's number among the sweep's processes (seeds its sampler).
         distinct: other processes search the same study: the process id joins the sampler's seed.
+
+    Raises:
+        RuntimeError: a trial failed for a reason of the machine's (an OSError: a disk, a port, a lock), which every
+            trial would meet; the trial is not counted and runs again in the next sweep.
     """
     study = open_study(url, name, settings)
     study.pruner = optuna.pruners.MedianPruner() if pruner == 'median' else optuna.pruners.NopPruner()

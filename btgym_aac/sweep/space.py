@@ -172,17 +172,11 @@ def _env_kwargs(env_class, kwargs):
     return names | set((strategy or BTgymBaseStrategy).params._getkeys())
 
 
-def _init_parameters(function):
-    """Named parameters of `function` (of the `__init__`s along a class's bases, for a class)."""
-    functions = [klass.__init__ for klass in inspect.getmro(function)] if inspect.isclass(function) else [function]
-    names = set()
-    for each in functions:
-        try:
-            parameters = inspect.signature(each).parameters.values()
-        except (TypeError, ValueError):
-            continue
-        names |= {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != 'self'}
-    return names
+def _init_parameters(cls):
+    """The named parameters of the `__init__`s of `cls` and its bases (none without a class)."""
+    from btgym_aac.algorithms.policy.options import init_parameters
+
+    return init_parameters(cls) if cls is not None else set()
 
 
 def _launcher_arguments():

@@ -1,7 +1,6 @@
 """The Optuna study of a sweep: its storage (SQLite in the sweep's folder by default, any RDB URL such as
 PostgreSQL's to share it across processes and hosts), the settings it was started with, and its trials' book-keeping:
 which count towards the number asked for, and which were cut off and run again."""
-import hashlib
 import os
 import time
 
@@ -9,6 +8,7 @@ import optuna
 import sqlalchemy.exc
 from optuna.trial import TrialState
 
+from btgym_aac.paths import sha256_file
 from btgym_aac.validation import setting_differences
 
 STUDY_FILE = 'sweep.db'
@@ -84,19 +84,21 @@ def safe_url(url):
 
 def file_checksums(paths):
     """[[file name, SHA-256]] of the data files (a study is the same search on any host holding the same data)."""
-    checksums = []
-    for path in paths:
-        digest = hashlib.sha256()
-        with open(path, 'rb') as f:
-            for chunk in iter(lambda: f.read(1 << 20), b''):
-                digest.update(chunk)
-        checksums.append([os.path.basename(path), digest.hexdigest()])
-    return checksums
+    return [[os.path.basename(path), sha256_file(path)] for path in paths]
 
 
 def root_number(trial):
     """The number of the trial that `trial` continues (its own when it continues none): its folder's name."""
     return trial.user_attrs.get(CONTINUES, trial.number)
+
+
+def _latest_of_each_folder(trials):
+    """{root number: the latest trial of that folder} (a trial and those run again in its folder share one)."""
+    latest = {}
+    for trial in trials:
+        if root_number(trial) not in latest or trial.number > latest[root_number(trial)].number:
+            latest[root_number(trial)] = trial
+    return latest
 
 
 def counted_numbers(trials):
@@ -106,12 +108,10 @@ def counted_numbers(trials):
     Args:
         trials: all the study's trials.
     """
-    latest = {}
-    for trial in trials:
-        latest[root_number(trial)] = max(latest.get(root_number(trial), -1), trial.number)
+    latest = _latest_of_each_folder(trials)
     return {trial.number for trial in trials if trial.state in (TrialState.COMPLETE, TrialState.PRUNED)
             or trial.state == TrialState.FAIL and not trial.user_attrs.get(INTERRUPTED)
-            and latest[root_number(trial)] == trial.number}
+            and latest[root_number(trial)].number == trial.number}
 
 
 def wants_another(study, total):
@@ -152,11 +152,8 @@ def run_interrupted_again(study):
     Returns:
         the numbers of the trials queued again.
     """
-    latest = {}
-    for trial in study.get_trials(deepcopy=False):
-        if root_number(trial) not in latest or trial.number > latest[root_number(trial)].number:
-            latest[root_number(trial)] = trial
     queued = []
+    latest = _latest_of_each_folder(study.get_trials(deepcopy=False))
     for trial in sorted(latest.values(), key=lambda trial: trial.number):
         if trial.state == TrialState.FAIL and trial.user_attrs.get(INTERRUPTED):
             _queue_again(study, trial)

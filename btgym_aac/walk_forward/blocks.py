@@ -33,6 +33,12 @@ class Block:
                 'last_bar': index[-1].isoformat() if len(index) else None, 'bars': int(len(index))}
 
 
+def whole_block(number, frame):
+    """Block `number` of all the bars of `frame`: from its first bar to the end of its last."""
+    bar = pd.Timedelta(minutes=infer_timeframe(frame.index))
+    return Block(number, frame.index[0], frame.index[-1] + bar, frame)
+
+
 def split_blocks(frame, folds):
     """Cuts the bars' time span into `folds` + 1 blocks of equal duration.
 
@@ -48,8 +54,8 @@ def split_blocks(frame, folds):
     """
     folds = check_whole_number('folds', folds, 1)
     index = frame.index
-    bar = pd.Timedelta(minutes=infer_timeframe(index))
-    start, end = index[0], index[-1] + bar
+    whole = whole_block(0, frame)
+    start, end = whole.start, whole.stop
     span = (end - start) / (folds + 1)
     edges = [start + span * number for number in range(folds + 1)] + [end]
     gaps = index[1:] - index[:-1]

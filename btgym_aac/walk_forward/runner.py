@@ -14,27 +14,19 @@ import os
 
 import pandas as pd
 
-from btgym_aac.data.datetimes import infer_timeframe
 from btgym_aac.data.markets import read_market_spec
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.evaluation.evaluator import evaluate
-from btgym_aac.paths import written_in_place_of
+from btgym_aac.paths import write_json
 from btgym_aac.validation import check_whole_number, setting_differences
 from btgym_aac.walk_forward.blocks import (Block, block_windows, fold_env_kwargs, parse_embargo, split_blocks,
-                                           train_frames, write_block_file)
+                                           train_frames, whole_block, write_block_file)
 from btgym_aac.walk_forward.plots import EQUITY_PLOT, FOLD_PLOT, plot_fold_metrics, plot_stitched_equity
 from btgym_aac.walk_forward.summary import summarize
 
 REPORT_FILE = 'walk_forward.json'
 SETTINGS_FILE = 'walk_forward_settings.json'
 FOLD_FILE = 'fold.json'
-
-
-def _write_json(value, path):
-    """Writes `value` as JSON at `path` atomically (a reader never sees half a file)."""
-    with written_in_place_of(path) as f:
-        f.write(json.dumps(value, indent=2).encode())
-    return path
 
 
 def _check_settings(out, settings):
@@ -52,7 +44,7 @@ def _check_settings(out, settings):
             raise ValueError('{} holds a walk-forward with other settings ({}): continue it with the same ones, or '
                              'give another --out'.format(out, ', '.join(changed)))
     else:
-        _write_json(settings, path)
+        write_json(settings, path)
 
 
 def _data_identity(paths):
@@ -120,7 +112,7 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
         'episodes': report['episodes'],
         'agents': _agents_record(report),
     }
-    _write_json(record, record_path)
+    write_json(record, record_path)
     return record
 
 
@@ -205,7 +197,7 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
     report = {'settings': settings, 'folds': records, 'summary': summarize(records, seed),
               'plots': [os.path.basename(plot_stitched_equity(os.path.join(out, EQUITY_PLOT), records)),
                         os.path.basename(plot_fold_metrics(os.path.join(out, FOLD_PLOT), records))]}
-    _write_json(report, os.path.join(out, REPORT_FILE))
+    write_json(report, os.path.join(out, REPORT_FILE))
     return report
 
 
@@ -234,9 +226,3 @@ def holdout_test(configs, train_frame, test_frame, out, train_steps, test_episod
     record = _run_fold(0, blocks, windows, configs, os.path.abspath(out), train_steps, False, seed, make_launcher,
                        market, gap)
     return {'fold': record, 'summary': summarize([record], seed)}
-
-
-def whole_block(number, frame):
-    """A `Block` of all the bars of `frame`."""
-    bar = pd.Timedelta(minutes=infer_timeframe(frame.index))
-    return Block(number, frame.index[0], frame.index[-1] + bar, frame)

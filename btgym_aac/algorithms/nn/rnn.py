@@ -115,7 +115,6 @@ class LSTMCell(BasicLSTMCell):
         self._kernel_initializer = initializer
 
 
-
 def _drops(keep_prob):
     """True when an output dropout applies: a tensor keep probability, or a number below 1."""
     return keep_prob is not None and (tf.is_tensor(keep_prob) or keep_prob < 1)

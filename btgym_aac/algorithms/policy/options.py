@@ -7,13 +7,13 @@ OFF_POLICY_PASS_FLAGS = ('use_off_policy_aac', 'use_value_replay', 'use_pixel_co
 """Trainer flags whose losses read a policy's off-policy pass (`off_logits`, `off_vf`, `vr_value`, `pc_q`)."""
 
 
-def _named_parameters(function):
-    """Names of the parameters of `function` other than *args and **kwargs (none when it has no signature)."""
+def named_parameters(function):
+    """Names of the parameters of `function` other than self, *args and **kwargs (none when it has no signature)."""
     try:
         parameters = inspect.signature(function).parameters.values()
     except (TypeError, ValueError):
         return set()
-    return {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)}
+    return {p.name for p in parameters if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name != 'self'}
 
 
 def unread_policy_kwargs(policy_class, kwargs):
@@ -30,18 +30,18 @@ def unread_policy_kwargs(policy_class, kwargs):
     readers = getattr(policy_class, 'kwargs_readers', None)
     if readers is None:
         return []
-    named = _init_parameters(policy_class)
+    named = init_parameters(policy_class)
     for reader in readers(kwargs):
-        named |= _named_parameters(reader)
+        named |= named_parameters(reader)
     return sorted(set(kwargs) - named)
 
 
-def _init_parameters(policy_class):
-    """Names of the parameters of the `__init__` of `policy_class` and of its bases."""
+def init_parameters(cls):
+    """Names of the parameters of the `__init__` of class `cls` and of its bases."""
     named = set()
-    for klass in policy_class.__mro__:
+    for klass in cls.__mro__:
         if '__init__' in vars(klass):
-            named |= _named_parameters(vars(klass)['__init__'])
+            named |= named_parameters(vars(klass)['__init__'])
     return named
 
 
@@ -54,5 +54,5 @@ def set_off_policy_pass(policy_class, kwargs, trainer_flags):
         kwargs: policy kwargs, changed in place.
         trainer_flags: dict flag -> bool with the `OFF_POLICY_PASS_FLAGS`.
     """
-    if 'off_policy_pass' in _init_parameters(policy_class):
+    if 'off_policy_pass' in init_parameters(policy_class):
         kwargs.setdefault('off_policy_pass', any(trainer_flags[flag] for flag in OFF_POLICY_PASS_FLAGS))
