@@ -78,12 +78,8 @@ def _bare_cerebro():
     return cerebro
 
 
-def run_bare(num_episodes, seed):
-    """Runs the same episode windows in plain backtrader with in-line random actions.
-
-    Returns:
-        (agent steps, seconds).
-    """
+def _episodes(num_episodes, seed):
+    """The episodes the env samples with this seed (dataset objects with `data` and `to_btfeed()`)."""
     dataset = _dataset(seed)
     dataset.reset()
     episodes = []
@@ -91,6 +87,16 @@ def run_bare(num_episodes, seed):
         trial = dataset.sample()
         trial.reset()
         episodes.append(trial.sample())
+    return episodes
+
+
+def run_bare(num_episodes, seed):
+    """Runs the same episode windows in plain backtrader with in-line random actions.
+
+    Returns:
+        (agent steps, seconds).
+    """
+    episodes = _episodes(num_episodes, seed)
     rng = np.random.default_rng(seed)
     actions = DevStrat_4_11.portfolio_actions
     steps = [0]
@@ -111,6 +117,98 @@ def run_bare(num_episodes, seed):
         run_episode(cerebro)
     seconds = time.perf_counter() - start
     return steps[0], seconds
+
+
+LEAN_SMA_PERIODS = (16, 32, 64, 128, 256)
+LEAN_WINDOW = 30
+LEAN_STAT_WINDOW = 20
+LEAN_STATISTICS = 10
+
+
+class LeanStrategy(bt.Strategy):
+    """The per-bar work an observation needs and nothing else, written apart from the package's strategies.
+
+    Every bar: ten broker numbers written into a preallocated array (value, cash, exposure, drawdown, position
+    sign, bars in position, realized and unrealized pnl, their running min and max). Every `skip` bars after the
+    warm-up: a [30, 5] window of five SMAs of the close, its gradient across the SMAs squashed by tanh, the
+    gradient of the last 20 rows of the statistics squashed likewise, and a random hold/buy/sell/close market
+    order of `stake` units.
+    """
+    params = dict(skip=10, stake=10, seed=0)
+
+    def __init__(self):
+        self.averages = [bt.indicators.SimpleMovingAverage(self.data.close, period=period)
+                         for period in LEAN_SMA_PERIODS]
+        self.scale = np.linspace(3e3, 1e3, len(LEAN_SMA_PERIODS))
+        self.statistics = np.zeros((self.data.buflen() + 1, LEAN_STATISTICS))
+        self.rng = np.random.default_rng(self.p.seed)
+        self.bar = 0
+        self.peak = self.entry_value = self.broker.startingcash
+        self.low = self.high = 0.0
+        self.bars_in_position = 0
+        self.realized = 0.0
+        self.decisions = 0
+
+    def notify_trade(self, trade):
+        if trade.isclosed:
+            self.realized += trade.pnlcomm
+
+    def _record_statistics(self):
+        broker = self.broker
+        value, cash, size = broker.getvalue(), broker.getcash(), self.position.size
+        self.peak = max(self.peak, value)
+        if size:
+            self.bars_in_position += 1
+        else:
+            self.bars_in_position = 0
+            self.entry_value = value
+        unrealized = value - self.entry_value
+        self.low, self.high = min(self.low, unrealized), max(self.high, unrealized)
+        self.statistics[self.bar] = (value, cash, size / 100.0, (self.peak - value) / self.peak, np.sign(size),
+                                     self.bars_in_position, self.realized, unrealized, self.low, self.high)
+        self.realized = 0.0
+        self.bar += 1
+
+    def prenext(self):
+        self._record_statistics()
+
+    def next(self):
+        self._record_statistics()
+        if self.bar % self.p.skip:
+            return
+        window = np.stack([np.asarray(sma.get(size=LEAN_WINDOW)) for sma in self.averages], axis=-1)
+        np.tanh(np.gradient(window, axis=-1) * self.scale)
+        np.tanh(np.gradient(self.statistics[self.bar - LEAN_STAT_WINDOW:self.bar], axis=-1))
+        self.decisions += 1
+        choice = self.rng.integers(4)
+        if choice == 1:
+            self.buy(size=self.p.stake)
+        elif choice == 2:
+            self.sell(size=self.p.stake)
+        elif choice == 3 and self.position.size:
+            self.close()
+
+
+def run_lean(num_episodes, seed):
+    """Runs the same episode windows through `LeanStrategy` in plain backtrader: same cash, commission, leverage
+    and order size as the env, one agent step per decision.
+
+    Returns:
+        (agent steps, seconds).
+    """
+    frames = [episode.data for episode in _episodes(num_episodes, seed)]
+    steps = 0
+    start = time.perf_counter()
+    for frame in frames:
+        cerebro = bt.Cerebro(stdstats=False)
+        cerebro.adddata(bt.feeds.PandasDirectData(dataname=frame, timeframe=bt.TimeFrame.Minutes, datetime=0,
+                                                  open=1, high=2, low=3, close=4, volume=5, openinterest=-1))
+        cerebro.addstrategy(LeanStrategy, seed=seed)
+        cerebro.broker.setcash(ENGINE['start_cash'])
+        cerebro.broker.setcommission(commission=ENGINE['broker_commission'], leverage=1.0)
+        strategy = cerebro.run(preload=True, runonce=True)[0]
+        steps += strategy.decisions
+    return steps, time.perf_counter() - start
 
 
 def main():

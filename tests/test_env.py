@@ -278,8 +278,9 @@ def test_an_episode_not_recorded_runs_without_observers_and_trades_the_same():
     for (obs_a, reward_a, _, info_a), (obs_b, reward_b, _, info_b) in zip(recorded, plain):
         np.testing.assert_array_equal(obs_a['external'], obs_b['external'])
         assert reward_a == reward_b and info_a['broker_value'] == info_b['broker_value']
-    assert {bt.observers.Broker, bt.observers.BuySell, bt.observers.Trades} <= recorded_observers
-    assert plain_observers == {DrawDown}
+        assert [bar['max_drawdown'] for bar in info_a['bars']] == [bar['max_drawdown'] for bar in info_b['bars']]
+    assert {DrawDown, bt.observers.Broker, bt.observers.BuySell, bt.observers.Trades} <= recorded_observers
+    assert plain_observers == set()
     not_recorded = env.render('episode')
     assert not_recorded.shape != recorded_picture.shape or np.abs(
         not_recorded.astype(int) - recorded_picture).mean() > 1
@@ -293,20 +294,26 @@ def test_an_episode_not_recorded_runs_without_observers_and_trades_the_same():
 
 
 def test_drawdown_observer_gives_backtraders_values(monkeypatch):
-    """`strategy.observers.DrawDown` computes backtrader's `DrawDown` observer values itself: the per-bar drawdown
-    and max drawdown of random-action episodes (trades, losses, recoveries) equal those of backtrader's, and so
-    do the observations."""
+    """The drawdown the strategy keeps itself (episodes without observers) and `strategy.observers.DrawDown` (drawn
+    episodes) give backtrader's `DrawDown` observer values: the per-bar drawdown and max drawdown of random-action
+    episodes (trades, losses, recoveries) equal those of backtrader's, as read by the strategy, and so do the
+    observations."""
     from btgym_aac.env import engine
 
-    def bars(seed):
-        env = BTgymEnv(strategy=DevStrat_4_11, drawdown_call=50, **QUIET)
+    def bars(seed, recorded):
+        env = BTgymEnv(strategy=DevStrat_4_11, drawdown_call=50)
+        env.record_episode = recorded
         steps = [run_random_episode(env, seed=episode_seed) for episode_seed in (seed, seed + 1)]
+        lines = env._finished_strategy.stats.drawdown
+        reads = [line[ago] for line in (lines.drawdown, lines.maxdrawdown) for ago in (0, -1, -5)]
         env.close()
-        return steps
+        return steps, reads
 
-    ours = bars(5)
+    ours, our_reads = bars(5, recorded=False)
+    drawn, drawn_reads = bars(5, recorded=True)
     monkeypatch.setattr(engine, 'DrawDown', bt.observers.DrawDown)
-    reference = bars(5)
+    reference, reference_reads = bars(5, recorded=True)
+    assert our_reads == drawn_reads == reference_reads
     drawdowns = []
     for our_episode, reference_episode in zip(ours, reference):
         assert len(our_episode) == len(reference_episode)

@@ -231,6 +231,37 @@ def test_norm_value_of_a_scalar_equals_the_array_form():
     assert expected.min() == -1 + 2e-3 and expected.max() == 1 - 2e-3
 
 
+@pytest.mark.parametrize('shape,axis', [((30, 5), -1), ((30, 5), 0), ((2, 3), -1), ((4, 2, 6), 1), ((7,), 0)])
+def test_gradient_equals_numpys_bit_for_bit(shape, axis):
+    x = np.random.default_rng(3).normal(size=shape) * 1e3
+    np.testing.assert_array_equal(utils.gradient(x, axis=axis), np.gradient(x, axis=axis))
+    integers = np.arange(int(np.prod(shape))).reshape(shape) ** 2
+    result = utils.gradient(integers, axis=axis)
+    assert result.dtype == np.float64
+    np.testing.assert_array_equal(result, np.gradient(integers, axis=axis))
+
+
+def test_gradient_needs_two_entries():
+    with pytest.raises(ValueError, match='at least 2 entries along axis 1'):
+        utils.gradient(np.ones((3, 1)), axis=-1)
+
+
+def test_drawdown_tracker_lags_as_an_observer_line_read_during_the_bar():
+    from btgym_aac.strategy.drawdown import DrawdownTracker
+
+    values = [100.0, 110.0, 99.0, 104.5, 120.0, 90.0]
+    tracker = DrawdownTracker()
+    peaks = np.maximum.accumulate(values)
+    drawdowns = 100.0 * (peaks - values) / peaks
+    for bar, value in enumerate(values):
+        assert tracker.update(value) == (drawdowns[bar], max(drawdowns[:bar + 1]))
+        previous = tracker.seen()
+        assert previous == ((drawdowns[bar - 1], max(drawdowns[:bar])) if bar >= 1 else (0.0, 0.0))
+        assert tracker.seen(-1)[0] == (drawdowns[bar - 2] if bar >= 2 else 0.0)
+    tracker.finish()
+    assert tracker.seen() == (drawdowns[-1], 25.0) and tracker.seen(-1)[0] == drawdowns[-2]
+
+
 def test_decayed_result():
     assert utils.decayed_result(12.0, 50.0, 100.0, 5.0, 19.0, gamma=1) == pytest.approx(12.0 / 24.0)
     assert utils.decayed_result(12.0, 130.0, 100.0, 5.0, 19.0, gamma=1) == pytest.approx(12.0 / 24.0)

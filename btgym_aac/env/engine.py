@@ -121,8 +121,9 @@ def prepare_cerebro(cerebro, feeds, strategy_params, decide, render_observers=()
         strategy_params: dict merged into the strategy's kwargs (metadata, stats, initial actions).
         decide: callable(StepResponse or None) -> action dict or STOP.
         render_observers: observer classes added for episode renderings (those of `PER_DATA_OBSERVERS` once per
-            data line); an observer the cerebro has already (or a sub- or superclass of it) is not added again. The
-            `observers.DrawDown` the strategies read is always added.
+            data line), after `observers.DrawDown` when there are any; an observer the cerebro has already (or a
+            sub- or superclass of it) is not added again. Without them the episode runs with the cerebro's own
+            observers only (the strategies keep their drawdown themselves).
         capture_raw_state: keep the OHLC window of every response (for 'human' renderings).
 
     Returns:
@@ -133,7 +134,7 @@ def prepare_cerebro(cerebro, feeds, strategy_params, decide, render_observers=()
     for name, feed in feeds.items():
         cerebro.adddata(feed, name=name)
     present = {observer_class for _, observer_class, _, _ in cerebro.observers}
-    for observer in (DrawDown,) + tuple(render_observers):
+    for observer in ((DrawDown,) + tuple(render_observers)) if render_observers else ():
         if any(issubclass(observer, kind) or issubclass(kind, observer) for kind in present):
             continue
         if observer in PER_DATA_OBSERVERS and len(feeds) > 1:

@@ -7,11 +7,11 @@ pending action; every `skip_frame` bars the engine asks it for `get_state()`, `g
 from datetime import timezone
 
 import backtrader as bt
-import backtrader.indicators as btind
 import numpy as np
 from gymnasium import spaces
 
 from btgym_aac.strategy.broker_statistics import BrokerStatistics
+from btgym_aac.strategy.drawdown import DrawdownLines
 from btgym_aac.strategy.metadata import episode_metadata, metadata_space
 from btgym_aac.strategy.order_size import check_order_size, order_sizes
 from btgym_aac.strategy.orders import OrderExecution
@@ -91,7 +91,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
         self._init_episode_progress()
         self.log = getattr(self.env, '_log', None)
         self._set_broker(params)
-        self._add_warmup_line()
+        self._set_warmup()
         self.metadata = episode_metadata(self.p.metadata)
         self.state = {'raw': None, 'metadata': self.metadata}
         self.can_broadcast = bool(self.metadata['type'] and self.metadata['trial_type'])
@@ -132,17 +132,22 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
         self.target_value = self.start_cash * (1.0 + self.p.target_call / 100.0)
         self.order_size = self.order_sizes(params, self.env.sizers)
 
-    def _add_warmup_line(self):
-        """Adds the `dim_sma` line whose period is the warm-up (`warmup_period`, by default the larger of
-        `time_dim` and `avg_period`): backtrader calls `next()` once it is full.
+    def _set_warmup(self):
+        """Sets `warmup_bars`, the bars before the first decision (`warmup_period`, by default the larger of `time_dim`
+        and `avg_period`): backtrader calls `prenext()` on them and `next()` from then on.
 
         Raises:
             ValueError: the episode is too short for one decision after the warm-up.
         """
-        warmup = self.warmup_period or max(self.time_dim, self.avg_period)
-        self._check_episode_length(warmup)
-        self.data.dim_sma = btind.SimpleMovingAverage(self.datas[0], period=warmup)
-        self.data.dim_sma.plotinfo.plot = False
+        self.warmup_bars = self.warmup_period or max(self.time_dim, self.avg_period)
+        self._check_episode_length(self.warmup_bars)
+
+    def _periodset(self):
+        """Backtrader's minimum periods (from the indicators) raised to the warm-up on the first data line: the
+        warm-up a moving average of `warmup_bars` bars over that line would set, without computing one."""
+        super()._periodset()
+        self._minperiods[0] = max(self._minperiods[0], self.warmup_bars)
+        self._minperiod = max(self._minperiod, self.warmup_bars)
 
     @classmethod
     def check_params(cls, params):
@@ -187,6 +192,18 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
 
     def set_datalines(self):
         """Hook for custom indicators and data lines; called once at the end of `__init__`."""
+
+    def _start(self):
+        """Backtrader's start, then `stats.drawdown` from the strategy's own drawdown where the episode runs without
+        the `DrawDown` observer (the env adds it to the episodes it draws)."""
+        super()._start()
+        if not hasattr(self.stats, 'drawdown'):
+            self.stats.drawdown = DrawdownLines(self.drawdown_tracker)
+
+    def _stop(self):
+        """Ends the drawdown's bar lag (see `DrawdownTracker`), then backtrader's stop."""
+        self.drawdown_tracker.finish()
+        super()._stop()
 
     def _check_episode_length(self, warmup):
         """Raises ValueError when the episode cannot give one decision: the first observation comes
@@ -244,6 +261,22 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
         """Copy of the last `size` values of a backtrader line as a float64 array."""
         return np.array(line.get(size=size), dtype=np.float64)
 
+    @staticmethod
+    def _windows(lines, size):
+        """The last `size` values of several backtrader lines side by side.
+
+        Args:
+            lines: sequence of lines (data lines, indicators).
+            size: window length.
+
+        Returns:
+            float64 array [size, len(lines)].
+        """
+        x = np.empty((size, len(lines)))
+        for column, line in enumerate(lines):
+            x[:, column] = line.get(size=size)
+        return x
+
     def get_raw_state(self):
         """Last `time_dim` bars of open, high, low, close.
 
@@ -251,21 +284,8 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
             float64 array [time_dim, 4]; also kept as `self.raw_state` for the 'human' rendering.
         """
         data = self.data
-        self.raw_state = np.stack(
-            [self._window(line, self.time_dim) for line in (data.open, data.high, data.low, data.close)], axis=-1
-        )
+        self.raw_state = self._windows((data.open, data.high, data.low, data.close), self.time_dim)
         return self.raw_state
-
-    def broker_window(self, names):
-        """Broker statistics over the last `avg_period` bars.
-
-        Args:
-            names: statistic names (see `broker_datalines`).
-
-        Returns:
-            array [avg_period, len(names)].
-        """
-        return np.stack([np.asarray(self.broker_stat[name])[-self.avg_period:] for name in names], axis=-1)
 
     def get_internal_state(self):
         """All broker statistics over the last `avg_period` bars.
@@ -332,7 +352,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
             per-asset statistics (several assets) also positions (dict asset -> position size), else position
             (the size of the position in the strategy's data).
         """
-        drawdown = self.stats.drawdown
+        drawdown, max_drawdown = self.drawdown_tracker.seen()
         info = {
             'step': self.iteration,
             'time': self.data.datetime.datetime(),
@@ -340,8 +360,8 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
             'broker_message': self.broker_message,
             'broker_cash': self.broker.get_cash(),
             'broker_value': self.broker.get_value(),
-            'drawdown': drawdown.drawdown[0],
-            'max_drawdown': drawdown.maxdrawdown[0],
+            'drawdown': drawdown,
+            'max_drawdown': max_drawdown,
         }
         if self.asset_stat:
             info['positions'] = dict(self._sizes)
@@ -364,7 +384,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
         if self.iteration >= (self.data.numrecords - self.inner_embedding - self.p.skip_frame
                               - self.steps_till_is_done):
             return 'END OF DATA'
-        if self.stats.drawdown.maxdrawdown[0] >= self.p.drawdown_call:
+        if self.drawdown_tracker.seen()[1] >= self.p.drawdown_call:
             return 'DRAWDOWN CALL'
         if self.broker.get_value() > self.target_value:
             return 'TARGET REACHED'

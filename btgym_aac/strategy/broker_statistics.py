@@ -2,9 +2,11 @@
 per bar in sliding windows (`broker_stat`), which the reward and the `internal` observations read; with several
 traded assets also per-asset position statistics (`asset_stat`)."""
 from collections import deque
+from itertools import islice
 
 import numpy as np
 
+from btgym_aac.strategy.drawdown import DrawdownTracker
 from btgym_aac.strategy.utils import decayed_result, norm_value
 
 
@@ -20,9 +22,11 @@ class BrokerStatistics:
     `asset_stat[asset]` keeps per-asset windows of `asset_datalines`: `exposure`, `pos_direction`, `pos_duration`
     and `unrealized_pnl` (the open position's pnl at the close, normalised as the portfolio's).
 
+    The drawdown of the broker value (the fund value in backtrader's fund mode) is kept in `drawdown_tracker`,
+    updated first on every bar.
+
     It reads the strategy's `start_cash`, `avg_period`, params (`drawdown_call`, `target_call`, `leverage`,
-    `skip_frame`, `asset_names`), broker, positions and drawdown analyzer, and the trade results `notify_trade`
-    records.
+    `skip_frame`, `asset_names`), broker and positions, and the trade results `notify_trade` records.
     """
     broker_datalines = [
         'cash', 'value', 'exposure', 'drawdown', 'pos_direction', 'pos_duration', 'realized_pnl',
@@ -45,6 +49,8 @@ class BrokerStatistics:
         self.current_pos_duration = 0
         self.current_pos_min_value = self.start_cash
         self.current_pos_max_value = self.start_cash
+        self.drawdown_tracker = DrawdownTracker()
+        self._fund_mode = self.broker.fundmode
         self._broker_getters = [
             (name, self._required_method('get_broker_{}'.format(name))) for name in self.broker_datalines
         ]
@@ -78,6 +84,7 @@ class BrokerStatistics:
     def update_broker_stat(self):
         """Appends the current value of every broker statistic (and per-asset statistic) to its sliding deque."""
         current_value = self.broker.get_value()
+        self.drawdown_tracker.update(self.broker.fundvalue if self._fund_mode else current_value)
         self._sizes = {asset: self.getposition(data).size for asset, data in self.traded_datas.items()}
         stat = self.broker_stat
         for name, getter in self._broker_getters:
@@ -102,6 +109,17 @@ class BrokerStatistics:
         price = self.traded_datas[asset].close[0]
         return size * (price - position.price) * self.broker_value_normalizer
 
+    def broker_window(self, names):
+        """Broker statistics over the last `avg_period` bars.
+
+        Args:
+            names: statistic names (see `broker_datalines`).
+
+        Returns:
+            float64 array [avg_period, len(names)] (fewer rows before avg_period bars have passed).
+        """
+        return latest_columns(self.broker_stat, names, self.avg_period)
+
     def asset_window(self, asset, names):
         """Per-asset statistics of `asset` over the last `avg_period` bars (kept with several traded assets or
         `track_asset_statistics`).
@@ -111,10 +129,9 @@ class BrokerStatistics:
             names: statistic names (see `asset_datalines`).
 
         Returns:
-            array [avg_period, len(names)].
+            float64 array [avg_period, len(names)] (fewer rows before avg_period bars have passed).
         """
-        windows = self.asset_stat[asset]
-        return np.stack([np.asarray(windows[name])[-self.avg_period:] for name in names], axis=-1)
+        return latest_columns(self.asset_stat[asset], names, self.avg_period)
 
     def get_broker_value(self, current_value, **kwargs):
         return norm_value(current_value, self.start_cash, self.p.drawdown_call, self.p.target_call)
@@ -130,10 +147,7 @@ class BrokerStatistics:
         return sum(signs) / len(signs)
 
     def get_broker_drawdown(self, **kwargs):
-        try:
-            return self.stats.drawdown.drawdown[-1]
-        except IndexError:
-            return 0.0
+        return self.drawdown_tracker.seen(-1)[0]
 
     def get_broker_pos_duration(self, current_value, **kwargs):
         if not any(self._sizes.values()):
@@ -160,3 +174,22 @@ class BrokerStatistics:
 
     def get_broker_max_unrealized_pnl(self, **kwargs):
         return (self.current_pos_max_value - self.realized_broker_value) * self.broker_value_normalizer
+
+
+def latest_columns(windows, names, size):
+    """The latest `size` values of several statistic windows side by side.
+
+    Args:
+        windows: dict name -> deque of values, all of one length.
+        names: the names to take, in column order.
+        size: rows wanted.
+
+    Returns:
+        float64 array [min(size, window length), len(names)].
+    """
+    length = min(size, len(windows[names[0]]))
+    columns = np.empty((length, len(names)))
+    for column, name in enumerate(names):
+        window = windows[name]
+        columns[:, column] = list(islice(window, len(window) - length, None))
+    return columns

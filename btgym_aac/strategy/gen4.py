@@ -11,7 +11,7 @@ from gymnasium import spaces
 from btgym_aac.spaces import DictSpace
 from btgym_aac.strategy.base import BTgymBaseStrategy
 from btgym_aac.strategy.metadata import metadata_space
-from btgym_aac.strategy.utils import log_transform, tanh
+from btgym_aac.strategy.utils import gradient, log_transform, tanh
 
 
 def _box(low, high, shape):
@@ -88,8 +88,7 @@ class DevStrat_4_6(BTgymBaseStrategy):
         self.channel_l = data.low - data.open
 
     def get_external_state(self):
-        x = np.stack([self._window(line, self.time_dim) for line in (self.channel_o, self.channel_h, self.channel_l)],
-                     axis=-1)
+        x = self._windows((self.channel_o, self.channel_h, self.channel_l), self.time_dim)
         return tanh(x * self.p.state_ext_scale)[:, None, :]
 
     def get_internal_state(self):
@@ -165,8 +164,8 @@ class DevStrat_4_9(DevStrat_4_7):
             sma.plotinfo.plot = False
 
     def get_external_state(self):
-        x = np.stack([self._window(line, self.time_dim) for line in [self.data.open] + self.smas], axis=-1)
-        return log_transform(np.gradient(x, axis=-1) * self.p.state_ext_scale)[:, None, :]
+        x = self._windows([self.data.open] + self.smas, self.time_dim)
+        return log_transform(gradient(x, axis=-1) * self.p.state_ext_scale)[:, None, :]
 
 
 class DevStrat_4_10(DevStrat_4_7):
@@ -211,12 +210,12 @@ class DevStrat_4_11(DevStrat_4_10):
             sma.plotinfo.plot = False
 
     def get_external_state(self):
-        x = np.stack([self._window(sma, self.time_dim) for sma in self.smas], axis=-1)
-        dx = np.gradient(x, axis=-1) * self.p.state_ext_scale
+        x = self._windows(self.smas, self.time_dim)
+        dx = gradient(x, axis=-1) * self.p.state_ext_scale
         return tanh(dx)[:, None, :]
 
     def get_internal_state(self):
-        x = np.gradient(self.broker_window(self.internal_stats), axis=-1) * self.p.state_int_scale
+        x = gradient(self.broker_window(self.internal_stats), axis=-1) * self.p.state_int_scale
         return np.clip(tanh(x), -2, 2)[:, None, :]
 
 
@@ -239,11 +238,11 @@ class DevStrat_4_11_1(DevStrat_4_11):
     )
 
     def get_external_state(self):
-        x = np.stack([self._window(sma, self.time_dim) for sma in self.smas], axis=-1)
+        x = self._windows(self.smas, self.time_dim)
         scale = self.p.state_ext_scale
         return {
-            'avg': tanh(np.gradient(x, axis=0) * scale)[:, None, :],
-            'diff': tanh(np.gradient(x, axis=-1) * scale)[:, None, :],
+            'avg': tanh(gradient(x, axis=0) * scale)[:, None, :],
+            'diff': tanh(gradient(x, axis=-1) * scale)[:, None, :],
         }
 
 
@@ -291,11 +290,11 @@ class DevStrat_4_12(DevStrat_4_11):
             feature.plotinfo.plot = False
 
     def get_external_state(self):
-        x = np.stack([self._window(feature, self.time_dim) for feature in self.data.features], axis=-1)
-        return tanh(np.gradient(x, axis=-1) * self.p.state_ext_scale)[:, None, :]
+        x = self._windows(self.data.features, self.time_dim)
+        return tanh(gradient(x, axis=-1) * self.p.state_ext_scale)[:, None, :]
 
     def get_internal_state(self):
-        x = np.gradient(self.broker_window(self.internal_stats), axis=-1) * self.p.state_int_scale
+        x = gradient(self.broker_window(self.internal_stats), axis=-1) * self.p.state_int_scale
         return tanh(x)[:, None, :]
 
     def get_datetime_state(self):

@@ -2,31 +2,30 @@
 episode renderings."""
 import backtrader as bt
 
+from btgym_aac.strategy.drawdown import DrawdownTracker
+
 
 class DrawDown(bt.observers.DrawDown):
     """Backtrader's `DrawDown` observer (lines `drawdown` and `maxdrawdown`, in %, the strategy's
-    `stats.drawdown`) with the same values, computed in the observer itself.
+    `stats.drawdown`) with the same values, computed in the observer itself by a `DrawdownTracker`.
 
     Backtrader's keeps them in a `bt.analyzers.DrawDown` slave that it notifies of the broker value on every bar;
     that bookkeeping is a visible part of an env step's CPU (`benchmarks/env_throughput.py` measures the env). Here
     the value is read from the broker when the observer runs, after the strategy of the same bar, which has not
-    changed it (orders execute at the next bar).
+    changed it (orders execute at the next bar). The env adds it to the episodes it draws; the strategies keep the
+    same numbers in their own tracker.
     """
 
     def __init__(self):
         fund = self.p.fund
         self._fundmode = self._owner.broker.fundmode if fund is None else fund
-        self._peak = float('-inf')
-        self._max_drawdown = 0.0
+        self._tracker = DrawdownTracker()
 
     def next(self):
         broker = self._owner.broker
-        value = broker.fundvalue if self._fundmode else broker.getvalue()
-        self._peak = max(self._peak, value)
-        drawdown = 100.0 * (self._peak - value) / self._peak
-        self._max_drawdown = max(self._max_drawdown, drawdown)
+        drawdown, max_drawdown = self._tracker.update(broker.fundvalue if self._fundmode else broker.getvalue())
         self.lines.drawdown[0] = drawdown
-        self.lines.maxdrawdown[0] = self._max_drawdown
+        self.lines.maxdrawdown[0] = max_drawdown
 
 
 class Reward(bt.observer.Observer):

@@ -7,6 +7,35 @@ def tanh(x):
     return 2.0 / (1.0 + np.exp(-2.0 * np.asarray(x))) - 1.0
 
 
+def gradient(x, axis=-1):
+    """`np.gradient(x, axis=axis)` at unit spacing, the same numbers without its general set-up (it costs several
+    times the arithmetic on the small windows of an observation): central differences (x[i + 1] - x[i - 1]) / 2
+    inside, one-sided differences at the two ends.
+
+    Args:
+        x: array with at least two entries along `axis` (integers are taken as float64, as numpy does).
+        axis: the axis along which to differentiate.
+
+    Returns:
+        array of x's shape.
+
+    Raises:
+        ValueError: fewer than two entries along `axis`.
+    """
+    x = np.asarray(x)
+    if not np.issubdtype(x.dtype, np.inexact):
+        x = x.astype(np.float64)
+    axis = axis % x.ndim
+    if x.shape[axis] < 2:
+        raise ValueError('gradient needs at least 2 entries along axis {}, got shape {}'.format(axis, x.shape))
+    head = (slice(None),) * axis
+    out = np.empty_like(x)
+    out[head + (slice(1, -1),)] = (x[head + (slice(2, None),)] - x[head + (slice(None, -2),)]) / 2.0
+    out[head + (0,)] = x[head + (1,)] - x[head + (0,)]
+    out[head + (-1,)] = x[head + (-1,)] - x[head + (-2,)]
+    return out
+
+
 def sigmoid(x):
     """Logistic function 1 / (1 + exp(-x))."""
     return 1.0 / (1.0 + np.exp(-np.asarray(x)))

@@ -14,7 +14,7 @@ from btgym_aac.research.causal_conv.wavelets import cwt, ricker
 from btgym_aac.spaces import DictSpace
 from btgym_aac.strategy.gen4 import DevStrat_4_6, DevStrat_4_12, _box, _check_scale
 from btgym_aac.strategy.metadata import metadata_space
-from btgym_aac.strategy.utils import tanh
+from btgym_aac.strategy.utils import gradient, tanh
 
 
 class MaxPool(bt.Indicator):
@@ -198,8 +198,8 @@ class CausalConvStrategy_0(CausalConvStrategy):
         self.ext_channel_scale = np.repeat(per_period, 2, axis=-1)
 
     def get_external_state(self):
-        x = np.stack([self._window(feature, self.time_dim) for feature in self.data.features], axis=-1)
-        return tanh(np.gradient(x, axis=-1) * self.ext_channel_scale)[:, None, :]
+        x = self._windows(self.data.features, self.time_dim)
+        return tanh(gradient(x, axis=-1) * self.ext_channel_scale)[:, None, :]
 
 
 class CausalConvStrategy_1(CausalConvStrategy_0):
@@ -264,9 +264,8 @@ class CausalConvStrategy_1(CausalConvStrategy_0):
             array [128, 1, 4].
         """
         data = self.data
-        x = np.stack([self._window(line, self.time_dim) for line in (data.high, data.open, data.low, data.close)],
-                     axis=-1)
-        return tanh(np.gradient(x, axis=-1) * self.p.cwt_signal_scale)[:, None, :]
+        x = self._windows((data.high, data.open, data.low, data.close), self.time_dim)
+        return tanh(gradient(x, axis=-1) * self.p.cwt_signal_scale)[:, None, :]
 
 
 class CausalConvStrategyMulti(CausalConvStrategy_0):
