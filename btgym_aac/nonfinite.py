@@ -37,19 +37,18 @@ def data_explanation(dataset):
 def holds_non_finite(value):
     """True for a float array (or number) holding NaN or inf."""
     array = np.asarray(value)
-    return np.issubdtype(array.dtype, np.floating) and not np.all(np.isfinite(array))
+    return array.dtype.kind == 'f' and not np.isfinite(array).all()
 
 
 def first_non_finite_key(arrays, path='observation'):
     """Key path of the first float array of a (nested) dict holding NaN or inf, or None."""
     for key, value in arrays.items():
-        where = '{}[{!r}]'.format(path, key)
         if isinstance(value, dict):
-            found = first_non_finite_key(value, where)
+            found = first_non_finite_key(value, '{}[{!r}]'.format(path, key))
             if found:
                 return found
         elif holds_non_finite(value):
-            return where
+            return '{}[{!r}]'.format(path, key)
     return None
 
 

@@ -24,6 +24,7 @@ import math
 import os
 import platform
 import subprocess
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -90,15 +91,15 @@ its observations are large (19 kB a step)."""
 def jsonable(value):
     """A JSON-able copy of `value` (an info, an action), made the same way every time.
 
-    Dicts get string keys, tuples become lists, numpy scalars Python scalars, arrays {'__ndarray__': dtype,
-    'shape', 'data'}, datetimes, dates and timedeltas {'__<type name>__': str(value)}.
+    Dicts get string keys, sequences (tuples, the step's bar infos) become lists, numpy scalars Python scalars,
+    arrays {'__ndarray__': dtype, 'shape', 'data'}, datetimes, dates and timedeltas {'__<type name>__': str(value)}.
 
     Raises:
         TypeError: a value of another type (so that no repr with an address slips in).
     """
     if isinstance(value, dict):
         return {str(key): jsonable(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
+    if isinstance(value, Sequence) and not isinstance(value, str):
         return [jsonable(item) for item in value]
     if isinstance(value, np.ndarray):
         return {'__ndarray__': value.dtype.str, 'shape': list(value.shape), 'data': value.ravel().tolist()}

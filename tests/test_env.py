@@ -630,3 +630,32 @@ def test_reset_data_switches_the_data_source(tmp_path):
     assert info['time'].year == 2018
     pd.testing.assert_frame_equal(StatRecordingStrategy.seen[-1][0], second_frame.describe())
     env.close()
+
+
+def test_bar_infos_are_built_when_read_and_equal_the_eager_ones():
+    """A step's `bars` are built from per-bar records the first time each is read; they equal the dicts of a
+    strategy whose own `get_info` (here the base one, called through a subclass) the engine calls on every bar."""
+    from btgym_aac.strategy.bar_info import BarInfos
+
+    class EagerInfo(DevStrat_4_11):
+        def get_info(self):
+            return dict(super().get_info(), eager=True)
+
+    def steps(strategy):
+        env = BTgymEnv(strategy=strategy, **QUIET)
+        run = run_random_episode(env, seed=4)
+        env.close()
+        return run
+
+    lazy, eager = steps(DevStrat_4_11), steps(EagerInfo)
+    assert len(lazy) == len(eager) > 10
+    for (_, _, _, lazy_info), (_, _, _, eager_info) in zip(lazy, eager):
+        bars = lazy_info['bars']
+        assert isinstance(bars, BarInfos) and isinstance(eager_info['bars'], list)
+        assert bars._infos[:-1] == [None] * (len(bars) - 1) or len(bars) == 1
+        expected = [{key: value for key, value in info.items() if key != 'eager'} for info in eager_info['bars']]
+        assert bars == expected and list(bars[1:]) == expected[1:]
+        assert bars[0] is bars[0] and all(info['eager'] for info in eager_info['bars'])
+        assert {key: value for key, value in lazy_info.items() if key != 'bars'} == expected[-1]
+    with pytest.raises(IndexError):
+        lazy[-1][3]['bars'][len(lazy[-1][3]['bars'])]

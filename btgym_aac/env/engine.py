@@ -69,6 +69,7 @@ class _StepAnalyzer(bt.Analyzer):
     def start(self):
         strategy = self.strategy
         self.infos = []
+        self.record_bar, self.collect_infos = strategy.bar_infos_recorder()
         self.pending = False
         self.stopped = False
         self.skip_frame = strategy.p.skip_frame
@@ -77,7 +78,8 @@ class _StepAnalyzer(bt.Analyzer):
     def _respond(self, done):
         strategy = self.strategy
         raw_state = strategy.get_raw_state() if self.p.capture_raw_state else None
-        response = StepResponse(strategy.get_state(), strategy.get_reward(), done, self.infos, raw_state)
+        response = StepResponse(strategy.get_state(), strategy.get_reward(), done, self.collect_infos(self.infos),
+                                raw_state)
         self.infos = []
         strategy.env_iteration += 1
         self.pending = False
@@ -95,7 +97,7 @@ class _StepAnalyzer(bt.Analyzer):
             return
         strategy = self.strategy
         done = strategy._get_done()
-        self.infos.append(strategy.get_info())
+        self.infos.append(self.record_bar())
         strategy.action = self.skip_action
         if done:
             self.p.decide(self._respond(done=True))

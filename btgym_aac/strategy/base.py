@@ -10,6 +10,7 @@ import backtrader as bt
 import numpy as np
 from gymnasium import spaces
 
+from btgym_aac.strategy.bar_info import BarInfos, bar_info
 from btgym_aac.strategy.broker_statistics import BrokerStatistics
 from btgym_aac.strategy.drawdown import DrawdownLines
 from btgym_aac.strategy.metadata import episode_metadata, metadata_space
@@ -339,35 +340,39 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
             shaping = self.p.gamma * potential_now - potential_before
         realized = float(np.sum(list(self.broker_stat['realized_pnl'])[-skip:]))
         scale = self.p.reward_scale
-        self.reward = float(np.clip((10.0 * shaping + 10.0 * realized) * scale, -scale, scale))
+        self.reward = float(min(max((10.0 * shaping + 10.0 * realized) * scale, -scale), scale))
         return self.reward
 
     # ----------------------------------------------------------------------------------------------- info
 
     def get_info(self):
-        """Per-bar information dict.
+        """Per-bar information dict (a subclass may override it; the engine then calls it on every bar).
 
         Returns:
             dict with step, time, action, broker_message, broker_cash, broker_value, drawdown, max_drawdown; with
             per-asset statistics (several assets) also positions (dict asset -> position size), else position
             (the size of the position in the strategy's data).
         """
-        drawdown, max_drawdown = self.drawdown_tracker.seen()
-        info = {
-            'step': self.iteration,
-            'time': self.data.datetime.datetime(),
-            'action': dict(self.action),
-            'broker_message': self.broker_message,
-            'broker_cash': self.broker.get_cash(),
-            'broker_value': self.broker.get_value(),
-            'drawdown': drawdown,
-            'max_drawdown': max_drawdown,
-        }
-        if self.asset_stat:
-            info['positions'] = dict(self._sizes)
-        else:
-            info['position'] = self.position.size
-        return info
+        return bar_info(self.bar_record(), self.data.datetime._tz)
+
+    def bar_record(self):
+        """What `get_info()` reads on this bar, as a `bar_info.bar_info` record (built into the dict later)."""
+        return (self.iteration, self.data.datetime[0], self.action, self.broker_message, self.broker.get_cash(),
+                self.broker.get_value(), self.drawdown_tracker.seen(),
+                self._sizes if self.asset_stat else self.position.size)
+
+    def bar_infos_recorder(self):
+        """How the engine keeps the infos of the bars of a step.
+
+        Returns:
+            (record, collect): `record()` is called on every bar, `collect(records)` makes the step's sequence of
+            info dicts from what it returned: `bar_record` and lazily built `BarInfos` where `get_info` is this
+            class's, else `get_info` and the list of its dicts.
+        """
+        if type(self).get_info is BTgymBaseStrategy.get_info:
+            time_zone = self.data.datetime._tz
+            return self.bar_record, lambda records: BarInfos(records, time_zone)
+        return self.get_info, list
 
     # ----------------------------------------------------------------------------------------------- done
 

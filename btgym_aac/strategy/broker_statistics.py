@@ -51,11 +51,12 @@ class BrokerStatistics:
         self.current_pos_max_value = self.start_cash
         self.drawdown_tracker = DrawdownTracker()
         self._fund_mode = self.broker.fundmode
-        self._broker_getters = [
-            (name, self._required_method('get_broker_{}'.format(name))) for name in self.broker_datalines
-        ]
         stat_window = max(self.avg_period, 2 * self.p.skip_frame)
         self.broker_stat = {name: deque(maxlen=stat_window) for name in self.broker_datalines}
+        self._broker_appenders = [
+            (self.broker_stat[name].append, self._required_method('get_broker_{}'.format(name)))
+            for name in self.broker_datalines
+        ]
         self.traded_datas = self._traded_datas()
         self._exposure_unit = self.start_cash * self.p.leverage + 1e-2
         self.asset_pos_duration = dict.fromkeys(self.traded_datas, 0)
@@ -86,9 +87,8 @@ class BrokerStatistics:
         current_value = self.broker.get_value()
         self.drawdown_tracker.update(self.broker.fundvalue if self._fund_mode else current_value)
         self._sizes = {asset: self.getposition(data).size for asset, data in self.traded_datas.items()}
-        stat = self.broker_stat
-        for name, getter in self._broker_getters:
-            stat[name].append(getter(current_value=current_value))
+        for append, getter in self._broker_appenders:
+            append(getter(current_value=current_value))
         for asset, windows in self.asset_stat.items():
             for name in self.asset_datalines:
                 windows[name].append(self._asset_statistic(name, asset))

@@ -3,8 +3,15 @@ import numpy as np
 
 
 def tanh(x):
-    """Hyperbolic tangent written as 2 / (1 + exp(-2x)) - 1."""
-    return 2.0 / (1.0 + np.exp(-2.0 * np.asarray(x))) - 1.0
+    """Hyperbolic tangent written as 2 / (1 + exp(-2x)) - 1 (computed in one buffer)."""
+    y = np.multiply(-2.0, x)
+    if not isinstance(y, np.ndarray):
+        return 2.0 / (1.0 + np.exp(y)) - 1.0
+    np.exp(y, out=y)
+    np.add(1.0, y, out=y)
+    np.divide(2.0, y, out=y)
+    np.subtract(y, 1.0, out=y)
+    return y
 
 
 def gradient(x, axis=-1):
