@@ -1,16 +1,23 @@
-"""Agent steps per second of BTgymEnv against a bare backtrader run of the same episodes, and the cost of rendering
-as shipped.
+"""Agent steps per second of BTgymEnv against a lean backtrader loop and a bare backtrader run of the same
+episodes, and the cost of rendering as shipped.
 
-All runs use DevStrat_4_11 (skip_frame 10) on the built-in sine data, random actions, and the same episode windows.
-The bare run builds a Cerebro per episode with the same strategy, indicators and state computations (preload and
-runonce on) and picks actions in-line, with no environment, thread or gymnasium layer. The env runs twice: with
-rendering off (`render_enabled=False`), and with rendering as shipped: rendering enabled and episodes recorded as a
-trainer's runner records them (`record_episode` true for every `--render-freq`-th episode, the episodes it draws;
-no picture is drawn here). The ratios env / bare and shipped / off (medians over rounds that rotate which run goes
-first) are the environment's efficiency (target >= 0.8) and the cost of rendering (target >= 0.9).
+All runs use DevStrat_4_11's kind of work (skip_frame 10) on the built-in sine data, random actions, and the same
+episode windows. The env runs twice: with rendering off (`render_enabled=False`), and with rendering as shipped:
+rendering enabled and episodes recorded as a trainer's runner records them (`record_episode` true for every
+`--render-freq`-th episode, the episodes it draws; no picture is drawn here). Two plain backtrader runs:
+
+- lean: `LeanStrategy`, written apart from the package's strategies, does the per-bar work an observation needs
+  and nothing else (five SMAs, ten broker numbers every bar, the gradients and tanh every 10th bar, a random
+  hold/buy/sell/close order every 10th bar; same cash, commission, leverage and order size);
+- bare: the package's strategy in a Cerebro per episode, actions picked in-line by the engine's step analyzer,
+  without the environment or gymnasium layer.
+
+Ratios (medians over rounds that rotate which run goes first): env / lean, with rendering off and as shipped
+(target >= 0.85: the env's overhead over the work itself), env / bare (its layer over the strategy) and shipped /
+off (the cost of rendering).
 
 Usage:
-    python benchmarks/env_throughput.py [--episodes 12] [--render-freq 10] [--out benchmarks/results]
+    python benchmarks/env_throughput.py [--episodes 12] [--render-freq 10] [--rounds 6] [--out benchmarks/results]
 """
 import argparse
 import json
@@ -226,6 +233,7 @@ def main():
         'env': lambda: run_env(args.episodes, args.seed)[:2],
         'env_rendering_as_shipped': lambda: run_env(args.episodes, args.seed, args.render_freq)[:2],
         'bare': lambda: run_bare(args.episodes, args.seed),
+        'lean': lambda: run_lean(args.episodes, args.seed),
     }
     names = list(runs)
     rates, steps = {name: [] for name in names}, {}
@@ -235,6 +243,8 @@ def main():
             steps[name], seconds = runs[name]()
             rates[name].append(steps[name] / seconds)
     bare_ratios = [env / bare for env, bare in zip(rates['env'], rates['bare'])]
+    lean_ratios = [env / lean for env, lean in zip(rates['env'], rates['lean'])]
+    shipped_lean_ratios = [env / lean for env, lean in zip(rates['env_rendering_as_shipped'], rates['lean'])]
     render_ratios = [shipped / off for shipped, off in zip(rates['env_rendering_as_shipped'], rates['env'])]
     result = {
         'benchmark': 'env_throughput',
@@ -247,15 +257,22 @@ def main():
         'render_freq': args.render_freq,
         'env_agent_steps_per_round': steps['env'],
         'bare_agent_steps_per_round': steps['bare'],
+        'lean_agent_steps_per_round': steps['lean'],
         'env_steps_per_s': float(np.median(rates['env'])),
         'env_rendering_as_shipped_steps_per_s': float(np.median(rates['env_rendering_as_shipped'])),
         'bare_steps_per_s': float(np.median(rates['bare'])),
+        'lean_steps_per_s': float(np.median(rates['lean'])),
+        'ratio_env_to_lean': float(np.median(lean_ratios)),
+        'ratio_rendering_as_shipped_to_lean': float(np.median(shipped_lean_ratios)),
         'ratio_env_to_bare': float(np.median(bare_ratios)),
         'ratio_rendering_as_shipped_to_off': float(np.median(render_ratios)),
         'ratio_all_rounds': bare_ratios,
+        'ratio_lean_all_rounds': lean_ratios,
+        'ratio_rendering_as_shipped_to_lean_all_rounds': shipped_lean_ratios,
         'ratio_rendering_all_rounds': render_ratios,
         'steps_per_s_all_rounds': rates,
         'target_ratio': 0.8,
+        'target_ratio_to_lean': 0.85,
         'target_ratio_rendering': 0.9,
         'machine': {'python': platform.python_version(), 'processor': platform.processor() or platform.machine(),
                     'cpus': os.cpu_count()},
@@ -268,6 +285,9 @@ def main():
     print('{:<36}{:>12.1f}'.format('BTgymEnv, rendering off', result['env_steps_per_s']))
     print('{:<36}{:>12.1f}'.format('BTgymEnv, rendering as shipped', result['env_rendering_as_shipped_steps_per_s']))
     print('{:<36}{:>12.1f}'.format('bare backtrader', result['bare_steps_per_s']))
+    print('{:<36}{:>12.1f}'.format('lean backtrader loop', result['lean_steps_per_s']))
+    print('{:<36}{:>12.3f}'.format('ratio env / lean (target >= 0.85)', result['ratio_env_to_lean']))
+    print('{:<36}{:>12.3f}'.format('ratio shipped / lean', result['ratio_rendering_as_shipped_to_lean']))
     print('{:<36}{:>12.3f}'.format('ratio env / bare (target >= 0.8)', result['ratio_env_to_bare']))
     print('{:<36}{:>12.3f}'.format('ratio shipped / off (target >= 0.9)', result['ratio_rendering_as_shipped_to_off']))
     print('written: {}'.format(path))
