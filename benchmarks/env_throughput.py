@@ -17,7 +17,7 @@ Ratios (medians over rounds that rotate which run goes first): env / lean, with 
 off (the cost of rendering).
 
 Usage:
-    python benchmarks/env_throughput.py [--episodes 12] [--render-freq 10] [--rounds 6] [--out benchmarks/results]
+    python benchmarks/env_throughput.py [--episodes 20] [--render-freq 10] [--rounds 6] [--out benchmarks/results]
 """
 import argparse
 import json
@@ -220,7 +220,8 @@ def run_lean(num_episodes, seed):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--episodes', type=int, default=12)
+    parser.add_argument('--episodes', type=int, default=20,
+                        help='episodes per run; a multiple of --render-freq records the share a trainer does')
     parser.add_argument('--seed', type=int, default=0)
     parser.add_argument('--render-freq', type=int, default=10,
                         help='episodes between recorded ones in the rendering-as-shipped run (env_render_freq)')

@@ -659,3 +659,19 @@ def test_bar_infos_are_built_when_read_and_equal_the_eager_ones():
         assert {key: value for key, value in lazy_info.items() if key != 'bars'} == expected[-1]
     with pytest.raises(IndexError):
         lazy[-1][3]['bars'][len(lazy[-1][3]['bars'])]
+
+
+@pytest.mark.parametrize('trade_history', [False, True])
+def test_trade_history_is_kept_only_when_asked(trade_history):
+    """Backtrader's trade history (`trade.history`) is off unless `trade_history=True`; the trades are the same."""
+    kwargs = dict(QUIET, trade_history=True) if trade_history else QUIET
+    env = BTgymEnv(strategy=DevStrat_4_11, **kwargs)
+    run_random_episode(env, seed=2)
+    env.get_stat()
+    trades = [trade for by_data in env._finished_strategy._trades.values() for by_id in by_data.values()
+              for trade in by_id]
+    env.close()
+    assert len(trades) > 3
+    assert all(bool(trade.history) == trade_history for trade in trades)
+    if trade_history:
+        assert all(trade.history[-1].status.status == trade.status for trade in trades)

@@ -37,6 +37,8 @@ class BTgymEnv(EnvComponents, EpisodeSetup, RenderModes, gym.Env):
         start_cash, broker_commission, fixed_stake: broker settings of the default engine (start_cash > 0,
             broker_commission >= 0; fixed_stake > 0 when order_size is None).
         render_enabled: keep the data renderings need (default True).
+        trade_history: keep backtrader's history of every trade, `trade.history` (default False: nothing in this
+            package reads it, and it costs about 6 % of an env step; the original kept it).
         render_modes: the original's picture modes kept for `render(mode)`, e.g. ['human', 'episode', 'external'];
             render_* kwargs tune the pictures.
         render_mode: gymnasium's mode of `render()` without a mode: None (draws nothing), 'rgb_array' (the
@@ -74,6 +76,7 @@ class BTgymEnv(EnvComponents, EpisodeSetup, RenderModes, gym.Env):
         self.log_level = kwargs.pop('log_level', None)
         self.log = get_logger(self.logger_name, self.task, self.verbose, self.log_level)
         self.random_seed = kwargs.pop('random_seed', None)
+        self.trade_history = bool(kwargs.pop('trade_history', False))
         self._data_master = DataMasterSettings(kwargs, self.log)
         self._set_rendering(kwargs)
         self.dataset = self._make_dataset(kwargs)
@@ -144,7 +147,7 @@ class BTgymEnv(EnvComponents, EpisodeSetup, RenderModes, gym.Env):
         handoff = Handoff()
         self._recording = self.record_episode
         cerebro = self._new_cerebro(episode, handoff.decide)
-        handoff.start(functools.partial(run_episode, cerebro, self._episode_number))
+        handoff.start(functools.partial(run_episode, cerebro, self._episode_number, self.trade_history))
         self._handoff = handoff
         self._finalizer = weakref.finalize(self, handoff.stop)
         self._episode_done = False

@@ -147,19 +147,21 @@ def prepare_cerebro(cerebro, feeds, strategy_params, decide, render_observers=()
     return cerebro
 
 
-def run_episode(cerebro, episode_number=0):
+def run_episode(cerebro, episode_number=0, trade_history=False):
     """Runs a prepared Cerebro to the end of its episode.
 
     Args:
         cerebro: output of `prepare_cerebro`.
         episode_number: stored in the result.
+        trade_history: keep backtrader's history of every trade (`trade.history`, Cerebro's `tradehistory`).
 
     Returns:
         (strategy, episode_result) where episode_result = {'episode', 'runtime' (timedelta), 'length' (bars),
         <analyzer name>: analysis for every user analyzer}.
     """
     start = time.perf_counter()
-    strategy = cerebro.run(stdstats=False, preload=True, runonce=True, oldbuysell=True, tradehistory=True)[0]
+    strategy = cerebro.run(stdstats=False, preload=True, runonce=True, oldbuysell=True,
+                           tradehistory=trade_history)[0]
     result = {
         'episode': episode_number,
         'runtime': timedelta(seconds=time.perf_counter() - start),

@@ -216,7 +216,7 @@ class DevStrat_4_11(DevStrat_4_10):
 
     def get_internal_state(self):
         x = gradient(self.broker_window(self.internal_stats), axis=-1) * self.p.state_int_scale
-        return np.clip(tanh(x), -2, 2)[:, None, :]
+        return tanh(x)[:, None, :]
 
 
 class DevStrat_4_11_1(DevStrat_4_11):
