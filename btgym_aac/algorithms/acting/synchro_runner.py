@@ -2,6 +2,7 @@
 thread, so the caller controls the policy, its sync op and the episode sample config."""
 import copy
 import time
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
@@ -26,7 +27,8 @@ DEFAULT_TEST_CONDITIONS = {'state': {'metadata': {'type': 1, 'trial_type': 1}}}
 def flat_info(info):
     """The step's info without nested entries (BTGym: 'bars' and 'action', whose keys vary from bar to bar), so
     that every frame of a `Rollout` has the same structure."""
-    return {key: value for key, value in info.items() if not isinstance(value, (dict, list, tuple))}
+    return {key: value for key, value in info.items()
+            if isinstance(value, str) or not isinstance(value, (Mapping, Sequence))}
 
 
 class BaseSynchroRunner:
