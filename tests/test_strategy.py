@@ -2,6 +2,7 @@
 observations and the rendering observers. Every expectation is recomputed from the input DataFrame or from the
 strategy's broker statistics with plain numpy."""
 import copy
+import math
 from collections import namedtuple
 from datetime import timezone
 
@@ -685,3 +686,46 @@ def test_observers_follow_reward_position_and_pnl():
         np.testing.assert_allclose(realized_line[closed], record.stat['realized_pnl'][closed])
         realized_seen += closed.sum()
     assert realized_seen > 0
+
+
+@pytest.mark.parametrize('period', [1, 2, 16, 256])
+def test_exact_window_sums_equal_fsum_of_every_window(period):
+    from btgym_aac.strategy.indicators import window_sums
+
+    rng = np.random.default_rng(period)
+    values = list(1.1 + rng.normal(size=1500).cumsum() * 1e-4) + list(rng.normal(size=300) * 1e6)
+    expected = [math.fsum(values[start:start + period]) for start in range(len(values) - period + 1)]
+    assert window_sums(values, period) == expected
+    with pytest.raises((OverflowError, ValueError)):
+        window_sums(values[:10] + [float('nan')], period)
+
+
+def test_simple_moving_average_equals_backtraders_and_falls_back_on_nan():
+    """The package's SMA gives backtrader's values (NaN bars included, which its own loop averages), minimum
+    period and line; only one average is computed."""
+    from btgym_aac.strategy.indicators import ExactAverage, SimpleMovingAverage
+
+    frame = make_random_walk_data(num_bars=700, seed=2)
+    frame.iloc[400, frame.columns.get_loc('close')] = np.nan
+    results = {}
+
+    class Both(bt.Strategy):
+        def __init__(self):
+            self.ours = [SimpleMovingAverage(self.data.close, period=period) for period in (3, 64, 256)]
+            self.theirs = [bt.indicators.SimpleMovingAverage(self.data.close, period=period)
+                           for period in (3, 64, 256)]
+
+        def stop(self):
+            results['lines'] = [(np.array(a.lines[0].array), np.array(b.lines[0].array), a._minperiod, b._minperiod)
+                                for a, b in zip(self.ours, self.theirs)]
+            results['inner'] = [type(inner) for sma in self.ours for inner in sma._lineiterators[0]]
+
+    cerebro = bt.Cerebro(stdstats=False)
+    cerebro.adddata(bt.feeds.PandasData(dataname=frame))
+    cerebro.addstrategy(Both)
+    cerebro.run(preload=True, runonce=True)
+    for ours, theirs, our_period, their_period in results['lines']:
+        np.testing.assert_array_equal(ours, theirs)
+        assert our_period == their_period and np.isnan(ours[400]) and np.isfinite(ours[-1])
+    assert results['inner'].count(ExactAverage) == 3
+    assert not any(kind is bt.indicators.Average for kind in results['inner'])

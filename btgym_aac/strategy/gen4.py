@@ -4,12 +4,12 @@ Chain: BTgymBaseStrategy -> DevStrat_4_6 -> DevStrat_4_7 -> {DevStrat_4_8, DevSt
 DevStrat_4_10 -> DevStrat_4_11 -> {DevStrat_4_11_1, DevStrat_4_12}. Observations carry a fake width axis
 ([time, 1, channels]) so 2-D convolutions apply. Reward, info and done rules are the base ones.
 """
-import backtrader.indicators as btind
 import numpy as np
 from gymnasium import spaces
 
 from btgym_aac.spaces import DictSpace
 from btgym_aac.strategy.base import BTgymBaseStrategy
+from btgym_aac.strategy.indicators import SimpleMovingAverage
 from btgym_aac.strategy.metadata import metadata_space
 from btgym_aac.strategy.utils import gradient, log_transform, tanh
 
@@ -159,7 +159,7 @@ class DevStrat_4_9(DevStrat_4_7):
     )
 
     def set_datalines(self):
-        self.smas = [btind.SimpleMovingAverage(self.datas[0], period=period) for period in self.sma_periods]
+        self.smas = [SimpleMovingAverage(self.datas[0], period=period) for period in self.sma_periods]
         for sma in self.smas:
             sma.plotinfo.plot = False
 
@@ -205,7 +205,7 @@ class DevStrat_4_11(DevStrat_4_10):
     )
 
     def set_datalines(self):
-        self.smas = [btind.SimpleMovingAverage(self.data.close, period=period) for period in self.sma_periods]
+        self.smas = [SimpleMovingAverage(self.data.close, period=period) for period in self.sma_periods]
         for sma in self.smas:
             sma.plotinfo.plot = False
 
@@ -284,7 +284,7 @@ class DevStrat_4_12(DevStrat_4_11):
             cls.warmup_period = max(cls.features_parameters) + cls.time_dim
 
     def set_datalines(self):
-        self.data.features = [btind.SimpleMovingAverage(self.datas[0], period=period)
+        self.data.features = [SimpleMovingAverage(self.datas[0], period=period)
                               for period in self.features_parameters]
         for feature in self.data.features:
             feature.plotinfo.plot = False

@@ -1,11 +1,11 @@
 """MultiAssetStrategy: observations of every data line and of every traded asset's position, for
 MultiDiscreteEnv and PortfolioEnv (and `btgym-aac train --assets`)."""
-import backtrader.indicators as btind
 import numpy as np
 from gymnasium import spaces
 
 from btgym_aac.spaces import DictSpace
 from btgym_aac.strategy.base import BTgymBaseStrategy
+from btgym_aac.strategy.indicators import SimpleMovingAverage
 from btgym_aac.strategy.metadata import metadata_space
 
 PORTFOLIO_STATS = ('value', 'unrealized_pnl', 'realized_pnl', 'cash', 'exposure')
@@ -80,7 +80,7 @@ class MultiAssetStrategy(BTgymBaseStrategy):
                                  type(self).__name__, streams, lines))
         self.line_smas = {}
         for data in self.datas:
-            smas = [btind.SimpleMovingAverage(data.close, period=period) for period in self.sma_periods]
+            smas = [SimpleMovingAverage(data.close, period=period) for period in self.sma_periods]
             for sma in smas:
                 sma.plotinfo.plot = False
             self.line_smas[data._name] = (data, smas)
