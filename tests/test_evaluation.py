@@ -278,6 +278,9 @@ def plain_metrics(record):
         'max_drawdown_pct': 100.0 * np.max(1.0 - bar_values / peaks),
         'sharpe': np.mean(step_returns) / np.std(step_returns, ddof=1),
         'steps': len(record.actions),
+        'commission': np.sum([fill['commission'] for fill in record.trade_log['fills']]),
+        'spread_cost': np.sum([fill['spread_cost'] for fill in record.trade_log['fills']]),
+        'slippage_cost': np.sum([fill['slippage_cost'] for fill in record.trade_log['fills']]),
     }
 
 

@@ -36,6 +36,10 @@ class BTgymEnv(EnvComponents, EpisodeSetup, RenderModes, gym.Env):
         strategy: strategy class (default `BTgymBaseStrategy`).
         start_cash, broker_commission, fixed_stake: broker settings of the default engine (start_cash > 0,
             broker_commission >= 0; fixed_stake > 0 when order_size is None).
+        spread, slippage, slippage_fixed, commission_scheme: its costs (`costs.CostBroker`): the bid/ask spread in
+            price units, paid half on each side of a fill (default 0); backtrader's slippage as a fraction of the
+            price or in price units (default 0; not both); 'percent' (default: broker_commission and the strategy's
+            `commission` are fractions of the traded value) or 'per_unit' (money per unit traded).
         render_enabled: keep the data renderings need (default True).
         trade_history: keep backtrader's history of every trade, `trade.history` (default False: nothing in this
             package reads it, and it costs about 6 % of an env step; the original kept it).

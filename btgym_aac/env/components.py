@@ -5,6 +5,7 @@ import numbers
 import backtrader as bt
 
 from btgym_aac.data import BTgymDataset, make_sine_data
+from btgym_aac.env.costs import COST_DEFAULTS, cost_broker
 from btgym_aac.env.data_lines import price_bars
 from btgym_aac.env.observations import observation_space, space_dtypes
 from btgym_aac.spaces import ActionDictSpace
@@ -16,29 +17,33 @@ DATASET_KWARGS = (
     'target_period', 'data_names', 'episode_len_days', 'episode_len_hours', 'episode_len_minutes',
     'time_gap_days', 'time_gap_hours',
 )
-ENGINE_DEFAULTS = dict(start_cash=100.0, broker_commission=0.001, fixed_stake=10)
+ENGINE_DEFAULTS = dict(start_cash=100.0, broker_commission=0.001, fixed_stake=10, **COST_DEFAULTS)
 
 
 def new_engine(strategy, strategy_kwargs, settings):
-    """A Cerebro with the strategy and its kwargs, the broker's cash and commission and a fixed-size sizer.
+    """A Cerebro with the strategy and its kwargs, a `costs.CostBroker` with the cash and costs, and a fixed-size
+    sizer.
 
     Args:
         strategy: the strategy class.
         strategy_kwargs: its kwargs (copied).
-        settings: dict with ENGINE_DEFAULTS' keys (start_cash, broker_commission, fixed_stake).
+        settings: dict of ENGINE_DEFAULTS' keys (start_cash, broker_commission, fixed_stake, and the costs:
+            spread, slippage, slippage_fixed, commission_scheme); a missing key takes its default.
 
     Returns:
         bt.Cerebro.
 
     Raises:
-        ValueError: a start cash <= 0 or a commission that is no number >= 0.
+        ValueError: a start cash <= 0, a commission that is no number >= 0 or a cost setting no broker takes.
     """
+    settings = dict(ENGINE_DEFAULTS, **settings)
     check_number('start_cash', settings['start_cash'], 0, low_open=True)
     check_number('broker_commission', settings['broker_commission'])
     engine = bt.Cerebro()
+    engine.setbroker(cost_broker(settings))
     engine.addstrategy(strategy, **dict(strategy_kwargs))
     engine.broker.setcash(settings['start_cash'])
-    engine.broker.setcommission(commission=settings['broker_commission'])
+    engine.broker.apply_commission(settings['broker_commission'])
     engine.addsizer(bt.sizers.SizerFix, stake=settings['fixed_stake'])
     return engine
 

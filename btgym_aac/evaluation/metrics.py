@@ -2,7 +2,7 @@
 import numpy as np
 
 METRIC_NAMES = ('total_reward', 'start_value', 'final_value', 'return_pct', 'orders', 'trades', 'win_rate',
-                'max_drawdown_pct', 'sharpe', 'steps')
+                'max_drawdown_pct', 'sharpe', 'steps', 'commission', 'spread_cost', 'slippage_cost')
 """Numeric per-episode metrics, in report order."""
 ASSET_METRIC_NAMES = ('fills', 'trades', 'realized_pnl', 'time_in_market', 'mean_abs_position')
 """Numeric per-episode metrics of one asset of a multi-asset env, in report order."""
@@ -67,7 +67,8 @@ def episode_metrics(rewards, bar_values, step_values, trade_log):
     Returns:
         dict with the `METRIC_NAMES` keys: total_reward, start_value, final_value, return_pct, orders (filled
         orders), trades (closed trades), win_rate, max_drawdown_pct (over bars), sharpe (per step, see
-        `sharpe_ratio`), steps.
+        `sharpe_ratio`), steps, and the costs paid over the episode (money): commission, spread_cost,
+        slippage_cost.
     """
     start_value, final_value = float(bar_values[0]), float(bar_values[-1])
     return {
@@ -81,6 +82,9 @@ def episode_metrics(rewards, bar_values, step_values, trade_log):
         'max_drawdown_pct': max_drawdown_pct(bar_values),
         'sharpe': sharpe_ratio(step_values),
         'steps': len(rewards),
+        'commission': float(sum(fill['commission'] for fill in trade_log['fills'])),
+        'spread_cost': float(sum(fill.get('spread_cost', 0.0) for fill in trade_log['fills'])),
+        'slippage_cost': float(sum(fill.get('slippage_cost', 0.0) for fill in trade_log['fills'])),
     }
 
 

@@ -13,7 +13,8 @@ TRADE_LOG_NAME = 'evaluation_trade_log'
 
 class TradeLog(bt.Analyzer):
     """Analysis: {'fills': [{'time', 'asset' (the order's data line), 'side' ('buy'/'sell'), 'size' (signed),
-    'price', 'commission', 'position' (running sum of the asset's fill sizes)}], 'trades': [{'asset', 'open_time',
+    'price', 'commission', 'spread_cost', 'slippage_cost' (what the fill paid for the spread and for slippage with a
+    `CostBroker`, else 0), 'position' (running sum of the asset's fill sizes)}], 'trades': [{'asset', 'open_time',
     'close_time', 'pnl', 'pnlcomm'}], 'end_reason': the strategy's `done_message` ('' when no end rule fired)}."""
 
     def start(self):
@@ -34,6 +35,8 @@ class TradeLog(bt.Analyzer):
             'size': float(order.executed.size),
             'price': float(order.executed.price),
             'commission': float(order.executed.comm),
+            'spread_cost': float(order.info.get('spread_cost', 0.0)),
+            'slippage_cost': float(order.info.get('slippage_cost', 0.0)),
             'position': self.positions[asset],
         })
 

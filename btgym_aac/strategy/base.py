@@ -128,7 +128,11 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
         if self.p.start_cash is not None:
             self.broker.setcash(self.p.start_cash)
         if self.p.commission is not None:
-            self.broker.setcommission(commission=self.p.commission, leverage=self.p.leverage)
+            apply_commission = getattr(self.broker, 'apply_commission', None)  # a CostBroker keeps its scheme
+            if apply_commission is not None:
+                apply_commission(self.p.commission, leverage=self.p.leverage)
+            else:
+                self.broker.setcommission(commission=self.p.commission, leverage=self.p.leverage)
         self.start_cash = self.broker.startingcash
         self.target_value = self.start_cash * (1.0 + self.p.target_call / 100.0)
         self.order_size = self.order_sizes(params, self.env.sizers)

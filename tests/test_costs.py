@@ -1,0 +1,149 @@
+"""Costs on backtrader's broker (`env.costs`): fill prices with a spread and slippage computed by hand on small bar
+series, commissions per scheme, costs recorded per fill and summed per episode, and the env and evaluation
+settings."""
+import backtrader as bt
+import numpy as np
+import pandas as pd
+import pytest
+
+from btgym_aac import BTgymEnv
+from btgym_aac.env.costs import COST_DEFAULTS, CostBroker, check_costs, cost_broker
+from btgym_aac.evaluation.metrics import episode_metrics
+from btgym_aac.evaluation.trade_log import TRADE_LOG_NAME, TradeLog
+from btgym_aac.strategy import DevStrat_4_11
+
+BARS = pd.DataFrame({
+    'open': [1.1000, 1.1010, 1.1020, 1.1015, 1.1030, 1.1040, 1.1035],
+    'high': [1.1012, 1.1025, 1.1030, 1.1032, 1.1045, 1.1050, 1.1041],
+    'low': [1.0995, 1.1005, 1.1011, 1.1010, 1.1026, 1.1031, 1.1020],
+    'close': [1.1010, 1.1020, 1.1015, 1.1030, 1.1040, 1.1035, 1.1025],
+    'volume': 0.0,
+}, index=pd.date_range('2017-01-02 09:00', periods=7, freq='1min'))
+SIZE = 1000
+
+
+class Scripted(bt.Strategy):
+    """Market orders of SIZE units: a buy on the first bar, a sell of twice the size on the third, a buy back on
+    the fifth; they fill at the opens of the bars after (rows 1, 3 and 5)."""
+    params = (('orders', {1: SIZE, 3: -2 * SIZE, 5: SIZE}), ('exectype', None))
+
+    def next(self):
+        size = self.p.orders.get(len(self))
+        if size:
+            (self.buy if size > 0 else self.sell)(size=abs(size), exectype=self.p.exectype)
+
+
+def run(costs, commission=0.0, exectype=None):
+    """Runs `Scripted` over BARS with a `cost_broker(costs)`; returns (strategy, trade log analysis)."""
+    cerebro = bt.Cerebro(stdstats=False)
+    cerebro.setbroker(cost_broker(dict(COST_DEFAULTS, **costs)))
+    cerebro.broker.setcash(10000.0)
+    cerebro.broker.apply_commission(commission)
+    cerebro.adddata(bt.feeds.PandasData(dataname=BARS))
+    cerebro.addstrategy(Scripted, exectype=exectype)
+    cerebro.addanalyzer(TradeLog, _name=TRADE_LOG_NAME)
+    strategy = cerebro.run()[0]
+    return strategy, strategy.analyzers.getbyname(TRADE_LOG_NAME).get_analysis()
+
+
+def expected_fills(spread=0.0, slippage=0.0, slippage_fixed=0.0):
+    """(fill price, slipped price, reference open) of the three fills, computed from the bars by hand: backtrader
+    moves the open by its slippage and caps it at the bar's high (buys) or low (sells); the spread adds half on
+    top."""
+    fills = []
+    for row, sign in ((1, 1), (3, -1), (5, 1)):
+        reference = BARS['open'].iloc[row]
+        moved = reference * (1 + sign * slippage) if slippage else reference + sign * slippage_fixed
+        slipped = min(moved, BARS['high'].iloc[row]) if sign > 0 else max(moved, BARS['low'].iloc[row])
+        fills.append((slipped + sign * spread / 2, slipped, reference))
+    return fills
+
+
+@pytest.mark.parametrize('costs', [
+    {}, {'spread': 0.0002}, {'slippage': 0.0005}, {'slippage_fixed': 0.0003}, {'spread': 0.0002, 'slippage': 0.0005},
+    {'spread': 0.0004, 'slippage': 0.002},  # slippage beyond the bars' range: capped at the high / low
+])
+def test_fill_prices_and_recorded_costs_match_a_hand_computation(costs):
+    strategy, log = run(costs)
+    fills = expected_fills(**costs)
+    sizes = [SIZE, 2 * SIZE, SIZE]
+    assert [fill['price'] for fill in log['fills']] == pytest.approx([price for price, _, _ in fills], abs=1e-12)
+    spread_costs = [abs(price - slipped) * size for (price, slipped, _), size in zip(fills, sizes)]
+    slippage_costs = [abs(slipped - reference) * size for (_, slipped, reference), size in zip(fills, sizes)]
+    assert [fill['spread_cost'] for fill in log['fills']] == pytest.approx(spread_costs, abs=1e-9)
+    assert [fill['slippage_cost'] for fill in log['fills']] == pytest.approx(slippage_costs, abs=1e-9)
+    costs_paid = strategy.broker.costs
+    assert costs_paid['spread'] == pytest.approx(sum(spread_costs), abs=1e-9)
+    assert costs_paid['slippage'] == pytest.approx(sum(slippage_costs), abs=1e-9)
+    if costs.get('spread'):
+        assert costs_paid['spread'] == pytest.approx(costs['spread'] / 2 * 4 * SIZE)
+    # the broker's value is the cash after the fills at those prices plus the position at the last close
+    cash = 10000.0 - fills[0][0] * SIZE + fills[1][0] * 2 * SIZE - fills[2][0] * SIZE
+    assert strategy.broker.getvalue() == pytest.approx(cash, abs=1e-9)
+
+
+@pytest.mark.parametrize('scheme,commission,per_fill', [
+    ('percent', 0.0001, lambda price, size: 0.0001 * price * size),
+    ('per_unit', 0.00002, lambda price, size: 0.00002 * size),
+])
+def test_commission_schemes(scheme, commission, per_fill):
+    strategy, log = run({'commission_scheme': scheme, 'spread': 0.0002}, commission=commission)
+    expected = [per_fill(fill['price'], abs(fill['size'])) for fill in log['fills']]
+    assert [fill['commission'] for fill in log['fills']] == pytest.approx(expected, rel=1e-12)
+    assert strategy.broker.costs['commission'] == pytest.approx(sum(expected), rel=1e-12)
+    metrics = episode_metrics([0.0], [10000.0, strategy.broker.getvalue()], [10000.0], log)
+    assert metrics['commission'] == pytest.approx(strategy.broker.costs['commission'], rel=1e-12)
+    assert metrics['spread_cost'] == pytest.approx(strategy.broker.costs['spread'], rel=1e-12)
+    assert metrics['slippage_cost'] == 0.0
+
+
+def test_a_spread_refuses_orders_it_does_not_price():
+    with pytest.raises(ValueError, match='spread=0.0002 prices market orders only; got a Limit order'):
+        run({'spread': 0.0002}, exectype=bt.Order.Limit)
+    strategy, log = run({}, exectype=bt.Order.Limit)  # without a spread backtrader takes them as always
+    assert isinstance(strategy.broker, CostBroker)
+
+
+@pytest.mark.parametrize('costs,message', [
+    ({'spread': -1e-4}, 'spread must be a finite number >= 0'),
+    ({'slippage': 1.5}, r'slippage must be a finite number in \[0, 1\]'),
+    ({'slippage_fixed': float('nan')}, 'slippage_fixed must be a finite number >= 0'),
+    ({'slippage': 1e-4, 'slippage_fixed': 1e-4}, 'not both'),
+    ({'commission_scheme': 'per_pip'}, "commission_scheme must be one of .*'per_pip'"),
+])
+def test_bad_cost_settings_are_refused_naming_them(costs, message):
+    with pytest.raises(ValueError, match=message):
+        check_costs(dict(COST_DEFAULTS, **costs))
+    with pytest.raises(ValueError, match=message):
+        BTgymEnv(strategy=DevStrat_4_11, render_enabled=False, **costs)
+
+
+def test_env_costs_lower_the_broker_value_by_what_the_fills_paid():
+    """The same seeded episode with and without costs: same trades, and the final value lower by the costs paid."""
+    def episode(**costs):
+        env = BTgymEnv(strategy=DevStrat_4_11, render_enabled=False,
+                       start_cash=2000, broker_commission=0.0, fixed_stake=100, drawdown_call=90, target_call=90,
+                       **costs)
+        env.engine.addanalyzer(TradeLog, _name=TRADE_LOG_NAME)
+        rng = np.random.default_rng(5)
+        _, info = env.reset(seed=5)
+        values, done = [info['broker_value']], False
+        while not done:
+            _, _, done, _, info = env.step(int(rng.integers(4)))
+            values.append(info['broker_value'])
+        log = env.get_stat()[TRADE_LOG_NAME]
+        costs_paid = env._finished_strategy.broker.costs
+        env.close()
+        return values, log, costs_paid
+
+    plain_values, plain_log, plain_costs = episode()
+    values, log, costs_paid = episode(spread=0.02, slippage=0.0005)
+    assert len(log['fills']) == len(plain_log['fills']) > 4
+    assert [fill['size'] for fill in log['fills']] == [fill['size'] for fill in plain_log['fills']]
+    assert plain_costs == {'commission': 0.0, 'spread': 0.0, 'slippage': 0.0}
+    assert costs_paid['spread'] == pytest.approx(0.01 * sum(abs(fill['size']) for fill in log['fills']))
+    assert costs_paid['slippage'] > 0
+    assert sum(fill['spread_cost'] + fill['slippage_cost'] for fill in log['fills']) == pytest.approx(
+        costs_paid['spread'] + costs_paid['slippage'])
+    # every position is closed at the end: the difference in value is exactly what the fills paid
+    assert plain_values[-1] - values[-1] == pytest.approx(costs_paid['spread'] + costs_paid['slippage'], rel=1e-9)
