@@ -552,3 +552,28 @@ def test_the_command_is_timed_from_its_process_start():
     assert finished.returncode == 0, finished.stderr
     first_line, started = map(float, finished.stdout.split())
     assert before_start - 0.02 <= started <= first_line
+
+
+def test_cost_flags_set_the_env_costs_of_every_command_that_builds_configs(tmp_path):
+    parser = cli_module.build_parser()
+    flags = ['--spread', '0.0002', '--slippage', '0.0001', '--commission', '0.5', '--commission-scheme', 'per_unit']
+    for command in (['train'], ['walk-forward', '--data', 'a.csv', '--folds', '1'],
+                    ['sweep', '--data', 'a.csv', '--trials', '2'], ['train', '--assets']):
+        kwargs = cli_module._configs_from_args(parser.parse_args(command + flags))['env_config']['kwargs']
+        assert {key: kwargs[key] for key in ('spread', 'slippage', 'commission', 'commission_scheme')} == {
+            'spread': 0.0002, 'slippage': 0.0001, 'commission': 0.5, 'commission_scheme': 'per_unit'}, command
+    plain = cli_module._configs_from_args(parser.parse_args(['train']))['env_config']['kwargs']
+    assert not {'spread', 'slippage', 'slippage_fixed', 'commission_scheme'} & set(plain)
+    assert plain['commission'] == 0.0001  # the reference configuration's own
+
+
+@pytest.mark.parametrize('flags, message', [
+    (['--spread', '-1'], 'spread must be a finite number >= 0, got -1.0'),
+    (['--slippage', '0.1', '--slippage-fixed', '0.1'], 'not both'),
+    (['--commission-scheme', 'per_pip'], "commission_scheme must be one of ('percent', 'per_unit'), got 'per_pip'"),
+    (['--commission', '-0.1'], 'commission must be a finite number >= 0'),
+])
+def test_bad_cost_flags_stop_before_anything_runs(tmp_path, capsys, flags, message):
+    assert cli_main(['train', '--log-dir', str(tmp_path / 'run')] + flags) == 2
+    assert message in capsys.readouterr().err
+    assert not (tmp_path / 'run').exists()

@@ -437,3 +437,23 @@ def test_cli_names_a_data_folder_and_an_output_path_that_is_a_file(run, tmp_path
         assert cli_main(['demo', '--out', str(out)]) == 2
         assert '{} is a file, not a folder'.format(taken) in capsys.readouterr().err
     assert taken.read_text() == 'notes'
+
+
+def test_cost_flags_replace_the_runs_costs_for_the_evaluation(run, report, tmp_path):
+    """`evaluate --spread` plays the same windows with a spread: every fill pays it, the baselines (whose actions do
+    not depend on the observations) trade the same and end lower by what their fills paid, and the report names the
+    costs."""
+    out = tmp_path / 'spread'
+    assert cli_main(['evaluate', run['log_dir'], '--episodes', str(EPISODES), '--seed', str(SEED), '--out', str(out),
+                     '--spread', '0.001']) == 0
+    with open(out / 'report.json') as f:
+        costly = json.load(f)
+    assert costly['costs'] == {'spread': 0.001} and report['costs'] == 'run settings'
+    for name in AGENTS:
+        plain, paid = report['agents'][name]['per_episode'], costly['agents'][name]['per_episode']
+        assert all(cost == 0.0 for cost in plain['spread_cost'])
+        assert all((cost > 0) == (orders > 0) for cost, orders in zip(paid['spread_cost'], paid['orders'])), name
+        if name != 'policy':
+            assert paid['orders'] == plain['orders'] and sum(plain['orders']) > 0
+            lost = np.subtract(plain['final_value'], paid['final_value'])
+            np.testing.assert_allclose(lost, paid['spread_cost'], rtol=1e-3, err_msg=name)

@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-from btgym_aac.cli.config_files import _configs_from_args
+from btgym_aac.cli.config_files import _configs_from_args, cost_flags
 from btgym_aac.distributed.task_start import start_forkserver_early
 from btgym_aac.run_configs import make_launcher
 
@@ -226,7 +226,7 @@ def _evaluate(args):
 
     try:
         report = evaluate(args.log_dir, data=args.data, episodes=args.episodes, out=args.out, seed=args.seed,
-                          allow_untrusted=args.allow_untrusted_config)
+                          allow_untrusted=args.allow_untrusted_config, costs=cost_flags(args))
     except EngineError as error:
         print('btgym-aac evaluate: {}'.format(error), file=sys.stderr)
         return 2

@@ -86,6 +86,7 @@ def _configs_from_args(args):
         launcher['root_random_seed'] = args.seed
     if getattr(args, 'assets', None) is not None:
         configs['env_config'] = _multi_asset_env_config(args, 'env_config' in file_configs)
+        configs['env_config']['kwargs'].update(cost_flags(args))
         return configs
     if getattr(args, 'portfolio', False):
         raise ValueError('--portfolio needs --assets (the assets whose weights it trades)')
@@ -96,8 +97,33 @@ def _configs_from_args(args):
                                  type(env_kwargs['dataset']).__name__))
         paths = [os.path.abspath(path) for path in args.data]
         env_kwargs['filename'] = paths if len(paths) > 1 else paths[0]
+    env_kwargs.update(cost_flags(args))
     configs['env_config'] = dict(configs['env_config'], kwargs=env_kwargs)
     return configs
+
+
+COST_FLAGS = ('spread', 'slippage', 'slippage_fixed', 'commission', 'commission_scheme')
+"""The cost flags (`parser._add_cost_flags`), named as the env settings they set."""
+
+
+def cost_flags(args):
+    """The env cost settings given as flags.
+
+    Returns:
+        dict setting -> value of those given.
+
+    Raises:
+        ValueError: a value no broker takes (named, as the env would name it).
+    """
+    given = {name: getattr(args, name) for name in COST_FLAGS if getattr(args, name, None) is not None}
+    if given:
+        from btgym_aac.env.costs import COST_DEFAULTS, check_costs
+        from btgym_aac.validation import check_number
+
+        check_costs(dict(COST_DEFAULTS, **{name: given[name] for name in given if name in COST_DEFAULTS}))
+        if 'commission' in given:
+            check_number('commission', given['commission'])
+    return given
 
 
 def asset_files(entries):

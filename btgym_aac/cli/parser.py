@@ -51,6 +51,21 @@ def _add_run_flags(parser, cluster_spec_given=False):
         isolation_help = ('a cluster node cannot be isolated: auto (default) warns that its port is open to the '
                           'network, require refuses to run, off runs without the warning')
     parser.add_argument('--network-isolation', choices=('auto', 'require', 'off'), help=isolation_help)
+    _add_cost_flags(parser)
+
+
+def _add_cost_flags(parser):
+    """The env's cost settings as flags (see `btgym_aac.env.costs`); each given one replaces the config's."""
+    costs = parser.add_argument_group('costs', 'each one given replaces the setting of the config (or of the '
+                                      'evaluated run); by default there is no cost but the commission')
+    costs.add_argument('--spread', type=float, metavar='PRICE', help='bid/ask spread in price units, half paid on '
+                       'each side of a fill (1 pip of EURUSD: 0.0001)')
+    costs.add_argument('--slippage', type=float, metavar='FRACTION', help='backtrader\'s slippage, a fraction of '
+                       'the price')
+    costs.add_argument('--slippage-fixed', type=float, metavar='PRICE', help='backtrader\'s slippage in price units')
+    costs.add_argument('--commission', type=float, help='the strategy\'s commission: a fraction of the traded value '
+                       '(percent scheme) or money per unit (per_unit)')
+    costs.add_argument('--commission-scheme', metavar='SCHEME', help='percent (of the traded value) or per_unit')
 
 
 def _add_untrusted_flag(parser, why):
@@ -99,6 +114,7 @@ def _add_evaluate_command(commands):
     evaluate.add_argument('--episodes', type=int, default=5, help='episodes per agent (default: 5)')
     evaluate.add_argument('--out', help='folder for report.json and the plots (default: LOG_DIR/evaluation)')
     evaluate.add_argument('--seed', type=_seed, default=0, help='seed of the first episode (default: 0)')
+    _add_cost_flags(evaluate)
     _add_untrusted_flag(evaluate, 'the run\'s configs are unpickled from LOG_DIR/run_config.pkl')
     evaluate.set_defaults(run=_evaluate)
 
@@ -154,6 +170,7 @@ def _add_walk_forward_flags(parser, data_use):
     parser.add_argument('--seed', type=_seed, help='root random seed (default 0)')
     parser.add_argument('--network-isolation', choices=('auto', 'require', 'off'),
                         help='as for train (default auto)')
+    _add_cost_flags(parser)
 
 
 def _add_walk_forward_command(commands):

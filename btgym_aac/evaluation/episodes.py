@@ -14,7 +14,7 @@ TRAIN, TEST = 0, 1
 DATA_SOURCE_KWARGS = ('dataset', 'dataframe', 'filename')
 
 
-def make_evaluation_env(run_config, data=None):
+def make_evaluation_env(run_config, data=None, costs=None):
     """The run's BTgymEnv without rendering, with a `TradeLog` analyzer, optionally on other CSV files.
 
     Args:
@@ -22,6 +22,7 @@ def make_evaluation_env(run_config, data=None):
         data: None (the run's data), a CSV path or a list of CSV paths replacing the run's data source
             (`dataset`, `dataframe` or `filename`); the env's other dataset kwargs such as `episode_duration` and
             `target_period` are kept (settings held inside a `dataset` object are not).
+        costs: dict of env cost settings replacing the run's (see `env.costs`), or None.
 
     Returns:
         BTgymEnv.
@@ -38,7 +39,7 @@ def make_evaluation_env(run_config, data=None):
     if data and issubclass(env_class, MultiDiscreteEnv):
         raise ValueError('other data files replace the data of a single-asset run; this run trades several assets '
                          '({}) and is evaluated on its own dataset'.format(env_class.__name__))
-    overrides = {}
+    overrides = dict(costs or {})
     if data:
         files = [data] if isinstance(data, str) else list(data)
         folders = [path for path in files if os.path.isdir(path)]

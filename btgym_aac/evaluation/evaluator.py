@@ -17,7 +17,7 @@ def _checkpoint_step(path):
     return int(suffix) if suffix.isdigit() else None
 
 
-def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False, windows=None):
+def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False, windows=None, costs=None):
     """Evaluates a run's latest checkpoint against buy-and-hold and a random policy.
 
     Single-asset (BTgymEnv) and multi-asset runs (MultiDiscreteEnv, PortfolioEnv) are evaluated; the baselines are
@@ -42,6 +42,9 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
             could write them (unpickling runs code).
         windows: [first_row, stop_row) pairs of the data's rows (see `windows.tile_windows`) played in order as
             test episodes, one each, instead of `episodes` seeded windows (whose count is then ignored).
+        costs: env cost settings replacing the run's (`spread`, `slippage`, `slippage_fixed`, `commission_scheme`,
+            `commission`; see `env.costs`), e.g. to see what a spread does to a policy trained without one; the
+            report's `costs` names them.
 
     Returns:
         the report dict (also written to `<out>/report.json`).
@@ -58,13 +61,14 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
     out = os.path.abspath(out or os.path.join(log_dir, 'evaluation'))
     check_output_folder(out)
     run_config = read_run_config(log_dir, allow_untrusted)
-    env = make_evaluation_env(run_config, data)
+    env = make_evaluation_env(run_config, data, costs)
     try:
         sample_type, plan = _episode_plan(env, episodes, windows)
         policy, records = _play_agents(env, log_dir, plan, seed, allow_untrusted)
     finally:
         env.close()
-    report = build_report(records, _run_description(log_dir, policy, data, sample_type, seed))
+    report = build_report(records, dict(_run_description(log_dir, policy, data, sample_type, seed),
+                                        costs=dict(costs or {}) or 'run settings'))
     if ORACLE in records:
         report['fraction_of_oracle'] = fraction_of_oracle(report['agents'])
     _write_outputs(report, out, records, policy)
