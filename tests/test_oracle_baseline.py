@@ -19,11 +19,12 @@ ACTIONS = ('hold', 'buy', 'sell', 'close')
 COMMISSION = 1e-4
 
 
-def market_env(frame=None, filename=None):
+def market_env(frame=None, filename=None, **costs):
     dataset = BTgymDataset(dataframe=frame, filename=filename,
                            episode_duration={'days': 0, 'hours': 8, 'minutes': 0})
     env = BTgymEnv(dataset=dataset, strategy=DevStrat_4_11, start_cash=2000.0, commission=COMMISSION,
-                   leverage=10.0, order_size=2000, drawdown_call=50, target_call=50, render_enabled=False, verbose=0)
+                   leverage=10.0, order_size=2000, drawdown_call=50, target_call=50, render_enabled=False, verbose=0,
+                   **costs)
     env.engine.addanalyzer(TradeLog, _name=TRADE_LOG_NAME)  # as the evaluation env has it
     return env
 
@@ -118,3 +119,20 @@ def test_the_oracle_gains_in_the_env_on_a_market_with_an_edge(tmp_path, make):
         env.close()
     assert np.mean(returns['oracle']) > 0
     assert np.mean(returns['oracle']) > np.mean(returns['buy_and_hold'])
+
+
+@pytest.mark.parametrize('costs, extra', [
+    ({'spread': 2e-4, 'slippage': 5e-5}, lambda price: 1e-4 / price + 5e-5),
+    ({'spread': 1e-4, 'slippage_fixed': 2e-5}, lambda price: 0.5e-4 / price + 2e-5 / price),
+    ({'commission_scheme': 'per_unit'}, lambda price: COMMISSION / price - COMMISSION),
+])
+def test_the_oracle_weighs_every_cost_of_a_fill(tmp_path, costs, extra):
+    """With a spread, slippage or a per-unit commission the oracle trades only on moves that beat them all: its
+    cost per side is the commission, half the spread and the slippage as fractions of a typical price."""
+    frame = make_mean_reversion_data(num_bars=3000, seed=5)
+    env = market_env(filename=write_market_csv(frame, str(tmp_path / 'mr.csv')), **costs)
+    try:
+        price = float(env.dataset.data['close'].median())
+        assert oracle_agent(env).oracle.commission == pytest.approx(COMMISSION + extra(price), rel=1e-12)
+    finally:
+        env.close()

@@ -32,13 +32,34 @@ def market_spec_of(dataset):
 
 
 def env_commission(env):
-    """The commission per side of the env's episodes, as a fraction of the traded value: the strategy's
-    `commission` param where set (the strategy applies it to the broker), else the engine broker's (0 without)."""
+    """The commission per side of the env's episodes, as the broker takes it: the strategy's `commission` param
+    where set (the strategy applies it to the broker), else the engine broker's (0 without); a fraction of the
+    traded value, or money per unit with a 'per_unit' `costs.CostBroker`."""
     commission = env.strategy_params.get('commission')
     if commission is None:
         info = env.engine.broker.comminfo.get(None)
         commission = info.p.commission if info is not None else 0.0
     return float(commission)
+
+
+def env_cost_per_side(env, price):
+    """What one fill costs in the env's episodes, as a fraction of the traded value at `price`: the commission,
+    half the spread and the slippage of the engine's broker (`costs.CostBroker` settings; backtrader's slippage,
+    before its capping at the bar's range).
+
+    Args:
+        env: the evaluation env.
+        price: a typical price of its bars.
+
+    Returns:
+        float >= 0.
+    """
+    broker = env.engine.broker
+    commission = env_commission(env)
+    if getattr(broker.p, 'commission_scheme', 'percent') == 'per_unit':
+        commission /= price
+    slippage = broker.p.slip_perc or broker.p.slip_fixed / price
+    return commission + getattr(broker.p, 'spread', 0.0) / 2.0 / price + slippage
 
 
 class OracleAgent(BaselineAgent):
@@ -106,5 +127,6 @@ def oracle_agent(env):
     if spec is None:
         return None
     lookahead = LOOKAHEAD_DECISIONS * int(env.strategy_params['skip_frame'])
-    oracle = oracle_for(spec, commission=env_commission(env), horizon=lookahead)
+    cost = env_cost_per_side(env, float(env.dataset.data['close'].median()))
+    oracle = oracle_for(spec, commission=cost, horizon=lookahead)
     return OracleAgent(oracle, env.dataset.data, env.portfolio_actions)
