@@ -82,8 +82,8 @@ class CostBroker(bt.brokers.BackBroker):
         result = super()._execute(order, ago=ago, price=price, cash=cash, position=position, dtcoc=dtcoc)
         filled = abs(order.executed.size - size_before)
         if filled:
-            self._record(order, filled, order.executed.comm - commission_before, prices if price is not None and
-                         prices is not None and prices[2] == price else None)
+            self._record(order, filled, order.executed.comm - commission_before,
+                         prices if prices is not None and prices[2] == price else None)
         return result
 
     def _record(self, order, filled, commission, prices):

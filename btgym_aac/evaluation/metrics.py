@@ -83,8 +83,8 @@ def episode_metrics(rewards, bar_values, step_values, trade_log):
         'sharpe': sharpe_ratio(step_values),
         'steps': len(rewards),
         'commission': float(sum(fill['commission'] for fill in trade_log['fills'])),
-        'spread_cost': float(sum(fill.get('spread_cost', 0.0) for fill in trade_log['fills'])),
-        'slippage_cost': float(sum(fill.get('slippage_cost', 0.0) for fill in trade_log['fills'])),
+        'spread_cost': float(sum(fill['spread_cost'] for fill in trade_log['fills'])),
+        'slippage_cost': float(sum(fill['slippage_cost'] for fill in trade_log['fills'])),
     }
 
 
