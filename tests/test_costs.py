@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from btgym_aac import BTgymEnv
-from btgym_aac.env.costs import COST_DEFAULTS, CostBroker, check_costs, cost_broker
+from btgym_aac.env.costs import COST_DEFAULTS, check_costs, cost_broker
 from btgym_aac.evaluation.metrics import episode_metrics
 from btgym_aac.evaluation.trade_log import TRADE_LOG_NAME, TradeLog
 from btgym_aac.strategy import DevStrat_4_11
@@ -47,15 +47,16 @@ def run(costs, commission=0.0, exectype=None):
 
 
 def expected_fills(spread=0.0, slippage=0.0, slippage_fixed=0.0):
-    """(fill price, slipped price, reference open) of the three fills, computed from the bars by hand: backtrader
-    moves the open by its slippage and caps it at the bar's high (buys) or low (sells); the spread adds half on
-    top."""
+    """(fill price, side's open) of the three fills, computed from the bars by hand: a buy fills at the ask's open
+    (the open plus half the spread), a sell at the bid's; backtrader moves that price by its slippage and caps it at
+    the side's high (buys) or low (sells)."""
     fills = []
     for row, sign in ((1, 1), (3, -1), (5, 1)):
-        reference = BARS['open'].iloc[row]
+        half = sign * spread / 2
+        reference = BARS['open'].iloc[row] + half
         moved = reference * (1 + sign * slippage) if slippage else reference + sign * slippage_fixed
-        slipped = min(moved, BARS['high'].iloc[row]) if sign > 0 else max(moved, BARS['low'].iloc[row])
-        fills.append((slipped + sign * spread / 2, slipped, reference))
+        fill = min(moved, BARS['high'].iloc[row] + half) if sign > 0 else max(moved, BARS['low'].iloc[row] + half)
+        fills.append((fill, reference))
     return fills
 
 
@@ -67,9 +68,9 @@ def test_fill_prices_and_recorded_costs_match_a_hand_computation(costs):
     strategy, log = run(costs)
     fills = expected_fills(**costs)
     sizes = [SIZE, 2 * SIZE, SIZE]
-    assert [fill['price'] for fill in log['fills']] == pytest.approx([price for price, _, _ in fills], abs=1e-12)
-    spread_costs = [abs(price - slipped) * size for (price, slipped, _), size in zip(fills, sizes)]
-    slippage_costs = [abs(slipped - reference) * size for (_, slipped, reference), size in zip(fills, sizes)]
+    assert [fill['price'] for fill in log['fills']] == pytest.approx([price for price, _ in fills], abs=1e-12)
+    spread_costs = [costs.get('spread', 0.0) / 2 * size for size in sizes]
+    slippage_costs = [abs(price - reference) * size for (price, reference), size in zip(fills, sizes)]
     assert [fill['spread_cost'] for fill in log['fills']] == pytest.approx(spread_costs, abs=1e-9)
     assert [fill['slippage_cost'] for fill in log['fills']] == pytest.approx(slippage_costs, abs=1e-9)
     costs_paid = strategy.broker.costs
@@ -97,15 +98,47 @@ def test_commission_schemes(scheme, commission, per_fill):
     assert metrics['slippage_cost'] == 0.0
 
 
-def test_a_spread_refuses_orders_it_does_not_price():
-    with pytest.raises(ValueError, match='spread=0.0002 prices market orders only; got a Limit order'):
-        run({'spread': 0.0002}, exectype=bt.Order.Limit)
-    strategy, log = run({}, exectype=bt.Order.Limit)  # without a spread backtrader takes them as always
-    assert isinstance(strategy.broker, CostBroker)
+class Placed(bt.Strategy):
+    """Places `orders`: {bar number: (size (> 0 buy, < 0 sell), exectype, price)}."""
+    params = (('orders', {}),)
+
+    def next(self):
+        placed = self.p.orders.get(len(self))
+        if placed:
+            size, exectype, price = placed
+            (self.buy if size > 0 else self.sell)(size=abs(size), exectype=exectype, price=price)
+
+
+def placed_fills(orders, spread):
+    """[(bar number, price)] of the fills of `Placed(orders)` over BARS with a spread, and the broker's costs."""
+    cerebro = bt.Cerebro(stdstats=False)
+    cerebro.setbroker(cost_broker(dict(COST_DEFAULTS, spread=spread)))
+    cerebro.broker.setcash(10000.0)
+    cerebro.adddata(bt.feeds.PandasData(dataname=BARS))
+    cerebro.addstrategy(Placed, orders=orders)
+    cerebro.addanalyzer(TradeLog, _name=TRADE_LOG_NAME)
+    strategy = cerebro.run()[0]
+    fills = strategy.analyzers.getbyname(TRADE_LOG_NAME).get_analysis()['fills']
+    rows = {time: row for row, time in enumerate(BARS.index)}
+    return [(rows[pd.Timestamp(fill['time'])], fill['price']) for fill in fills], strategy.broker.costs
+
+
+@pytest.mark.parametrize('spread,expected', [
+    (0.0, [(1, 1.1006), (4, 1.1030)]),  # the limit fills at its price on bar 1's low; the stop at bar 4's open
+    (0.0004, [(3, 1.1009), (4, 1.1032)]),  # the ask's low (low + 0.0002) never reaches the buy limit; the bid's
+])                                         # low on bar 3 triggers the sell stop; the buy stop fills at the ask's open
+def test_limit_and_stop_orders_are_matched_against_the_ask_for_buys_and_the_bid_for_sells(spread, expected):
+    orders = {1: (SIZE, bt.Order.Limit, 1.1006), 3: (-SIZE, bt.Order.Stop, 1.1009), 4: (SIZE, bt.Order.Stop, 1.1025)}
+    fills, costs_paid = placed_fills(orders, spread)
+    assert [row for row, _ in fills] == [row for row, _ in expected]
+    assert [price for _, price in fills] == pytest.approx([price for _, price in expected], abs=1e-12)
+    assert costs_paid['spread'] == pytest.approx(spread / 2 * SIZE * len(fills), abs=1e-12)
+    assert costs_paid['slippage'] == 0.0
 
 
 @pytest.mark.parametrize('costs,message', [
     ({'spread': -1e-4}, 'spread must be a finite number >= 0'),
+    ({'spread': 'bid/ask'}, "spread must be a finite number >= 0 or 'data' .* got 'bid/ask'"),
     ({'slippage': 1.5}, r'slippage must be a finite number in \[0, 1\]'),
     ({'slippage_fixed': float('nan')}, 'slippage_fixed must be a finite number >= 0'),
     ({'slippage': 1e-4, 'slippage_fixed': 1e-4}, 'not both'),

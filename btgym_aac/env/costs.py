@@ -1,9 +1,13 @@
 """Trading costs on backtrader's own broker: a bid/ask spread, backtrader's slippage and a commission scheme, with
 what every fill paid for each recorded.
 
-`CostBroker` is backtrader's `BackBroker` with a spread: a market buy fills half the spread above the price
-backtrader fills it at (the next bar's open, moved by its slippage when that is set), a market sell half the spread
-below. Slippage and commissions are backtrader's (`set_slippage_perc` / `set_slippage_fixed`, `setcommission`).
+`CostBroker` is backtrader's `BackBroker` on a two-sided market: the bars are mid prices, the ask lies half the
+spread above them and the bid half the spread below. Buy orders of every type (market, limit, stop, trailing stop,
+a bracket's children) are matched by backtrader's own rules against the ask's open, high, low and close, sell
+orders against the bid's, so a buy limit at P fills once the ask reaches P and a stop-loss sell fills at the bid.
+The spread is a number or, with `spread='data'`, each bar's own (the data feed's `spread` line: the ask minus the
+bid at the bar's open, see `btgym_aac.data.bid_ask`). Slippage and commissions are backtrader's
+(`set_slippage_perc` / `set_slippage_fixed`, `setcommission`), slippage moving the side's price.
 """
 import backtrader as bt
 
@@ -16,29 +20,35 @@ pip size per unit)."""
 COST_NAMES = ('commission', 'spread', 'slippage')
 COST_DEFAULTS = dict(spread=0.0, slippage=0.0, slippage_fixed=0.0, commission_scheme='percent')
 """Env settings of the costs, with their defaults (none: the original's fills at the bar's price)."""
+SPREAD_FROM_DATA = 'data'
+"""The `spread` setting that takes each bar's spread from the data's `spread` column."""
+_TICK_PRICES = (('tick_open', 'open'), ('tick_high', 'high'), ('tick_low', 'low'), ('tick_close', 'close'))
+"""The data attributes backtrader's broker matches orders against, with the lines they default to."""
 
 
 class CostBroker(bt.brokers.BackBroker):
-    """Backtrader's broker with a bid/ask spread and the costs of every fill recorded.
+    """Backtrader's broker on a bid/ask market, with the costs of every fill recorded.
 
     Params (besides BackBroker's):
-        spread: the bid/ask spread in price units (>= 0), paid half on each side of a market order.
+        spread: the bid/ask spread in price units (>= 0), or 'data': each bar's value of the data's `spread` line.
         commission_scheme: one of `COMMISSION_SCHEMES`, used by `apply_commission`.
 
     Attributes:
-        costs: dict `COST_NAMES` -> money paid over the run so far (commission, spread, slippage); every completed
-            order's `info` also holds its own `spread_cost` and `slippage_cost`.
-
-    Raises (at submission):
-        ValueError: an order other than a market order while the spread is not 0 (limit and stop orders are not
-            yet priced with a spread).
+        costs: dict `COST_NAMES` -> money paid over the run so far: the commission, the spread (half the spread
+            per unit filled: the distance from the mid to the side filled) and the slippage (the distance
+            backtrader's slippage moved the side's price); every completed order's `info` also holds its own
+            `spread_cost` and `slippage_cost`.
     """
     params = (('spread', 0.0), ('commission_scheme', 'percent'))
+
+    def __init__(self):
+        super().__init__()
+        self.costs = dict.fromkeys(COST_NAMES, 0.0)
+        self._half_spread, self._slipped = 0.0, None
 
     def start(self):
         super().start()
         self.costs = dict.fromkeys(COST_NAMES, 0.0)
-        self._prices = None
 
     def apply_commission(self, commission, leverage=1.0):
         """Sets the commission of every asset in the broker's scheme.
@@ -53,47 +63,57 @@ class CostBroker(bt.brokers.BackBroker):
         else:
             self.setcommission(commission=commission, leverage=leverage)
 
-    def submit(self, order, check=True):
-        if self.p.spread and order.exectype not in (None, bt.Order.Market):
-            raise ValueError('spread={} prices market orders only; got a {} order'.format(
-                self.p.spread, order.ExecTypes[order.exectype]))
-        return super().submit(order, check)
+    def half_spread(self, data):
+        """Half the spread on `data`'s current bar (price units)."""
+        if self.p.spread == SPREAD_FROM_DATA:
+            return 0.5 * float(data.lines.spread[0])
+        return 0.5 * self.p.spread
+
+    def _try_exec(self, order):
+        """Matches `order` by backtrader's rules against the ask (buys) or the bid (sells) of the current bar."""
+        half = self.half_spread(order.data)
+        if not half:
+            return super()._try_exec(order)
+        data, shift = order.data, half if order.isbuy() else -half
+        saved = {name: getattr(data, name, None) for name, _ in _TICK_PRICES}
+        for name, line in _TICK_PRICES:
+            price = saved[name]
+            setattr(data, name, (getattr(data, line)[0] if price is None else price) + shift)
+        self._half_spread = half
+        try:
+            super()._try_exec(order)
+        finally:
+            self._half_spread = 0.0
+            for name, price in saved.items():
+                setattr(data, name, price)
 
     def _slip_up(self, pmax, price, doslip=True, lim=False):
-        return self._with_spread(price, super()._slip_up(pmax, price, doslip, lim), 0.5 * self.p.spread)
+        return self._keep_slip(price, super()._slip_up(pmax, price, doslip, lim))
 
     def _slip_down(self, pmin, price, doslip=True, lim=False):
-        return self._with_spread(price, super()._slip_down(pmin, price, doslip, lim), -0.5 * self.p.spread)
+        return self._keep_slip(price, super()._slip_down(pmin, price, doslip, lim))
 
-    def _with_spread(self, price, slipped, half_spread):
-        """The fill price with the half spread; keeps (price, slipped price, fill price) for `_execute`."""
-        if slipped is None:
-            self._prices = None
-            return None
-        filled = slipped + half_spread
-        self._prices = (price, slipped, filled)
-        return filled
+    def _keep_slip(self, price, slipped):
+        """Keeps (side price, slipped price) for `_execute` to tell the slippage of the fill it makes."""
+        self._slipped = None if slipped is None else (price, slipped)
+        return slipped
 
     def _execute(self, order, ago=None, price=None, cash=None, position=None, dtcoc=None):
         if ago is None:  # backtrader's pseudo-execution of the submission check
             return super()._execute(order, ago=ago, price=price, cash=cash, position=position, dtcoc=dtcoc)
-        prices, self._prices = self._prices, None
+        slipped, self._slipped = self._slipped, None
         size_before, commission_before = order.executed.size, order.executed.comm
         result = super()._execute(order, ago=ago, price=price, cash=cash, position=position, dtcoc=dtcoc)
         filled = abs(order.executed.size - size_before)
         if filled:
-            self._record(order, filled, order.executed.comm - commission_before,
-                         prices if prices is not None and prices[2] == price else None)
+            slippage = abs(slipped[1] - slipped[0]) if slipped is not None and slipped[1] == price else 0.0
+            self._record(order, filled, order.executed.comm - commission_before, slippage)
         return result
 
-    def _record(self, order, filled, commission, prices):
+    def _record(self, order, filled, commission, slippage):
         """Adds one fill's costs to `costs` and to the order's info."""
-        spread_cost = slippage_cost = 0.0
-        if prices is not None:
-            reference, slipped, fill = prices
-            multiplier = self.getcommissioninfo(order.data).p.mult
-            spread_cost = abs(fill - slipped) * filled * multiplier
-            slippage_cost = abs(slipped - reference) * filled * multiplier
+        units = filled * self.getcommissioninfo(order.data).p.mult
+        spread_cost, slippage_cost = self._half_spread * units, slippage * units
         self.costs['commission'] += commission
         self.costs['spread'] += spread_cost
         self.costs['slippage'] += slippage_cost
@@ -107,7 +127,12 @@ def check_costs(settings):
     Args:
         settings: dict with `COST_DEFAULTS`' keys.
     """
-    check_number('spread', settings['spread'])
+    if isinstance(settings['spread'], str):
+        if settings['spread'] != SPREAD_FROM_DATA:
+            raise ValueError("spread must be a finite number >= 0 or {!r} (each bar's spread from the data), got "
+                             "{!r}".format(SPREAD_FROM_DATA, settings['spread']))
+    else:
+        check_number('spread', settings['spread'])
     check_number('slippage', settings['slippage'], high=1)
     check_number('slippage_fixed', settings['slippage_fixed'])
     if settings['slippage'] and settings['slippage_fixed']:
@@ -123,7 +148,9 @@ def cost_broker(settings):
     keys, checked by `check_costs`). Slippage applies to fills at the open too, capped at the bar's high or low as
     backtrader caps it."""
     check_costs(settings)
-    broker = CostBroker(spread=float(settings['spread']), commission_scheme=settings['commission_scheme'])
+    spread = settings['spread']
+    broker = CostBroker(spread=spread if spread == SPREAD_FROM_DATA else float(spread),
+                        commission_scheme=settings['commission_scheme'])
     if settings['slippage']:
         broker.set_slippage_perc(settings['slippage'], slip_open=True)
     elif settings['slippage_fixed']:

@@ -4,6 +4,7 @@ import numpy as np
 
 from btgym_aac.data.markets import MarketSpec, oracle_for, read_market_spec
 from btgym_aac.evaluation.baselines import BaselineAgent
+from btgym_aac.env.costs import SPREAD_FROM_DATA
 
 LOOKBACK_BARS = 2000
 """Bars of history the oracle decides on (the regime filter forgets its start within a few hundred bars)."""
@@ -45,7 +46,7 @@ def env_commission(env):
 def env_cost_per_side(env, price):
     """What one fill costs in the env's episodes, as a fraction of the traded value at `price`: the commission,
     half the spread and the slippage of the engine's broker (`costs.CostBroker` settings; backtrader's slippage,
-    before its capping at the bar's range).
+    before its capping at the bar's range; a spread taken from the data is its median over the dataset).
 
     Args:
         env: the evaluation env.
@@ -59,7 +60,10 @@ def env_cost_per_side(env, price):
     if getattr(broker.p, 'commission_scheme', 'percent') == 'per_unit':
         commission /= price
     slippage = broker.p.slip_perc or broker.p.slip_fixed / price
-    return commission + getattr(broker.p, 'spread', 0.0) / 2.0 / price + slippage
+    spread = getattr(broker.p, 'spread', 0.0)
+    if spread == SPREAD_FROM_DATA:
+        spread = float(env.dataset.data['spread'].median())
+    return commission + spread / 2.0 / price + slippage
 
 
 class OracleAgent(BaselineAgent):
