@@ -562,6 +562,8 @@ def test_cost_flags_set_the_env_costs_of_every_command_that_builds_configs(tmp_p
         kwargs = cli_module._configs_from_args(parser.parse_args(command + flags))['env_config']['kwargs']
         assert {key: kwargs[key] for key in ('spread', 'slippage', 'commission', 'commission_scheme')} == {
             'spread': 0.0002, 'slippage': 0.0001, 'commission': 0.5, 'commission_scheme': 'per_unit'}, command
+    from_data = cli_module._configs_from_args(parser.parse_args(['train', '--spread', 'data']))
+    assert from_data['env_config']['kwargs']['spread'] == 'data'
     plain = cli_module._configs_from_args(parser.parse_args(['train']))['env_config']['kwargs']
     assert not {'spread', 'slippage', 'slippage_fixed', 'commission_scheme'} & set(plain)
     assert plain['commission'] == 0.0001  # the reference configuration's own
@@ -576,4 +578,12 @@ def test_cost_flags_set_the_env_costs_of_every_command_that_builds_configs(tmp_p
 def test_bad_cost_flags_stop_before_anything_runs(tmp_path, capsys, flags, message):
     assert cli_main(['train', '--log-dir', str(tmp_path / 'run')] + flags) == 2
     assert message in capsys.readouterr().err
+    assert not (tmp_path / 'run').exists()
+
+
+def test_a_spread_that_is_no_number_nor_data_is_a_usage_error(tmp_path, capsys):
+    with pytest.raises(SystemExit) as stopped:
+        cli_main(['train', '--log-dir', str(tmp_path / 'run'), '--spread', 'wide'])
+    assert stopped.value.code == 2
+    assert "argument --spread: a number >= 0 or 'data', got 'wide'" in capsys.readouterr().err
     assert not (tmp_path / 'run').exists()

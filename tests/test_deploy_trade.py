@@ -25,9 +25,9 @@ from btgym_aac.data import write_histdata_csv
 from btgym_aac.deploy import trading
 from btgym_aac.deploy.bars import FEED_ENDED, Bar
 from btgym_aac.deploy.feeds import ReplayFeed
-from btgym_aac.deploy.manifest import ArtifactError
+from btgym_aac.deploy.manifest import ArtifactError, read_manifest
 from btgym_aac.deploy.runtime import load_artifact
-from btgym_aac.deploy.trading import trade
+from btgym_aac.deploy.trading import live_settings, trade
 from btgym_aac.env.data_lines import bars
 from btgym_aac.env.episode_setup import EpisodeSetup
 from btgym_aac.evaluation.episodes import make_evaluation_env, play_episode, reset_options
@@ -272,6 +272,14 @@ def test_feeds_must_name_the_artifacts_data_lines(reference_artifact, tmp_path):
         'A': 'replay:a.csv', 'B': 'ccxt:binance:BTC/USDT:1m'}
     with pytest.raises(ValueError, match='each names its data line'):
         feed_arguments(['replay:a.csv', 'B=replay:b.csv'])
+
+
+def test_an_artifact_charging_the_spread_of_its_data_is_refused(reference_artifact):
+    manifest = read_manifest(reference_artifact[1])
+    assert live_settings(manifest)[3]['spread'] == 0.0
+    manifest['broker']['spread'] = 'data'
+    with pytest.raises(ArtifactError, match="spread from bid/ask data .*live feeds do not deliver"):
+        live_settings(manifest)
 
 
 MARKED_FEED = '''

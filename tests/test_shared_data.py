@@ -11,6 +11,7 @@ from btgym_aac import BTgymEnv
 from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import BaseAacPolicy
 from btgym_aac.data import make_random_walk_data, shared, write_histdata_csv
+from btgym_aac.data.bid_ask import write_bars_csv
 from btgym_aac.data.parsing import read_ohlcv, resolve_parsing_params
 from btgym_aac.strategy import DevStrat_4_11
 
@@ -44,6 +45,18 @@ def test_a_published_source_is_read_back_equal_and_read_only_from_its_memory_map
     assert not backed_by_a_memory_map(read_ohlcv(csv, {'checks': {'constant_prices': 'off'}}))  # other params
     os.utime(csv, ns=(time.time_ns() + 10 ** 9, time.time_ns() + 10 ** 9))  # the file changed: parsed again
     assert not backed_by_a_memory_map(read_ohlcv(csv))
+
+
+def test_a_published_source_keeps_its_spread_column(tmp_path, clean_registry):
+    frame = make_random_walk_data(num_bars=50, seed=1)
+    frame['spread'] = np.linspace(1e-4, 3e-4, 50)
+    path = write_bars_csv(frame, str(tmp_path / 'quotes.csv'))
+    parsed = read_ohlcv(path)
+    shared.register([shared.publish(parsed, shared.source_key(path, resolve_parsing_params(None)),
+                                    str(tmp_path / 'run'))])
+    mapped = read_ohlcv(path)
+    assert backed_by_a_memory_map(mapped) and mapped.equals(parsed)
+    assert list(mapped.columns) == ['open', 'high', 'low', 'close', 'volume', 'spread']
 
 
 def mapped_files(pid):

@@ -58,14 +58,25 @@ def _add_cost_flags(parser):
     """The env's cost settings as flags (see `btgym_aac.env.costs`); each given one replaces the config's."""
     costs = parser.add_argument_group('costs', 'each one given replaces the setting of the config (or of the '
                                       'evaluated run); by default there is no cost but the commission')
-    costs.add_argument('--spread', type=float, metavar='PRICE', help='bid/ask spread in price units, half paid on '
-                       'each side of a fill (1 pip of EURUSD: 0.0001)')
+    costs.add_argument('--spread', type=_spread, metavar='PRICE', help='bid/ask spread in price units, half paid '
+                       'on each side of a fill (1 pip of EURUSD: 0.0001), or "data": each bar\'s spread from data '
+                       'with bid and ask prices or a spread column')
     costs.add_argument('--slippage', type=float, metavar='FRACTION', help='backtrader\'s slippage, a fraction of '
                        'the price')
     costs.add_argument('--slippage-fixed', type=float, metavar='PRICE', help='backtrader\'s slippage in price units')
     costs.add_argument('--commission', type=float, help='the strategy\'s commission: a fraction of the traded value '
                        '(percent scheme) or money per unit (per_unit)')
     costs.add_argument('--commission-scheme', metavar='SCHEME', help='percent (of the traded value) or per_unit')
+
+
+def _spread(text):
+    """The --spread value: 'data', or the number (checked with the other costs)."""
+    if text == 'data':
+        return text
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError("a number >= 0 or 'data', got {!r}".format(text)) from None
 
 
 def _add_untrusted_flag(parser, why):

@@ -14,10 +14,10 @@ import backtrader as bt
 import numpy as np
 import pandas as pd
 
-from btgym_aac.data.columns import OHLCV_COLUMNS
+from btgym_aac.data.columns import OHLCV_COLUMNS, SPREAD_COLUMN
 from btgym_aac.data.datetimes import infer_timeframe
 from btgym_aac.data.errors import DataError
-from btgym_aac.data.feeds import ColumnPreloadedData
+from btgym_aac.data.feeds import ColumnPreloadedData, SpreadPreloadedData
 from btgym_aac.data.parsing import read_ohlcv, resolve_parsing_params
 from btgym_aac.data.sampling_params import TEST, TRAIN, check_sample_type, resolve_sampling_params
 from btgym_aac.data.statistics import describe_bars
@@ -290,14 +290,16 @@ class BTgymBaseData:
         Returns:
             {data_name: `feeds.ColumnPreloadedData` (a backtrader PandasDirectData)} with timeframe Days
             (compression = days per bar) for whole-day bars, else Minutes with compression = minutes per bar; column
-            indices datetime=0 (index), open=1, high=2, low=3, close=4, volume=5, no openinterest.
+            indices datetime=0 (index), open=1, high=2, low=3, close=4, volume=5, no openinterest; bars with a
+            spread column get a `feeds.SpreadPreloadedData`, whose `spread` line is column 6.
         """
         if self.data is None or self.data.empty:
             raise DataError('{}: holds no data; call reset() or sample it from a parent first'.format(self.name))
         if self.timeframe is None:
             self._resolve_timeframe()
         timeframe, compression = bt_timeframe(self.timeframe)
-        feed = ColumnPreloadedData(dataname=self.data, timeframe=timeframe, compression=compression, **FEED_COLUMNS)
+        feed_class = SpreadPreloadedData if SPREAD_COLUMN in self.data.columns else ColumnPreloadedData
+        feed = feed_class(dataname=self.data, timeframe=timeframe, compression=compression, **FEED_COLUMNS)
         feed.numrecords = len(self.data)
         return {self.data_name: feed}
 

@@ -1,10 +1,16 @@
-"""Maps the column names of CSV headers and DataFrames onto the canonical OHLCV columns."""
+"""Maps the column names of CSV headers and DataFrames onto the canonical OHLCV columns (and the optional spread,
+given as a column or as bid and ask prices)."""
 import re
 
 from btgym_aac.data.errors import DataError
 
 PRICE_COLUMNS = ('open', 'high', 'low', 'close')
 OHLCV_COLUMNS = PRICE_COLUMNS + ('volume',)
+SPREAD_COLUMN = 'spread'
+"""The optional column of a canonical frame: the ask minus the bid at the bar's open (price units)."""
+SIDES = ('bid', 'ask')
+BID_ASK_COLUMNS = tuple('{}_{}'.format(side, price) for side in SIDES for price in PRICE_COLUMNS)
+"""Roles of bars given as bid and ask prices: bid_open ... bid_close, ask_open ... ask_close."""
 
 _ALIASES = {
     'open': ('open', 'o'),
@@ -15,6 +21,10 @@ _ALIASES = {
     'datetime': ('datetime', 'date_time', 'timestamp', 'dt', 'gmt time', 'local time'),
     'date': ('date', 'day'),
     'time': ('time',),
+    SPREAD_COLUMN: (SPREAD_COLUMN,),
+    **{role: (role, role.replace('_', ''), role.replace('_', ' '), '{1}_{0}'.format(*role.split('_')),
+              '{1}{0}'.format(*role.split('_')))
+       for role in BID_ASK_COLUMNS},
 }
 _DECORATION = re.compile(r'^[\d_\s<]+|[>\s]+$')
 
@@ -25,14 +35,15 @@ def normalize_name(name):
 
 
 def match_columns(names):
-    """Finds which given column names are the datetime and OHLCV columns.
+    """Finds which given column names are the datetime, OHLCV, spread and bid/ask price columns.
 
     Args:
         names: column names in file / DataFrame order.
 
     Returns:
         dict role -> position in `names`, for the roles found among 'datetime', 'date', 'time', 'open', 'high',
-        'low', 'close', 'volume' (first match wins).
+        'low', 'close', 'volume', 'spread' and `BID_ASK_COLUMNS` (first match wins; bid/ask names are matched as
+        'bid_open', 'bidopen', 'bid open', 'open_bid' or 'openbid').
     """
     normalized = [normalize_name(name) for name in names]
     roles = {}
@@ -44,6 +55,26 @@ def match_columns(names):
     return roles
 
 
+def has_bid_ask(roles, where):
+    """True when `roles` give bars as bid and ask prices in place of OHLC prices.
+
+    Args:
+        roles: dict role -> position (see `match_columns`).
+        where: description of the source for the message.
+
+    Raises:
+        DataError: some bid/ask price columns are given, the OHLC prices are not and the bid/ask set is not whole.
+    """
+    given = [role for role in BID_ASK_COLUMNS if role in roles]
+    if not given or all(name in roles for name in PRICE_COLUMNS):
+        return False
+    missing = [role for role in BID_ASK_COLUMNS if role not in roles]
+    if missing:
+        raise DataError('{}: has bid/ask price column(s) {} but not {}; give all eight, or open, high, low, close'
+                        .format(where, ', '.join(given), ', '.join(missing)))
+    return True
+
+
 def require_prices(roles, where):
     """Raises DataError naming the price columns missing from `roles` (see `match_columns`).
 
@@ -53,5 +84,5 @@ def require_prices(roles, where):
     """
     missing = [name for name in PRICE_COLUMNS if name not in roles]
     if missing:
-        raise DataError('{}: missing price column(s) {}; expected open, high, low, close (volume optional)'
-                        .format(where, ', '.join(missing)))
+        raise DataError('{}: missing price column(s) {}; expected open, high, low, close (volume optional), or bid '
+                        'and ask prices (bid_open ... ask_close)'.format(where, ', '.join(missing)))

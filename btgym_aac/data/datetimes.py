@@ -7,9 +7,12 @@ import pandas as pd
 from btgym_aac.data.errors import DataError
 
 HISTDATA_DATETIME_FORMAT = '%Y%m%d %H%M%S'
+HISTDATA_TICK_FORMAT = '%Y%m%d %H%M%S%f'
+"""HistData's tick times: milliseconds after the seconds."""
 DEFAULT_TIMEFRAME = 1
 _KNOWN_FORMATS = (
     (re.compile(r'^\d{8} \d{6}$'), HISTDATA_DATETIME_FORMAT),
+    (re.compile(r'^\d{8} \d{9}$'), HISTDATA_TICK_FORMAT),
     (re.compile(r'^\d{8}$'), '%Y%m%d'),
     # Dotted dates are day first (DD.MM.YYYY, e.g. Dukascopy's 'Gmt time'); pandas would read them month first.
     (re.compile(r'^\d{2}\.\d{2}\.\d{4} \d{2}:\d{2}:\d{2}\.\d{1,6}$'), '%d.%m.%Y %H:%M:%S.%f'),
@@ -23,8 +26,8 @@ _ASCII_ZERO = 48
 
 
 def datetime_format_for(sample_value, datetime_format=None):
-    """The strptime format to use: the given one, else HistData / YYYYMMDD / day-first DD.MM.YYYY[ HH:MM[:SS[.f]]]
-    when `sample_value` fits, else None (pandas infers it)."""
+    """The strptime format to use: the given one, else HistData (bars or ticks) / YYYYMMDD / day-first
+    DD.MM.YYYY[ HH:MM[:SS[.f]]] when `sample_value` fits, else None (pandas infers it)."""
     if datetime_format:
         return datetime_format
     for pattern, known_format in _KNOWN_FORMATS:

@@ -1,4 +1,5 @@
-"""The backtrader feed of a data sample: `PandasDirectData` that preloads its bars column by column."""
+"""The backtrader feed of a data sample: `PandasDirectData` that preloads its bars column by column, with a `spread`
+line where the bars have one."""
 from array import array
 
 import backtrader as bt
@@ -31,3 +32,10 @@ class ColumnPreloadedData(bt.feeds.PandasDirectData):
                 values = frame.iloc[:, column - 1].to_numpy(dtype=float).tolist()
             getattr(self.lines, name).array.extend(array('d', values))
         self.home()
+
+
+class SpreadPreloadedData(ColumnPreloadedData):
+    """`ColumnPreloadedData` with a `spread` line (the ask minus the bid at each bar's open), which the env's
+    broker reads with `spread='data'` (`btgym_aac.env.costs`)."""
+    lines = ('spread',)
+    params = (('spread', 6),)

@@ -1,6 +1,7 @@
 """Reads OHLCV bars from HistData ASCII files, generic CSV files or DataFrames into one canonical DataFrame.
 
-The canonical frame is sorted by time, has a DatetimeIndex and float64 columns open, high, low, close, volume.
+The canonical frame is sorted by time, has a DatetimeIndex and float64 columns open, high, low, close, volume, and
+a `spread` column (the ask minus the bid at each bar's open) when the source gives one or gives bid and ask prices.
 """
 import csv
 import os
@@ -9,7 +10,8 @@ import re
 import numpy as np
 import pandas as pd
 
-from btgym_aac.data.columns import OHLCV_COLUMNS, match_columns, require_prices
+from btgym_aac.data.columns import (BID_ASK_COLUMNS, OHLCV_COLUMNS, PRICE_COLUMNS, SIDES, SPREAD_COLUMN,
+                                    has_bid_ask, match_columns, require_prices)
 from btgym_aac.data.datetimes import infer_timeframe, looks_like_datetime, parse_datetimes
 from btgym_aac.data.errors import DataError
 from btgym_aac.data.sanity import check_series, check_source, report_check, resolve_checks
@@ -73,16 +75,37 @@ def _first_line_fields(path, sep):
 
 
 def _assemble(table, roles, datetime_values, where):
-    """Builds the canonical frame from a raw table, the column roles and parsed datetimes (no volume -> 0)."""
-    require_prices(roles, where)
-    columns = {}
-    for name in OHLCV_COLUMNS:
-        if name in roles:
-            columns[name] = pd.to_numeric(table.iloc[:, roles[name]], errors='coerce').to_numpy(np.float64)
-        else:
-            columns[name] = np.zeros(len(table))
-    index = pd.DatetimeIndex(datetime_values, name='datetime')
-    return pd.DataFrame(columns, index=index, columns=list(OHLCV_COLUMNS))
+    """Builds the canonical frame from a raw table, the column roles and parsed datetimes (no volume -> 0). Bars
+    given as bid and ask prices become mid prices and the spread at the open (see `mid_prices`)."""
+    def column(role):
+        return pd.to_numeric(table.iloc[:, roles[role]], errors='coerce').to_numpy(np.float64)
+
+    if has_bid_ask(roles, where):
+        sides = {side: {price: column('{}_{}'.format(side, price)) for price in PRICE_COLUMNS} for side in SIDES}
+        columns = mid_prices(sides['bid'], sides['ask'])
+    else:
+        require_prices(roles, where)
+        columns = {name: column(name) for name in PRICE_COLUMNS}
+        if SPREAD_COLUMN in roles:
+            columns[SPREAD_COLUMN] = column(SPREAD_COLUMN)
+    columns['volume'] = column('volume') if 'volume' in roles else np.zeros(len(table))
+    names = list(OHLCV_COLUMNS) + ([SPREAD_COLUMN] if SPREAD_COLUMN in columns else [])
+    return pd.DataFrame(columns, index=pd.DatetimeIndex(datetime_values, name='datetime'), columns=names)
+
+
+def mid_prices(bid, ask):
+    """The mid OHLC prices of bars given on both sides, and the spread at the open.
+
+    Args:
+        bid, ask: dicts 'open', 'high', 'low', 'close' -> arrays (or Series) of the same bars.
+
+    Returns:
+        dict of the four mid prices (the mean of bid and ask, the highs and lows too) and 'spread' (ask open -
+        bid open).
+    """
+    columns = {price: (bid[price] + ask[price]) / 2.0 for price in PRICE_COLUMNS}
+    columns[SPREAD_COLUMN] = ask['open'] - bid['open']
+    return columns
 
 
 def _datetime_column(table, roles, first_line, params, where):
@@ -115,7 +138,7 @@ def _header_roles(header, num_columns, where):
     elif len(header) != num_columns:
         raise DataError('{}: header has {} fields but data lines have {}'.format(where, len(header), num_columns))
     roles = match_columns(header)
-    if not any(name in roles for name in OHLCV_COLUMNS):
+    if not any(name in roles for name in OHLCV_COLUMNS + BID_ASK_COLUMNS):
         return _positional_roles(num_columns, where)
     return roles
 
@@ -165,7 +188,9 @@ def read_file(path, parsing_params=None):
     A header is detected when the first field of the first line is not a date. Header names are matched
     case-insensitively (Date/Datetime/Time or Date+Time, Open, High, Low, Close, Volume; '1_O;2_H;...' style too);
     without a header the columns are datetime, open, high, low, close[, volume]. The `names` and field position
-    parsing params override this mapping. Missing volume becomes 0. Every bar of a header-less file is kept.
+    parsing params override this mapping. Missing volume becomes 0. Every bar of a header-less file is kept. A
+    `Spread` column, or bid and ask prices in place of OHLC (Bid_Open ... Ask_Close, see `columns.match_columns`),
+    give the frame its spread column.
 
     Args:
         path: file path.
@@ -243,18 +268,26 @@ def _drop_duplicates(frame):
 
 
 def check_bars(frame, where):
-    """Raises DataError for bars with missing or infinite values or high < low, naming the first bad timestamp.
+    """Raises DataError for bars with missing or infinite values, high < low or a negative spread (an ask below the
+    bid), naming the first bad timestamp.
 
     Args:
-        frame: canonical OHLCV DataFrame.
+        frame: canonical OHLCV DataFrame (with or without a spread column).
         where: source description for messages.
     """
-    missing = ~np.isfinite(frame[list(OHLCV_COLUMNS)].to_numpy(np.float64))
+    names = list(frame.columns)
+    missing = ~np.isfinite(frame.to_numpy(np.float64))
     if missing.any():
         first = np.flatnonzero(missing.any(axis=1))[0]
-        columns = [name for name, bad in zip(OHLCV_COLUMNS, missing[first]) if bad]
+        columns = [name for name, bad in zip(names, missing[first]) if bad]
         raise DataError('{}: bar at {} has missing, non-numeric or infinite {}'.format(
             where, frame.index[first], columns))
+    if SPREAD_COLUMN in names:
+        crossed = (frame[SPREAD_COLUMN] < 0).to_numpy()
+        if crossed.any():
+            first = np.flatnonzero(crossed)[0]
+            raise DataError('{}: bar at {} has a negative spread {} (its ask is below its bid)'.format(
+                where, frame.index[first], frame[SPREAD_COLUMN].iloc[first]))
     inverted = (frame['high'] < frame['low']).to_numpy()
     if inverted.any():
         first = np.flatnonzero(inverted)[0]
@@ -291,6 +324,16 @@ def _check_same_bar_size(frames, sources):
             ', '.join('{} has {}-minute bars'.format(where, size) for size, where in sizes)))
 
 
+def _check_same_columns(frames, sources):
+    """Raises DataError when some sources give a spread (or bid and ask prices) and others do not."""
+    with_spread = [SPREAD_COLUMN in frame.columns for frame in frames]
+    if any(with_spread) and not all(with_spread):
+        raise DataError('of the data sources, {} give a spread (or bid and ask prices) and {} do not; read bars '
+                        'with the same columns together'.format(
+                            *(', '.join(_describe_source(item) for item, spread in zip(sources, with_spread)
+                                        if spread is kind) for kind in (True, False))))
+
+
 def read_ohlcv(source, parsing_params=None):
     """Reads OHLCV bars from a path, a DataFrame or a list of them (concatenated in order).
 
@@ -305,7 +348,8 @@ def read_ohlcv(source, parsing_params=None):
         parsing_params: see `resolve_parsing_params`.
 
     Returns:
-        DataFrame sorted by time with a DatetimeIndex and float64 columns open, high, low, close, volume.
+        DataFrame sorted by time with a DatetimeIndex and float64 columns open, high, low, close, volume, and
+        spread where the source gives a spread or bid and ask prices (then open ... close are the mid prices).
 
     Raises:
         FileNotFoundError: a file does not exist.
@@ -323,6 +367,7 @@ def read_ohlcv(source, parsing_params=None):
             raise DataError('empty list of data files')
         frames = [_read_one(item, parsing_params, checks) for item in source]
         _check_same_bar_size(frames, source)
+        _check_same_columns(frames, source)
         where = ', '.join(_describe_source(item) for item in source)
         frame = pd.concat(frames)
         duplicated = frame.index.duplicated(keep='first')

@@ -13,7 +13,6 @@ import os
 import numpy as np
 import pandas as pd
 
-from btgym_aac.data.columns import OHLCV_COLUMNS
 from btgym_aac.paths import written_in_place_of
 
 CACHE_DIR = '.data_cache'
@@ -38,7 +37,7 @@ def publish(frame, key, log_dir):
     sees half a file).
 
     Args:
-        frame: canonical OHLCV DataFrame (from `read_ohlcv`).
+        frame: canonical DataFrame of bars (from `read_ohlcv`).
         key: its `source_key`.
         log_dir: the run's log dir.
 
@@ -48,9 +47,9 @@ def publish(frame, key, log_dir):
     folder = os.path.join(log_dir, CACHE_DIR)
     os.makedirs(folder, exist_ok=True)
     stem = os.path.join(folder, hashlib.sha256(key.encode()).hexdigest()[:16])
-    arrays = {'values': np.ascontiguousarray(frame[list(OHLCV_COLUMNS)].to_numpy(np.float64)),
+    arrays = {'values': np.ascontiguousarray(frame.to_numpy(np.float64)),
               'index': frame.index.to_numpy('datetime64[ns]').view(np.int64)}
-    entry = {'key': key}
+    entry = {'key': key, 'columns': list(frame.columns)}
     for name, array in arrays.items():
         path = '{}.{}.npy'.format(stem, name)
         with written_in_place_of(path) as f:
@@ -78,4 +77,4 @@ def lookup(source, parsing_params):
         return None
     values = np.load(entry['values'], mmap_mode='r')
     index = pd.DatetimeIndex(np.load(entry['index'], mmap_mode='r').view('datetime64[ns]'), copy=False)
-    return pd.DataFrame(values, index=index, columns=list(OHLCV_COLUMNS), copy=False)
+    return pd.DataFrame(values, index=index, columns=entry['columns'], copy=False)

@@ -19,6 +19,7 @@ from btgym_aac.deploy.manifest import ArtifactError, import_class
 from btgym_aac.deploy.runtime import load_artifact
 from btgym_aac.deploy.trader import Trader, TraderAnalyzer
 from btgym_aac.env.components import new_engine
+from btgym_aac.env.costs import SPREAD_FROM_DATA
 from btgym_aac.env.engine import prepare_cerebro
 from btgym_aac.evaluation.trade_log import TRADE_LOG_NAME, TradeLog
 from btgym_aac.logs import get_logger
@@ -33,7 +34,8 @@ def live_settings(manifest):
 
     Raises:
         ArtifactError: the artifact's env is no backtrader trading env, was given its own engine, trades target
-            weights (PortfolioEnv), or a strategy kwarg cannot be rebuilt (naming it).
+            weights (PortfolioEnv), takes its spread from the data, or a strategy kwarg cannot be rebuilt (naming
+            it).
     """
     strategy, broker, lines = manifest.get('strategy'), manifest.get('broker'), manifest.get('data_lines')
     if not strategy or not broker or not lines:
@@ -42,6 +44,9 @@ def live_settings(manifest):
     if broker.get('custom_engine'):
         raise ArtifactError('the artifact\'s env was given its own engine=, which the artifact does not describe: '
                             'trade rebuilds the engine from start_cash, broker_commission and fixed_stake only')
+    if broker.get('spread') == SPREAD_FROM_DATA:
+        raise ArtifactError("the artifact's broker takes each bar's spread from bid/ask data (spread='data'), which "
+                            'live feeds do not deliver: trade cannot charge it')
     kwargs = _decoded(strategy['kwargs'], 'kwarg')
     params = _decoded({name: strategy['params'][name] for name in ('asset_names', 'portfolio_actions')}, 'param')
     if not params.get('portfolio_actions'):

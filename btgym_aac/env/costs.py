@@ -156,3 +156,18 @@ def cost_broker(settings):
     elif settings['slippage_fixed']:
         broker.set_slippage_fixed(settings['slippage_fixed'], slip_open=True)
     return broker
+
+
+def check_spread_source(broker, feeds):
+    """Raises ValueError when `broker` takes the spread from the data and a feed has no `spread` line.
+
+    Args:
+        broker: the engine's broker (any: only a `CostBroker` with spread='data' is checked).
+        feeds: dict data line name -> backtrader feed of an episode.
+    """
+    if getattr(broker.params, 'spread', None) != SPREAD_FROM_DATA:
+        return
+    missing = [name for name, feed in feeds.items() if 'spread' not in feed.getlinealiases()]
+    if missing:
+        raise ValueError("spread='data' takes each bar's spread from the data, but data line(s) {} have none: give "
+                         'them bid and ask prices or a spread column (see btgym_aac.data.bid_ask)'.format(missing))

@@ -5,6 +5,7 @@ import copy
 import backtrader as bt
 
 from btgym_aac.data import EnvResetConfig
+from btgym_aac.env.costs import check_spread_source
 from btgym_aac.env.data_lines import bars
 from btgym_aac.env.engine import prepare_cerebro
 from btgym_aac.strategy.observers import NormPnL, Position, Reward
@@ -74,6 +75,7 @@ class EpisodeSetup:
             the prepared `bt.Cerebro`.
         """
         feeds = episode.to_btfeed()
+        check_spread_source(self.engine.broker, feeds)
         for feed in feeds.values():
             feed.numrecords = len(bars(episode))
         strategy_params = dict(
