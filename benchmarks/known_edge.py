@@ -29,8 +29,10 @@ over the oracle's, seeds and episodes pooled, with a bootstrap interval: `walk_f
 the learning curve (that fraction at every stage, against mean env steps and mean CPU seconds), the env steps and
 CPU seconds of the first stage at half the oracle or more (None if none), and the policy's return minus
 buy-and-hold's with its bootstrap interval (`bootstrap_mean_interval`), on the edge market and on the twin (where
-it should include zero). Writes `known_edge.json` (settings, every run's stages, the summary; rewritten after every
-run), `known_edge_steps.png` and `known_edge_cpu.png` to `--out`, and prints the table. The market files, log dirs
+it should include zero), and on the twin the policy's own return (whose interval should reach down to zero: a
+losing buy-and-hold cannot fool that one). Writes `known_edge.json` (settings, every run's stages, the summary;
+rewritten after every run), `known_edge_steps.png` and `known_edge_cpu.png` to `--out`, and prints the table (as in
+docs/learning.md). The market files, log dirs
 and evaluation folders go to `--work-dir` (default: a temporary folder, removed at the end).
 
 The defaults (3 markets, 4 trainers, 3 seeds, twins, 40,000 steps) make 72 runs: many hours on 2 cores. Runs go

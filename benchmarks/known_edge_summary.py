@@ -1,6 +1,6 @@
 """The summary of `known_edge.py`: per market and trainer, the fraction of the oracle with its bootstrap interval,
-the learning curve, the cost of reaching half the oracle, the twin's excess over buy-and-hold; the table and the
-plots."""
+the learning curve, the cost of reaching half the oracle, the twin's excess over buy-and-hold and the policy's own
+return there; the table and the plots."""
 import numpy as np
 
 from btgym_aac.walk_forward.summary import bootstrap_mean_interval, fraction_of_oracle
@@ -26,19 +26,34 @@ def learning_curve(runs):
     return curve
 
 
-def excess_over_buy_and_hold(runs):
-    """The policy's return minus buy-and-hold's at the last stage, per episode pooled over the seeds: mean and
-    bootstrap interval (`bootstrap_mean_interval`), and whether the interval includes zero."""
-    last = min(len(run['stages']) for run in runs) - 1
-    excess = np.subtract(pooled_returns(runs, last, 'policy'), pooled_returns(runs, last, 'buy_and_hold'))
-    mean, low, high = bootstrap_mean_interval(excess)
+def _mean_interval(values):
+    """Mean and bootstrap interval (`bootstrap_mean_interval`) of per-episode values, and whether it includes 0."""
+    mean, low, high = bootstrap_mean_interval(values)
     return {'mean_pct': mean, 'ci_low_pct': low, 'ci_high_pct': high, 'includes_zero': bool(low <= 0 <= high)}
+
+
+def excess_over_buy_and_hold(runs):
+    """The policy's return minus buy-and-hold's at the last stage, per episode pooled over the seeds (see
+    `_mean_interval`)."""
+    last = min(len(run['stages']) for run in runs) - 1
+    return _mean_interval(np.subtract(pooled_returns(runs, last, 'policy'), pooled_returns(runs, last, 'buy_and_hold')))
+
+
+def policy_return(runs):
+    """The policy's own return at the last stage, per episode pooled over the seeds (see `_mean_interval`), and
+    whether it finds nothing: no return above zero told from chance (the interval reaches down to zero or
+    below). On a twin this is the check that cannot be fooled by buy-and-hold losing on a drifting test stretch."""
+    last = min(len(run['stages']) for run in runs) - 1
+    entry = _mean_interval(pooled_returns(runs, last, 'policy'))
+    entry['finds_nothing'] = bool(entry['ci_low_pct'] <= 0)
+    return entry
 
 
 def summarize(runs):
     """One row per market and trainer (in run order): on the edge market the last stage's fraction of the
     oracle, the learning curve and the env steps and CPU seconds of the first stage at half the oracle or more
-    (None if none), the excess over buy-and-hold; on the twin (where run) its excess over buy-and-hold."""
+    (None if none), the excess over buy-and-hold; on the twin (where run) its excess over buy-and-hold and the
+    policy's own return."""
     rows = []
     for market, trainer in dict.fromkeys((run['market'], run['trainer']) for run in runs):
         group = [run for run in runs if (run['market'], run['trainer']) == (market, trainer)]
@@ -54,12 +69,9 @@ def summarize(runs):
                        episodes=len(pooled_returns(edge, len(curve) - 1, 'policy')))
         if twin:
             row['twin_excess_over_buy_and_hold'] = excess_over_buy_and_hold(twin)
+            row['twin_policy_return'] = policy_return(twin)
         rows.append(row)
     return rows
-
-
-def _number(value, form):
-    return '-' if value is None else form.format(value)
 
 
 def _interval(entry, keys, form):
@@ -68,23 +80,25 @@ def _interval(entry, keys, form):
 
 
 def table_lines(rows):
-    """The summary as text lines."""
-    form = '{:<10}{:<9}{:>24}{:>14}{:>14}{:>30}{:>32}'
-    header = form.format(
-        'market', 'trainer', 'fraction of oracle', 'steps to 1/2', 'CPU s to 1/2', 'edge: policy - B&H %',
-        'twin: policy - B&H % (0 in?)')
-    lines = [header]
+    """The summary as the lines of a markdown table (the one in docs/learning.md)."""
+    keys = ('mean_pct', 'ci_low_pct', 'ci_high_pct')
+    lines = ['| market | trainer | seeds | fraction of the oracle [95 % interval] | env steps / CPU s to half | '
+             'edge: policy - B&H % | twin: policy - B&H % (zero in?) | twin: policy return % (nothing found?) |',
+             '|---|---|---|---|---|---|---|---|']
     for row in rows:
         fraction = _interval(row.get('fraction_of_oracle', {}), ('fraction', 'ci_low', 'ci_high'), '{:.2f}')
-        keys = ('mean_pct', 'ci_low_pct', 'ci_high_pct')
-        edge = _interval(row.get('excess_over_buy_and_hold', {}), keys, '{:+.3f}')
-        twin_entry = row.get('twin_excess_over_buy_and_hold', {})
-        twin = _interval(twin_entry, keys, '{:+.3f}')
-        if twin_entry:
-            twin += ' yes' if twin_entry['includes_zero'] else ' no'
-        lines.append(form.format(
-            row['market'], row['trainer'], fraction, _number(row.get('env_steps_to_half'), '{:.0f}'),
-            _number(row.get('cpu_seconds_to_half'), '{:.0f}'), edge, twin))
+        to_half = '-' if row.get('env_steps_to_half') is None else '{:,.0f} / {:.0f}'.format(
+            row['env_steps_to_half'], row['cpu_seconds_to_half'])
+        edge = _interval(row.get('excess_over_buy_and_hold', {}), keys, '{:+.2f}')
+        twin_excess, twin_return = row.get('twin_excess_over_buy_and_hold'), row.get('twin_policy_return')
+        twin_columns = ['-', '-']
+        if twin_excess:
+            twin_columns = ['{} {}'.format(_interval(twin_excess, keys, '{:+.2f}'),
+                                           'yes' if twin_excess['includes_zero'] else 'no'),
+                            '{} {}'.format(_interval(twin_return, keys, '{:+.3f}'),
+                                           'yes' if twin_return['finds_nothing'] else 'no')]
+        lines.append('| {} |'.format(' | '.join([row['market'], row['trainer'], str(len(row['seeds'])), fraction,
+                                                  to_half, edge] + twin_columns)))
     return lines
 
 
