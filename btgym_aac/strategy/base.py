@@ -11,6 +11,7 @@ import numpy as np
 from gymnasium import spaces
 
 from btgym_aac.strategy.bar_info import BarInfos, bar_info
+from btgym_aac.strategy.brackets import ORDER_PARAMS, BracketOrders, bracket_part, check_order_params
 from btgym_aac.strategy.broker_statistics import BrokerStatistics
 from btgym_aac.strategy.drawdown import DrawdownLines
 from btgym_aac.strategy.metadata import episode_metadata, metadata_space
@@ -21,7 +22,7 @@ from btgym_aac.validation import check_number
 SKIP_ACTION_KEY = '_skip_this'
 
 
-class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
+class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution, BracketOrders):
     """Base trading strategy: broker statistics, normalisations, potential-based reward and episode end rules.
 
     Each key `k` of the `state_shape` param needs a method `get_<k>_state()`; `get_state()` returns the dict of
@@ -33,7 +34,8 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
 
     Broker statistics are kept for max(avg_period, 2 * skip_frame) bars: the reward needs two skip_frame
     windows, so a shorter `avg_period` still gives finite rewards. The statistics come from the
-    `broker_statistics.BrokerStatistics` mixin, the orders of the actions from `orders.OrderExecution`.
+    `broker_statistics.BrokerStatistics` mixin, the orders of the actions from `orders.OrderExecution` and
+    `brackets.BracketOrders`.
 
     Params (backtrader `params`, set with `cerebro.addstrategy(cls, **kwargs)` or as env kwargs):
         state_shape: dict of gymnasium spaces, one per observation key (default: `raw` OHLC window and metadata).
@@ -46,6 +48,8 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
         portfolio_actions: discrete action names ('hold' first) or None for continuous target-percent actions.
         skip_frame: bars between two agent decisions.
         order_size: dict asset -> stake, a scalar, or None to take the stake of the cerebro's fixed sizer (> 0).
+        stop_loss, take_profit, distance_unit, pip_size, atr_period, trailing_stop, sizer: orders as actions
+            (brackets, trailing stops, sizers; all off by default), see `brackets.BracketOrders`.
         metadata, dataset_stat, episode_stat, trial_stat, trial_metadata: set by the engine per episode.
         initial_action, initial_portfolio_action: set by the environment.
     """
@@ -81,6 +85,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
         order_size=None,
         initial_action=None,
         initial_portfolio_action=None,
+        **ORDER_PARAMS,
     )
 
     def __init__(self, **kwargs):
@@ -170,6 +175,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
         check_number('drawdown_call', params['drawdown_call'], low_open=True)
         check_number('target_call', params['target_call'], low_open=True)
         check_order_size(params['order_size'], params['asset_names'])
+        check_order_params(params)
 
     @classmethod
     def state_shape_for(cls, data_names, asset_names):
@@ -199,8 +205,10 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
         """Hook for custom indicators and data lines; called once at the end of `__init__`."""
 
     def _start(self):
-        """Backtrader's start, then `stats.drawdown` from the strategy's own drawdown where the episode runs without
-        the `DrawDown` observer (the env adds it to the episodes it draws)."""
+        """The `sizer` param's sizer (replacing the engine's), backtrader's start, then `stats.drawdown` from the
+        strategy's own drawdown where the episode runs without the `DrawDown` observer (the env adds it to the
+        episodes it draws)."""
+        self._set_sizer()
         super()._start()
         if not hasattr(self.stats, 'drawdown'):
             self.stats.drawdown = DrawdownLines(self.drawdown_tracker)
@@ -249,11 +257,16 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution):
     def notify_order(self, order):
         if order.status in (order.Submitted, order.Accepted):
             return
+        part = bracket_part(order)
         if order.status == order.Completed:
             side = 'BUY' if order.isbuy() else 'SELL'
-            self.broker_message = '{} executed, price: {:.5f}, size: {}'.format(
-                side, order.executed.price, order.executed.size
-            )
+            self.broker_message = '{}{} executed, price: {:.5f}, size: {}'.format(
+                '{} {} '.format(order.data._name, part) if part else '', side, order.executed.price,
+                order.executed.size)
+        elif part and (order.status == order.Canceled or part != 'entry' and order.status == order.Rejected):
+            # no failure: cancelled by the agent, by the sibling's fill, or (children) with an entry that failed
+            self.broker_message = '{}{} {} cancelled'.format(
+                '' if self.broker_message in ('-', '_') else self.broker_message + '; ', order.data._name, part)
         elif order.status in (order.Canceled, order.Margin, order.Rejected):
             self.broker_message = 'ORDER FAILED with status: {}'.format(order.getstatusname())
             self.order_failed += 1

@@ -1,4 +1,5 @@
-"""The stake of a strategy's orders: the `order_size` param checked, or taken from the engine's fixed sizer."""
+"""The stake of a strategy's orders: the `order_size` param checked, or taken from the engine's fixed sizer (or
+from the strategy's `sizer`, see `sizers.py`)."""
 import numbers
 
 from btgym_aac.validation import check_number
@@ -28,13 +29,16 @@ def order_sizes(params, sizers):
         sizers: the engine's `sizers` dict (index -> (class, args, kwargs)).
 
     Returns:
-        dict asset -> size: `order_size`, or the stake of the engine's one sizer with a `stake` when it is None.
+        dict asset -> size: `order_size`, or the stake of the engine's one sizer with a `stake` when it is None;
+        None for every asset with a `sizer` param (the strategy's sizer gives the stakes).
 
     Raises:
-        ValueError: `order_size` is None and the engine has no such sizer, several, or a stake <= 0.
+        ValueError: `order_size` and `sizer` are None and the engine has no such sizer, several, or a stake <= 0.
     """
     size = params['order_size']
     assets = list(params['asset_names'])
+    if params.get('sizer') is not None:
+        return dict.fromkeys(assets)
     if size is None:
         stakes = [kwargs['stake'] for _, _, kwargs in sizers.values() if 'stake' in kwargs]
         if len(stakes) != 1:

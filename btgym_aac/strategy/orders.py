@@ -8,7 +8,8 @@ class OrderExecution:
     actions into orders; the strategy's `next()` calls `next_process_fn` with the action of the bar.
 
     It reads the strategy's params (`portfolio_actions`, `skip_frame`), broker, positions, `traded_datas`,
-    `order_size` and `is_done_enabled`, and sets `order` and `broker_message`.
+    `order_size`, `is_done_enabled` and the bracket mode of `brackets.BracketOrders`, and sets `order` and
+    `broker_message`.
     """
 
     def _set_action_mode(self):
@@ -28,32 +29,37 @@ class OrderExecution:
             self.broker.set_checksubmit(False)
             self.next_process_fn = self._next_target_percent
             self.num_action_repeats = 2
+        self._init_order_options()
 
     def _close_positions(self):
-        """Sends a closing order for every traded asset holding a position."""
-        for data in self.traded_datas.values():
+        """Cancels every asset's open bracket orders and sends a closing order for every traded asset holding a
+        position."""
+        for asset, data in self.traded_datas.items():
+            self.cancel_brackets(asset)
             if self.getposition(data).size:
                 self.order = self.close(data=data)
 
     def _next_discrete(self, action):
-        """Submits the order of every asset whose action is 'buy', 'sell' or 'close' (none once the episode is
-        ending).
+        """Submits the orders of every asset whose action is 'buy', 'sell' or 'close' (none once the episode is
+        ending): market orders of the asset's `order_size` (or of the sizer's stake), or in bracket mode those of
+        `BracketOrders._bracket_action`.
 
         Args:
             action: dict asset -> action name of `portfolio_actions`.
         """
         for asset, name in action.items():
-            if name == 'hold' or self.is_done_enabled:
+            if name not in ('buy', 'sell', 'close') or self.is_done_enabled:
                 continue
-            if name == 'buy':
-                self.order = self.buy(data=asset, size=self.order_size[asset])
-            elif name == 'sell':
-                self.order = self.sell(data=asset, size=self.order_size[asset])
+            data = self.traded_datas[asset]
+            if self.bracket_mode:
+                self.broker_message = self._bracket_action(asset, data, name)
             elif name == 'close':
-                self.order = self.close(data=asset)
+                self.order = self.close(data=data)
+                self.broker_message = 'new {}_{} order submitted'.format(asset, name)
             else:
-                continue
-            self.broker_message = 'new {}_{} order submitted'.format(asset, name)
+                self.order = (self.buy if name == 'buy' else self.sell)(data=data, size=self.order_size[asset])
+                self.broker_message = 'new {}_{} order submitted'.format(asset, name) if self.order is not None \
+                    else 'no {}_{} order: the sizer gives 0 units'.format(asset, name)
 
     def _next_target_percent(self, action):
         """Orders every traded asset towards a position worth `round(0.9 * weight, 2)` of the portfolio value at the
