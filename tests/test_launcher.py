@@ -19,6 +19,7 @@ import types
 import logbook
 import numpy as np
 import pytest
+from trainer_helpers import graph_written
 
 from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import AacDensePolicy
@@ -138,6 +139,8 @@ def test_run_finishes_resumes_exports_and_starts_pretrained(tmp_path):
     assert first_step >= 4000
     for task in (0, 1):
         assert glob.glob(str(log_dir / 'worker_{}'.format(task) / 'events.*'))
+    # the chief adds the graph for TensorBoard after its first trained step; the other worker none
+    assert graph_written(log_dir / 'worker_0') and not graph_written(log_dir / 'worker_1')
     saved = read_run_config(str(log_dir))
     assert saved['policy_config']['kwargs'] == {'dense_layers': (16,), 'lstm_layers': (16,)}
     assert saved['cluster_config']['num_workers'] == 2 and saved['test_mode'] is True

@@ -21,6 +21,7 @@ import numpy as np
 
 from btgym_aac.algorithms.config import SETTING_NAMES, configured, fixed_kwargs
 from btgym_aac.algorithms.common.finite_guard import first_non_finite
+from btgym_aac.algorithms.common.placeholders import copied_in_getter
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
 from btgym_aac.algorithms.policy.checks import check_spaces
 from btgym_aac.algorithms.policy.interface import AUXILIARY_MEMBERS, check_policy
@@ -41,6 +42,9 @@ from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger
 from btgym_aac.nonfinite import NonFiniteTrainingError, data_explanation
 
+SYNCED_SCOPES = ('local', 'local_prime')
+"""Scopes of the policies whose variables the learner overwrites before their first use: the local policy (synced
+from the global one when the trainer starts) and the target policy (synced from the local one at the first step)."""
 CONFIG_ATTRIBUTES = SETTING_NAMES | {'use_any_aux_tasks', 'use_memory', 'use_target_policy', 'use_global_network'}
 """Names under which a trainer reads its settings from `config` (the original's attribute names)."""
 
@@ -197,8 +201,10 @@ class BaseAAC:
         are built and before the loss (`self.local_network` is ready)."""
 
     def _make_policy(self, scope):
-        """Builds a policy in `scope`; the global one also gets the step counters, local ones point to them."""
-        with tf.variable_scope(scope):
+        """Builds a policy in `scope`; the global one also gets the step counters, local ones point to them. With a
+        global policy the local ones start at zeros: the learner copies their values in before any use."""
+        synced = self.use_global_network and scope in SYNCED_SCOPES
+        with tf.variable_scope(scope, custom_getter=copied_in_getter if synced else None):
             policy = self.policy_class(**self.policy_kwargs)
             if scope == 'global' and self.global_step is None:
                 self.global_step, self.reset_global_step, self.global_episode, self.inc_episode = \

@@ -244,8 +244,7 @@ class Worker:
         if self.is_chief:
             self._write_run_config()
         summary_dir = os.path.join(self.config['log_dir'], 'worker_{}'.format(self.task))
-        writer = tf.summary.FileWriter(summary_dir, graph if self.is_chief else None)
-        self._train_in(sess, writer)
+        self._train_in(sess, tf.summary.FileWriter(summary_dir), graph if self.is_chief else None)
 
     def _write_run_config(self):
         from btgym_aac.distributed.run_config import write_run_config
@@ -255,9 +254,11 @@ class Worker:
         except OSError as error:
             raise _setup_error('cannot write the run config to {}'.format(self.config['log_dir']), error) from error
 
-    def _train_in(self, sess, writer):
+    def _train_in(self, sess, writer, graph=None):
         """Trains to `max_env_steps` (see `learner.train_until`), the chief saving every `save_secs` and
-        every worker reporting progress every PROGRESS_SECONDS; then ends (see `_end_training`)."""
+        every worker reporting progress every PROGRESS_SECONDS; then ends (see `_end_training`). `graph` (the
+        chief's) goes to the summary `writer` for TensorBoard after the first trained step, off the start-up's
+        critical path."""
         from btgym_aac.algorithms.learner import train_until
 
         ckpt_path = os.path.join(self.config['current_ckpt_dir'], 'model_parameters')
@@ -269,7 +270,10 @@ class Worker:
 
         def after_step(step):
             self.step, now = step, time.time()
-            self.startup.setdefault('first_step', now)
+            if 'first_step' not in self.startup:
+                self.startup['first_step'] = now
+                if graph is not None:
+                    writer.add_graph(graph)
             if self.is_chief and now - times['save'] >= self.config['save_secs']:
                 self._save(sess, ckpt_path, start_time)
                 times['save'] = now

@@ -12,7 +12,7 @@ callbacks) is the local policy's, run in the worker session.
 """
 from btgym_aac.algorithms.policy.sampling import resolve_session
 from btgym_aac.algorithms.common.session_callables import CallableCache, feed_callable
-from btgym_aac.algorithms.common.placeholders import check_variable_pairing
+from btgym_aac.algorithms.common.placeholders import check_variable_pairing, copied_in_getter
 from btgym_aac.algorithms.common.session_config import session_config
 from btgym_aac.compat import tf
 
@@ -41,7 +41,7 @@ class ActingReplica:
         with self.graph.as_default():
             if random_seed is not None:
                 tf.set_random_seed(random_seed)
-            with tf.variable_scope('acting_replica'):
+            with tf.variable_scope('acting_replica', custom_getter=copied_in_getter):
                 self.policy = policy_class(**policy_kwargs)
             check_variable_pairing(self.policy.var_list, local_policy.var_list,
                                    'acting replica: the policy built variables that do not pair with the local '

@@ -1,5 +1,6 @@
 """Graph-side helpers of policies and trainers: placeholders mirroring nested observations and RNN states, the feed
-dicts that fill them, and the check that two policy copies pair variable by variable."""
+dicts that fill them, the check that two policy copies pair variable by variable, and the variable getter of copies
+whose values are always copied in."""
 import collections
 from collections.abc import Mapping
 
@@ -27,6 +28,16 @@ def check_variable_pairing(variables, counterparts, description):
                   in zip(variables, shapes, counterparts, other_shapes) if shape != other_shape]
     raise RuntimeError('{}: {} variables against {}; mismatched pairs (name, shape, name, shape): {}'.format(
         description, len(shapes), len(other_shapes), mismatched[:5]))
+
+
+def copied_in_getter(getter, *args, **kwargs):
+    """Custom getter (`tf.variable_scope(..., custom_getter=...)`) of a policy copy whose trainable variables get
+    their values copied in before any use (a local policy synced from the global one, an acting replica refreshed
+    from the local one): they start at zeros, one op each, instead of their initializers' random draws, which are
+    never read and cost a few ops each to build and to run."""
+    if kwargs.get('trainable') is not False:
+        kwargs['initializer'] = tf.zeros_initializer()
+    return getter(*args, **kwargs)
 
 
 def _placeholder_like(tensor, suffix):
