@@ -38,12 +38,14 @@ and evaluation folders go to `--work-dir` (default: a temporary folder, removed 
 The defaults (3 markets, 4 trainers, 3 seeds, twins, 40,000 steps) make 72 runs: many hours on 2 cores. Runs go
 seed by seed, so a benchmark stopped early has every market and trainer on its first seeds; `--resume` keeps the
 runs of the `known_edge.json` in `--out` (same settings) and makes only the others. SB3 is an optional dependency of
-this benchmark (see `peers.py`).
+this benchmark (see `peers.py`). `--spread` trains and evaluates every agent, the oracle included, with a bid/ask
+spread (`env.costs`): how much of each edge survives the cost of trading it.
 
 Usage:
     python benchmarks/known_edge.py [--markets mr regime intraday] [--trainers a3c ppo unreal sb3_ppo]
                                     [--seeds 3] [--steps 40000] [--stages 4] [--workers 2] [--eval-episodes 10]
-                                    [--no-twins] [--sb3-torch-threads 1] [--train-bars 60000] [--test-bars 20000]
+                                    [--no-twins] [--sb3-torch-threads 1] [--spread 0] [--train-bars 60000]
+                                    [--test-bars 20000]
                                     [--out benchmarks/results/known_edge] [--work-dir DIR] [--resume]
 """
 import argparse
@@ -54,7 +56,7 @@ import sys
 import tempfile
 import time
 
-from known_edge_runs import ENV_OVERRIDES, EVAL_SEED, MARKETS, OUR_TRAINERS, SB3_TRAINER, run_one
+from known_edge_runs import EVAL_SEED, MARKETS, OUR_TRAINERS, SB3_TRAINER, env_overrides, run_one
 from known_edge_summary import plot, summarize, table_lines
 
 TRAINERS = OUR_TRAINERS + (SB3_TRAINER,)
@@ -74,6 +76,9 @@ def parse_args():
     parser.add_argument('--sb3-torch-threads', type=int, default=1,
                         help="torch's intra-op threads for sb3_ppo (0: torch's default, one per core); 1 as the "
                              "TensorFlow sessions of this package's workers")
+    parser.add_argument('--spread', type=float, default=0.0,
+                        help='bid/ask spread in price units in training and evaluation (the markets trade near 1.1: '
+                             '0.0001 is one pip); the oracle pays it too')
     parser.add_argument('--train-bars', type=int, default=60000)
     parser.add_argument('--test-bars', type=int, default=20000)
     parser.add_argument('--out', default='benchmarks/results/known_edge')
@@ -84,6 +89,8 @@ def parse_args():
     for name in ('seeds', 'steps', 'stages', 'workers', 'eval_episodes', 'train_bars', 'test_bars'):
         if getattr(args, name) < 1:
             parser.error('--{} must be >= 1, got {}'.format(name.replace('_', '-'), getattr(args, name)))
+    if not args.spread >= 0:
+        parser.error('--spread must be a number >= 0, got {}'.format(args.spread))
     if args.sb3_torch_threads < 0:
         parser.error('--sb3-torch-threads must be >= 0, got {}'.format(args.sb3_torch_threads))
     if args.steps < args.stages:
@@ -111,7 +118,8 @@ def settings(args):
     return {'markets': args.markets, 'trainers': args.trainers, 'seeds': list(range(args.seeds)),
             'twins': args.twins, 'steps': args.steps, 'stages': args.stages, 'workers': args.workers,
             'eval_episodes': args.eval_episodes, 'eval_seed': EVAL_SEED, 'train_bars': args.train_bars,
-            'test_bars': args.test_bars, 'sb3_torch_threads': args.sb3_torch_threads, 'env_overrides': ENV_OVERRIDES,
+            'test_bars': args.test_bars, 'sb3_torch_threads': args.sb3_torch_threads,
+            'env_overrides': env_overrides(args),
             'env': "default_configs(algo)['env_config'] with the train file and env_overrides"}
 
 

@@ -23,6 +23,11 @@ EVAL_SEED = 0
 """Seed of the first evaluation episode (episode i: EVAL_SEED + i), the same windows after every stage."""
 
 
+def env_overrides(args):
+    """ENV_OVERRIDES with the spread of `--spread` (price units) where given."""
+    return dict(ENV_OVERRIDES, spread=args.spread) if args.spread else dict(ENV_OVERRIDES)
+
+
 def market_seeds(seed):
     """Generator seeds of the train and test files of run seed `seed` (the twin uses the same ones)."""
     return 1000 + 2 * seed, 1001 + 2 * seed
@@ -44,12 +49,13 @@ def write_markets(market, edge, seed, folder, train_bars, test_bars):
     return paths
 
 
-def reference_configs(algo, train_csv):
-    """`default_configs(algo)` with the train file and ENV_OVERRIDES in the env kwargs."""
+def reference_configs(algo, train_csv, overrides):
+    """`default_configs(algo)` with the train file and `overrides` (ENV_OVERRIDES and the costs asked for) in the
+    env kwargs."""
     from btgym_aac.run_configs import default_configs
 
     configs = default_configs(algo)
-    configs['env_config']['kwargs'].update(ENV_OVERRIDES, filename=train_csv)
+    configs['env_config']['kwargs'].update(overrides, filename=train_csv)
     return configs
 
 
@@ -96,7 +102,7 @@ class ClusterCpu:
         return self.finished + sum(self.current.values()) if self.read else None
 
 
-def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, episodes):
+def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, episodes, overrides):
     """Trains `default_configs(algo)` (with `workers` workers) on `train_csv` to steps * k / stages env steps,
     k = 1..stages (the first stage empties `folder/run`, the others resume from its checkpoint), and evaluates the
     checkpoint after each stage on `test_csv` with `evaluate` (policy, buy-and-hold, random, oracle); returns the
@@ -104,7 +110,7 @@ def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, 
     from btgym_aac.evaluation import evaluate
     from btgym_aac.run_configs import make_launcher
 
-    configs = reference_configs(algo, train_csv)
+    configs = reference_configs(algo, train_csv, overrides)
     log_dir = os.path.join(folder, 'run')
     configs['cluster_config'].update(num_workers=workers, log_dir=log_dir)
     cpu, wall, records = ClusterCpu(), 0.0, []
@@ -128,7 +134,7 @@ def process_cpu_seconds():
     return time.process_time() + times.children_user + times.children_system
 
 
-def train_sb3(train_csv, test_csv, steps, stages, seed, episodes):
+def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides):
     """Trains SB3's PPO (its defaults, 'MultiInputPolicy') on the reference env on `train_csv`, wrapped by
     `SimpleSpaces`, in `stages` `learn` calls up to steps * k / stages env steps (SB3 rounds each up to whole
     rollouts of its `n_steps`), and evaluates it after each stage as `evaluate` would (`evaluate_sb3`); its
@@ -137,7 +143,7 @@ def train_sb3(train_csv, test_csv, steps, stages, seed, episodes):
 
     from btgym_aac.env.wrappers import SimpleSpaces
 
-    env_config = reference_configs('ppo', train_csv)['env_config']
+    env_config = reference_configs('ppo', train_csv, overrides)['env_config']
     cpu_start, wall_start = process_cpu_seconds(), time.time()
     env = SimpleSpaces(env_config['class_ref'](**env_config['kwargs']))
     model = PPO('MultiInputPolicy', env, seed=seed, verbose=0)
@@ -200,13 +206,14 @@ def run_one(market, edge, trainer, seed, folder, args):
     """Writes the market files and trains and evaluates `trainer` on them; returns the run's record."""
     data_folder = os.path.join(folder, 'data', '{}_{}_seed_{}'.format(market, 'edge' if edge else 'twin', seed))
     train_csv, test_csv = write_markets(market, edge, seed, data_folder, args.train_bars, args.test_bars)
+    overrides = env_overrides(args)
     if trainer == SB3_TRAINER:
-        stages = train_sb3(train_csv, test_csv, args.steps, args.stages, seed, args.eval_episodes)
+        stages = train_sb3(train_csv, test_csv, args.steps, args.stages, seed, args.eval_episodes, overrides)
     else:
         run_folder = os.path.join(folder, 'runs', '{}_{}_{}_seed_{}'.format(
             market, 'edge' if edge else 'twin', trainer, seed))
         stages = train_ours(trainer, train_csv, test_csv, run_folder, args.steps, args.stages, args.workers, seed,
-                            args.eval_episodes)
+                            args.eval_episodes, overrides)
     train_seed, test_seed = market_seeds(seed)
     return {'market': market, 'edge': edge, 'trainer': trainer, 'seed': seed, 'train_market_seed': train_seed,
             'test_market_seed': test_seed, 'stages': stages}
