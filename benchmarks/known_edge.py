@@ -39,13 +39,14 @@ The defaults (3 markets, 4 trainers, 3 seeds, twins, 40,000 steps) make 72 runs:
 seed by seed, so a benchmark stopped early has every market and trainer on its first seeds; `--resume` keeps the
 runs of the `known_edge.json` in `--out` (same settings) and makes only the others. SB3 is an optional dependency of
 this benchmark (see `peers.py`). `--spread` trains and evaluates every agent, the oracle included, with a bid/ask
-spread (`env.costs`): how much of each edge survives the cost of trading it.
+spread (`env.costs`): how much of each edge survives the cost of trading it. `--env-kwargs` and `--trainer-kwargs`
+(JSON objects) replace settings of the shipped configuration, to measure what a change of the defaults does.
 
 Usage:
     python benchmarks/known_edge.py [--markets mr regime intraday] [--trainers a3c ppo unreal sb3_ppo]
                                     [--seeds 3] [--steps 40000] [--stages 4] [--workers 2] [--eval-episodes 10]
-                                    [--no-twins] [--sb3-torch-threads 1] [--spread 0] [--train-bars 60000]
-                                    [--test-bars 20000]
+                                    [--no-twins] [--sb3-torch-threads 1] [--spread 0] [--env-kwargs JSON]
+                                    [--trainer-kwargs JSON] [--train-bars 60000] [--test-bars 20000]
                                     [--out benchmarks/results/known_edge] [--work-dir DIR] [--resume]
 """
 import argparse
@@ -79,6 +80,12 @@ def parse_args():
     parser.add_argument('--spread', type=float, default=0.0,
                         help='bid/ask spread in price units in training and evaluation (the markets trade near 1.1: '
                              '0.0001 is one pip); the oracle pays it too')
+    parser.add_argument('--env-kwargs', type=json_dict, default={}, metavar='JSON',
+                        help='env kwargs replacing the reference configuration\'s for every agent, e.g. '
+                             '\'{"reward_scale": 20}\'')
+    parser.add_argument('--trainer-kwargs', type=json_dict, default={}, metavar='JSON',
+                        help='trainer kwargs replacing the shipped ones of this package\'s trainers (not SB3\'s), '
+                             'e.g. \'{"opt_learn_rate": 0.0003}\'')
     parser.add_argument('--train-bars', type=int, default=60000)
     parser.add_argument('--test-bars', type=int, default=20000)
     parser.add_argument('--out', default='benchmarks/results/known_edge')
@@ -98,6 +105,17 @@ def parse_args():
     return args
 
 
+def json_dict(text):
+    """A --*-kwargs value: a JSON object."""
+    try:
+        value = json.loads(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError('not JSON: {}'.format(error)) from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError('a JSON object (dict) is needed, got {!r}'.format(text))
+    return value
+
+
 def import_sb3_first(trainers, torch_threads):
     """Imports torch and SB3 before anything imports TensorFlow (docs/configuration.md) and sets torch's
     intra-op threads (0: torch's default); exits with the install line where SB3 is missing."""
@@ -115,12 +133,15 @@ def import_sb3_first(trainers, torch_threads):
 
 def settings(args):
     """The settings written to the JSON."""
-    return {'markets': args.markets, 'trainers': args.trainers, 'seeds': list(range(args.seeds)),
-            'twins': args.twins, 'steps': args.steps, 'stages': args.stages, 'workers': args.workers,
-            'eval_episodes': args.eval_episodes, 'eval_seed': EVAL_SEED, 'train_bars': args.train_bars,
-            'test_bars': args.test_bars, 'sb3_torch_threads': args.sb3_torch_threads,
-            'env_overrides': env_overrides(args),
-            'env': "default_configs(algo)['env_config'] with the train file and env_overrides"}
+    written = {'markets': args.markets, 'trainers': args.trainers, 'seeds': list(range(args.seeds)),
+               'twins': args.twins, 'steps': args.steps, 'stages': args.stages, 'workers': args.workers,
+               'eval_episodes': args.eval_episodes, 'eval_seed': EVAL_SEED, 'train_bars': args.train_bars,
+               'test_bars': args.test_bars, 'sb3_torch_threads': args.sb3_torch_threads,
+               'env_overrides': env_overrides(args),
+               'env': "default_configs(algo)['env_config'] with the train file and env_overrides"}
+    if args.trainer_kwargs:  # absent otherwise, so that --resume reads results written before the option
+        written['trainer_overrides'] = args.trainer_kwargs
+    return written
 
 
 def write_results(args, runs, seconds):

@@ -24,8 +24,10 @@ EVAL_SEED = 0
 
 
 def env_overrides(args):
-    """ENV_OVERRIDES with the spread of `--spread` (price units) where given."""
-    return dict(ENV_OVERRIDES, spread=args.spread) if args.spread else dict(ENV_OVERRIDES)
+    """ENV_OVERRIDES with the spread of `--spread` (price units) where given and the `--env-kwargs`."""
+    overrides = dict(ENV_OVERRIDES, spread=args.spread) if args.spread else dict(ENV_OVERRIDES)
+    overrides.update(args.env_kwargs)
+    return overrides
 
 
 def market_seeds(seed):
@@ -102,7 +104,8 @@ class ClusterCpu:
         return self.finished + sum(self.current.values()) if self.read else None
 
 
-def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, episodes, overrides):
+def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, episodes, overrides,
+               trainer_overrides=None):
     """Trains `default_configs(algo)` (with `workers` workers) on `train_csv` to steps * k / stages env steps,
     k = 1..stages (the first stage empties `folder/run`, the others resume from its checkpoint), and evaluates the
     checkpoint after each stage on `test_csv` with `evaluate` (policy, buy-and-hold, random, oracle); returns the
@@ -111,6 +114,7 @@ def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, 
     from btgym_aac.run_configs import make_launcher
 
     configs = reference_configs(algo, train_csv, overrides)
+    configs['trainer_config']['kwargs'].update(trainer_overrides or {})
     log_dir = os.path.join(folder, 'run')
     configs['cluster_config'].update(num_workers=workers, log_dir=log_dir)
     cpu, wall, records = ClusterCpu(), 0.0, []
@@ -213,7 +217,7 @@ def run_one(market, edge, trainer, seed, folder, args):
         run_folder = os.path.join(folder, 'runs', '{}_{}_{}_seed_{}'.format(
             market, 'edge' if edge else 'twin', trainer, seed))
         stages = train_ours(trainer, train_csv, test_csv, run_folder, args.steps, args.stages, args.workers, seed,
-                            args.eval_episodes, overrides)
+                            args.eval_episodes, overrides, args.trainer_kwargs)
     train_seed, test_seed = market_seeds(seed)
     return {'market': market, 'edge': edge, 'trainer': trainer, 'seed': seed, 'train_market_seed': train_seed,
             'test_market_seed': test_seed, 'stages': stages}
