@@ -69,6 +69,7 @@ def test_fill_prices_and_recorded_costs_match_a_hand_computation(costs):
     fills = expected_fills(**costs)
     sizes = [SIZE, 2 * SIZE, SIZE]
     assert [fill['price'] for fill in log['fills']] == pytest.approx([price for price, _ in fills], abs=1e-12)
+    assert [fill['order'] for fill in log['fills']] == ['market'] * 3
     spread_costs = [costs.get('spread', 0.0) / 2 * size for size in sizes]
     slippage_costs = [abs(price - reference) * size for (price, reference), size in zip(fills, sizes)]
     assert [fill['spread_cost'] for fill in log['fills']] == pytest.approx(spread_costs, abs=1e-9)
@@ -110,7 +111,8 @@ class Placed(bt.Strategy):
 
 
 def placed_fills(orders, spread):
-    """[(bar number, price)] of the fills of `Placed(orders)` over BARS with a spread, and the broker's costs."""
+    """[(bar number, price, order type)] of the fills of `Placed(orders)` over BARS with a spread, and the broker's
+    costs."""
     cerebro = bt.Cerebro(stdstats=False)
     cerebro.setbroker(cost_broker(dict(COST_DEFAULTS, spread=spread)))
     cerebro.broker.setcash(10000.0)
@@ -120,18 +122,18 @@ def placed_fills(orders, spread):
     strategy = cerebro.run()[0]
     fills = strategy.analyzers.getbyname(TRADE_LOG_NAME).get_analysis()['fills']
     rows = {time: row for row, time in enumerate(BARS.index)}
-    return [(rows[pd.Timestamp(fill['time'])], fill['price']) for fill in fills], strategy.broker.costs
+    return [(rows[pd.Timestamp(fill['time'])], fill['price'], fill['order']) for fill in fills], strategy.broker.costs
 
 
 @pytest.mark.parametrize('spread,expected', [
-    (0.0, [(1, 1.1006), (4, 1.1030)]),  # the limit fills at its price on bar 1's low; the stop at bar 4's open
-    (0.0004, [(3, 1.1009), (4, 1.1032)]),  # the ask's low (low + 0.0002) never reaches the buy limit; the bid's
-])                                         # low on bar 3 triggers the sell stop; the buy stop fills at the ask's open
+    (0.0, [(1, 1.1006, 'limit'), (4, 1.1030, 'stop')]),  # the limit fills at its price on bar 1's low; the stop
+    (0.0004, [(3, 1.1009, 'stop'), (4, 1.1032, 'stop')]),  # at bar 4's open. The ask's low (low + 0.0002) never
+])  # reaches the buy limit; the bid's low on bar 3 triggers the sell stop; the buy stop fills at the ask's open
 def test_limit_and_stop_orders_are_matched_against_the_ask_for_buys_and_the_bid_for_sells(spread, expected):
     orders = {1: (SIZE, bt.Order.Limit, 1.1006), 3: (-SIZE, bt.Order.Stop, 1.1009), 4: (SIZE, bt.Order.Stop, 1.1025)}
     fills, costs_paid = placed_fills(orders, spread)
-    assert [row for row, _ in fills] == [row for row, _ in expected]
-    assert [price for _, price in fills] == pytest.approx([price for _, price in expected], abs=1e-12)
+    assert [(row, order) for row, _, order in fills] == [(row, order) for row, _, order in expected]
+    assert [price for _, price, _ in fills] == pytest.approx([price for _, price, _ in expected], abs=1e-12)
     assert costs_paid['spread'] == pytest.approx(spread / 2 * SIZE * len(fills), abs=1e-12)
     assert costs_paid['slippage'] == 0.0
 

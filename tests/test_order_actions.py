@@ -119,6 +119,8 @@ def test_take_profit_fill_cancels_the_stop_as_backtrader_does():
     assert parts['stop_loss'][0].status == bt.Order.Canceled
     assert parts['take_profit'][0].status == bt.Order.Completed
     assert strategy.open_bracket_orders() == {ASSET: []}
+    logged = strategy.analyzers.getbyname(TRADE_LOG_NAME).get_analysis()['fills']
+    assert [fill['order'] for fill in logged] == ['entry', 'take_profit']  # the trade log names the bracket parts
 
 
 def test_stop_loss_of_a_sell_bracket_fills_and_cancels_the_take_profit():

@@ -8,14 +8,18 @@ import collections
 
 import backtrader as bt
 
+from btgym_aac.strategy.brackets import bracket_part
+
 TRADE_LOG_NAME = 'evaluation_trade_log'
 
 
 class TradeLog(bt.Analyzer):
     """Analysis: {'fills': [{'time', 'asset' (the order's data line), 'side' ('buy'/'sell'), 'size' (signed),
     'price', 'commission', 'spread_cost', 'slippage_cost' (what the fill paid for the spread and for slippage with a
-    `CostBroker`, else 0), 'position' (running sum of the asset's fill sizes)}], 'trades': [{'asset', 'open_time',
-    'close_time', 'pnl', 'pnlcomm'}], 'end_reason': the strategy's `done_message` ('' when no end rule fired)}."""
+    `CostBroker`, else 0), 'position' (running sum of the asset's fill sizes), 'order' (its part of a bracket,
+    'entry', 'stop_loss' or 'take_profit', else backtrader's order type in lower case: 'market', 'close', 'limit',
+    'stop', 'stoptrail', ...)}], 'trades': [{'asset', 'open_time', 'close_time', 'pnl', 'pnlcomm'}], 'end_reason':
+    the strategy's `done_message` ('' when no end rule fired)}."""
 
     def start(self):
         self.rets['fills'] = []
@@ -38,6 +42,7 @@ class TradeLog(bt.Analyzer):
             'spread_cost': float(order.info.get('spread_cost', 0.0)),
             'slippage_cost': float(order.info.get('slippage_cost', 0.0)),
             'position': self.positions[asset],
+            'order': bracket_part(order) or order.getordername().lower(),
         })
 
     def notify_trade(self, trade):
