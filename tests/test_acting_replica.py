@@ -51,8 +51,11 @@ def test_replica_acts_like_the_local_policy_and_closes_with_the_trainer():
         replica, local = trainer.acting_replica, trainer.local_network
         assert isinstance(replica, ActingReplica)
         assert all(runner.policy is replica for runner in trainer.runners)
+        assert all(not np.any(weights) for weights in sess.run(local.var_list))  # zeros: copied in before any use
         trainer.learner.start(sess)  # the local policy takes the global one's weights, as when a trainer starts
         local_weights = sess.run(local.var_list)
+        for got, want in zip(local_weights, sess.run(trainer.network.var_list)):
+            np.testing.assert_array_equal(got, want)
         assert all(not np.any(weights) for weights in replica_weights(replica))  # zeros, until the first act
         assert not all(np.allclose(a, b) for a, b in zip(replica_weights(replica), local_weights))
 
