@@ -59,8 +59,9 @@ def copy_op(pairs):
 def make_train_ops(loss, pi, pi_prime, pi_global, global_step, learn_rate_fn, frames, epsilon):
     """Adam on the global variables with the local gradients clipped at global norm 40, and the sync ops.
 
-    `sync` copies every global variable to the local policy; `sync_pi` skips the trainable variables the loss
-    gives no gradient (nothing changes them, so their local copies stay equal); `sync_pi_after_train` is `sync_pi`
+    `sync` copies every global variable to the local policy (`sync_pi` and the others); `sync_pi` skips the
+    trainable variables the loss gives no gradient (nothing changes them, so their local copies stay equal);
+    `sync_pi_after_train` is `sync_pi`
     run after the update (a train step can end with it, saving a parameter-server round trip). `sync_pi_prime`
     copies the local policy to `pi_prime` (None without one). Gradients of a step whose loss or gradients are not
     finite are replaced by zeros (`train_finite` False). The learn rate (times the fed train phase), Adam and the
@@ -102,8 +103,12 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, learn_rate_fn, fr
         inc_step = global_step.assign_add(tf.cast(moved_frames, tf.int32))
     with tf.control_dependencies([train_op]):
         sync_pi_after_train = copy_op(changing)
+    sync_pi = copy_op(changing)
+    changing_locals = {id(local) for local, _ in changing}
+    unchanging = [pair for pair in pairs if id(pair[0]) not in changing_locals]
     return TrainOps(
-        train_op=train_op, inc_step=inc_step, sync=copy_op(pairs), sync_pi=copy_op(changing),
+        train_op=train_op, inc_step=inc_step, sync=tf.group(sync_pi, copy_op(unchanging)) if unchanging else sync_pi,
+        sync_pi=sync_pi,
         sync_pi_after_train=sync_pi_after_train,
         sync_pi_prime=copy_op(list(zip(pi_prime.var_list, pi.var_list))) if pi_prime is not None else None,
         train_finite=train_finite, grads=grads,
