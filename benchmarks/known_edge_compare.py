@@ -1,0 +1,98 @@
+"""Compares variants of one trainer on the known-edge markets: runs of several `known_edge.py` results (each made
+with other `--env-kwargs`, `--trainer-kwargs` or `--spread`), the same markets and seeds, side by side.
+
+For each market and variant: the last stage's fraction of the oracle with its bootstrap interval (seeds and
+episodes pooled, `known_edge_summary.learning_curve`), the env steps and CPU seconds of the first stage at half
+the oracle or more, and the learning curve; the variants' runs are paired by market seed, so their test windows
+are the same. Writes `known_edge_compare.json` and `known_edge_compare_steps.png` (one panel per market, one line
+per variant) to `--out` and prints the markdown table.
+
+Usage:
+    python benchmarks/known_edge_compare.py --results default=benchmarks/results/known_edge/known_edge.json
+                                            lr3x=DIR/known_edge.json ... [--trainer a3c] [--markets mr regime]
+                                            [--seeds 0 1] [--out benchmarks/results/known_edge_compare]
+"""
+import argparse
+import json
+import os
+
+from known_edge_summary import HALF, learning_curve, plot
+
+
+def parse_args():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument('--results', nargs='+', required=True, metavar='NAME=JSON',
+                        help='a variant\'s name and its known_edge.json; the first is the reference')
+    parser.add_argument('--trainer', default='a3c')
+    parser.add_argument('--markets', nargs='+', default=['mr', 'regime'])
+    parser.add_argument('--seeds', nargs='+', type=int, default=[0, 1])
+    parser.add_argument('--out', default='benchmarks/results/known_edge_compare')
+    args = parser.parse_args()
+    args.variants = {}
+    for entry in args.results:
+        name, sign, path = entry.partition('=')
+        if not sign or not name or not os.path.isfile(path):
+            parser.error('--results entry {!r} is not NAME=JSON of an existing file'.format(entry))
+        args.variants[name] = path
+    return args
+
+
+def variant_runs(path, trainer, markets, seeds):
+    """The edge-market runs of `trainer` in a known_edge.json, by market, for `seeds`; and the file's settings."""
+    with open(path) as f:
+        results = json.load(f)
+    runs = {market: [run for run in results['runs'] if run['trainer'] == trainer and run['market'] == market
+                     and run['edge'] and run['seed'] in seeds] for market in markets}
+    return runs, results['settings']
+
+
+def compare(args):
+    """One row per market and variant (see the module docstring); ValueError where a variant lacks a seed."""
+    rows = []
+    for name, path in args.variants.items():
+        runs, settings = variant_runs(path, args.trainer, args.markets, args.seeds)
+        for market in args.markets:
+            found = sorted(run['seed'] for run in runs[market])
+            if found != sorted(args.seeds):
+                raise ValueError('{}: {} has seeds {} of {} on {}, not {}'.format(
+                    name, path, found, args.trainer, market, sorted(args.seeds)))
+            curve = learning_curve(runs[market])
+            half = next((point for point in curve if point['fraction'] is not None and point['fraction'] >= HALF),
+                        None)
+            rows.append({'market': market, 'trainer': name, 'variant_file': path,
+                         'env_overrides': settings.get('env_overrides'),
+                         'trainer_overrides': settings.get('trainer_overrides', {}),
+                         'fraction_of_oracle': curve[-1], 'learning_curve': curve,
+                         'env_steps_to_half': half and half['env_steps'],
+                         'cpu_seconds_to_half': half and half['cpu_seconds']})
+    return rows
+
+
+def table_lines(rows):
+    """The comparison as the lines of a markdown table."""
+    lines = ['| market | variant | fraction of the oracle [95 % interval] | env steps / CPU s to half |',
+             '|---|---|---|---|']
+    for row in rows:
+        fraction = row['fraction_of_oracle']
+        cell = '-' if fraction['fraction'] is None else '{:.2f} [{:.2f}, {:.2f}]'.format(
+            fraction['fraction'], fraction['ci_low'], fraction['ci_high'])
+        half = '-' if row['env_steps_to_half'] is None else '{:,.0f} / {:.0f}'.format(
+            row['env_steps_to_half'], row['cpu_seconds_to_half'])
+        lines.append('| {} | {} | {} | {} |'.format(row['market'], row['trainer'], cell, half))
+    return lines
+
+
+def main():
+    args = parse_args()
+    rows = compare(args)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, 'known_edge_compare.json'), 'w') as f:
+        json.dump({'benchmark': 'known_edge_compare', 'trainer': args.trainer, 'seeds': args.seeds,
+                   'variants': args.variants, 'rows': rows}, f, indent=1)
+    plot(sorted(rows, key=lambda row: args.markets.index(row['market'])), 'env_steps', 'env steps',
+         os.path.join(args.out, 'known_edge_compare_steps.png'))
+    print('\n'.join(table_lines(rows)))
+
+
+if __name__ == '__main__':
+    main()
