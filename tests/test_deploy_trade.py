@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 import numpy as np
 import pandas as pd
 import pytest
-from saved_runs import write_saved_run
+from saved_runs import reference_configs, write_saved_run
 from test_evaluation_multi_asset import POLICY_CONFIG as MULTI_ASSET_POLICY_CONFIG
 from test_evaluation_multi_asset import TRAINER_CONFIG as MULTI_ASSET_TRAINER_CONFIG
 from test_evaluation_multi_asset import env_config as multi_asset_env_config
@@ -110,6 +110,18 @@ def test_a_multi_asset_episode_trades_as_evaluate_on_the_same_bars(tmp_path, mon
     assert list(frames) == ['A', 'B']
     result = trade(str(tmp_path / 'artifact'), replay_specs(frames, tmp_path), str(tmp_path / 'paper'))
     assert_as_evaluated(result, read_journal(tmp_path / 'paper'), record)
+
+
+def test_bracket_orders_trade_as_evaluate_on_the_same_bars(tmp_path, monkeypatch):
+    configs = reference_configs()
+    configs['env_config']['kwargs'].update(stop_loss=2, take_profit=3, distance_unit='pips')
+    log_dir = write_saved_run(tmp_path / 'run', configs['env_config'], configs['policy_config'],
+                              configs['trainer_config'], step=40)
+    assert cli_main(['export', log_dir, str(tmp_path / 'artifact')]) == 0
+    record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
+    result = trade(str(tmp_path / 'artifact'), replay_specs(frames, tmp_path)['data'], str(tmp_path / 'paper'))
+    assert_as_evaluated(result, read_journal(tmp_path / 'paper'), record)
+    assert {'stop_loss', 'take_profit'} & {fill['order'] for fill in result['fills']}  # children filled live too
 
 
 class StopAtBar:
