@@ -114,6 +114,18 @@ def test_ticks_resample_to_mid_bars_with_the_first_ticks_spread(tmp_path, header
     pd.testing.assert_frame_equal(read_ohlcv(written), bars, check_freq=False, rtol=0, atol=0)
 
 
+def test_bad_ticks_and_bar_sizes_are_refused_naming_them(tmp_path):
+    path = tmp_path / 'ticks.csv'
+    path.write_text('DateTime,Bid,Volume\n20170102 090000123,1.05150,0\n')
+    with pytest.raises(DataError, match='ticks.csv>: has a bid column but no ask column'):
+        read_ticks(str(path))
+    path.write_text('20170102 090000123,1.05150,oops,0\n')
+    with pytest.raises(DataError, match='tick at 2017-01-02 09:00:00.123000 has a missing or non-numeric price'):
+        read_ticks(str(path))
+    with pytest.raises(ValueError, match='minutes must be a whole number >= 1, got 0'):
+        tick_bars(pd.DataFrame({'bid': [1.0], 'ask': [1.1]}, index=TIMES[:1]), minutes=0)
+
+
 class Placed(bt.Strategy):
     """A market buy on bar 1, a sell stop at 1.10015 on bar 2 (both sized 1000)."""
 

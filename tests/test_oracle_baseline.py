@@ -136,3 +136,16 @@ def test_the_oracle_weighs_every_cost_of_a_fill(tmp_path, costs, extra):
         assert oracle_agent(env).oracle.commission == pytest.approx(COMMISSION + extra(price), rel=1e-12)
     finally:
         env.close()
+
+
+def test_the_oracle_weighs_a_spread_from_the_data_at_its_median():
+    frame = make_mean_reversion_data(num_bars=3000, seed=5)
+    frame['spread'] = np.linspace(1e-4, 5e-4, len(frame)) ** 2 * 1e4  # median 9e-4, mean larger
+    env = market_env(frame=frame, spread='data')
+    try:
+        price = float(env.dataset.data['close'].median())
+        median_spread = float(np.median(frame['spread']))
+        assert oracle_agent(env).oracle.commission == pytest.approx(COMMISSION + median_spread / 2 / price,
+                                                                   rel=1e-12)
+    finally:
+        env.close()

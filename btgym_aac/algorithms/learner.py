@@ -61,12 +61,12 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, learn_rate_fn, fr
 
     `sync` copies every global variable to the local policy (`sync_pi` and the others); `sync_pi` skips the
     trainable variables the loss gives no gradient (nothing changes them, so their local copies stay equal);
-    `sync_pi_after_train` is `sync_pi`
-    run after the update (a train step can end with it, saving a parameter-server round trip). `sync_pi_prime`
-    copies the local policy to `pi_prime` (None without one). Gradients of a step whose loss or gradients are not
-    finite are replaced by zeros (`train_finite` False). The learn rate (times the fed train phase), Adam and the
-    step increment run on the global step's device, the train phase and `frames` travelling packed with the
-    gradients, so a step sends the gradients and gets the new global step back.
+    `sync_pi_after_train` is `sync_pi` run after the update (a train step can end with it, saving a
+    parameter-server round trip). `sync_pi_prime` copies the local policy to `pi_prime` (None without one).
+    Gradients of a step whose loss or gradients are not finite are replaced by zeros (`train_finite` False). The
+    learn rate (times the fed train phase), Adam and the step increment run on the global step's device, the train
+    phase and `frames` travelling packed with the gradients, so a step sends the gradients and gets the new global
+    step back.
 
     Args:
         loss: scalar loss of the local policy `pi`.

@@ -11,7 +11,8 @@ import os
 import numpy as np
 import pandas as pd
 
-from btgym_aac.data.columns import OHLCV_COLUMNS, PRICE_COLUMNS, SPREAD_COLUMN, match_columns
+from btgym_aac.data.columns import (OHLCV_COLUMNS, PRICE_COLUMNS, SIDES, SPREAD_COLUMN, match_columns,
+                                    normalize_name)
 from btgym_aac.data.datetimes import parse_datetimes
 from btgym_aac.data.errors import DataError
 from btgym_aac.data.parsing import check_bars, mid_prices, read_ohlcv
@@ -72,17 +73,16 @@ def read_ticks(path):
     with open(path, encoding='utf-8-sig') as handle:
         first = handle.readline()
     sep = ';' if ';' in first else ','
-    header = [field.strip() for field in first.strip().split(sep)]
-    roles = match_columns(header)
-    has_header = 'bid' in [name.lower() for name in header]
+    header = first.strip().split(sep)
+    names = [normalize_name(name) for name in header]
+    has_header = 'bid' in names
     table = pd.read_csv(path, sep=sep, header=None, skiprows=1 if has_header else 0, dtype={0: str},
                         encoding='utf-8-sig')
     if has_header:
-        lowered = [name.lower() for name in header]
-        if 'ask' not in lowered:
+        if 'ask' not in names:
             raise DataError('{}: has a bid column but no ask column'.format(where))
-        positions = {'bid': lowered.index('bid'), 'ask': lowered.index('ask')}
-        raw = _tick_times(table, roles)
+        positions = {side: names.index(side) for side in SIDES}
+        raw = _tick_times(table, match_columns(header))
     elif table.shape[1] >= 3:
         positions, raw = {'bid': 1, 'ask': 2}, table.iloc[:, 0].astype(str)
     else:
@@ -121,10 +121,10 @@ def tick_bars(ticks, minutes=1):
     if isinstance(minutes, bool) or not isinstance(minutes, int) or minutes < 1:
         raise ValueError('minutes must be a whole number >= 1, got {!r}'.format(minutes))
     ticks = ticks.sort_index(kind='stable')
-    rule = '{}min'.format(minutes)
-    sides = {side: ticks[side].resample(rule, label='left', closed='left').ohlc().dropna() for side in ('bid', 'ask')}
+    bars = {side: ticks[side].resample('{}min'.format(minutes), label='left', closed='left') for side in SIDES}
+    sides = {side: bars[side].ohlc().dropna() for side in SIDES}
     columns = mid_prices(sides['bid'], sides['ask'])
-    columns['volume'] = ticks['bid'].resample(rule, label='left', closed='left').count().loc[sides['bid'].index]
+    columns['volume'] = bars['bid'].count().loc[sides['bid'].index]
     frame = pd.DataFrame(columns, columns=list(OHLCV_COLUMNS) + [SPREAD_COLUMN]).astype(np.float64)
     frame.index = frame.index.rename('datetime')
     check_bars(frame, 'tick bars')
