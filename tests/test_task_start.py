@@ -20,11 +20,15 @@ from proc_helpers import GROUP, PARENT, command_line, live_descendants, live_pro
 
 def report_surroundings(variable):
     """Task target: writes what it finds to its file descriptors 1 and 2."""
+    import gc
+
     import btgym_aac.compat
 
-    os.write(1, 'out {}={} tensorflow={} devices={} ctrl_c_ignored={}\n'.format(
+    os.write(1, ('out {}={} tensorflow={} devices={} ctrl_c_ignored={} gc_enabled={} '
+                 'preloaded_objects_frozen={}\n').format(
         variable, os.environ.get(variable), 'tensorflow' in sys.modules,
-        btgym_aac.compat._devices_initialised, signal.getsignal(signal.SIGINT) is signal.SIG_IGN).encode())
+        btgym_aac.compat._devices_initialised, signal.getsignal(signal.SIGINT) is signal.SIG_IGN, gc.isenabled(),
+        gc.get_freeze_count() > 0).encode())
     os.write(2, b'err line\n')
 
 
@@ -58,8 +62,9 @@ def test_a_forked_task_starts_preloaded_in_the_launchers_environment_and_streams
             os.close(fd)
     lines = output.read_text().splitlines()
     # (Ctrl-C is ignored from the fork on, not only once `run_pickled_task` runs: no KeyboardInterrupt in between)
+    # (the garbage collector runs in the task, over its own objects only: the preloaded ones are frozen)
     assert ('out BTGYM_AAC_TEST_VARIABLE=set after the forkserver started tensorflow=True devices=False '
-            'ctrl_c_ignored=True') in lines
+            'ctrl_c_ignored=True gc_enabled=True preloaded_objects_frozen=True') in lines
     assert 'err line' in lines
 
 
