@@ -1,6 +1,8 @@
 """Suite-wide set-up: Ctrl-C works in the test process and the commands it starts, however the suite was started;
-TensorFlow sessions that tests make are configured as the package configures its own."""
+TensorFlow sessions that tests make are configured as the package configures its own; the imported modules are
+frozen for the garbage collector."""
 import functools
+import gc
 import signal
 import sys
 
@@ -14,6 +16,13 @@ def pytest_configure(config):
     commands the tests start."""
     if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def pytest_collection_finish(session):
+    """What collection imported (TensorFlow among it: most of the process's objects) lives as long as the process:
+    it is moved out of the garbage collector's way (`gc.freeze`, as the launcher's forkserver does), so the full
+    collections that the tests' graphs set off skip it (about 4 % of a test process's time otherwise)."""
+    gc.freeze()
 
 
 @pytest.fixture(autouse=True, scope='session')
