@@ -35,12 +35,14 @@ def cli(arguments):
 
 
 def interrupt_fold_1(make_launcher):
-    """`make_launcher` that raises KeyboardInterrupt (Ctrl-C) for fold 1, before its run is made."""
+    """`make_launcher` that raises KeyboardInterrupt (Ctrl-C) for fold 1 once its launcher is made (which leaves its
+    lock file in the fold's log dir), before it trains: a fold stopped before its first checkpoint."""
 
     def make(configs, **kwargs):
+        launcher = make_launcher(configs, **kwargs)
         if configs['cluster_config']['log_dir'].endswith(os.path.join('fold_1', 'run')):
             raise KeyboardInterrupt
-        return make_launcher(configs, **kwargs)
+        return launcher
 
     return make
 
@@ -67,7 +69,8 @@ def interrupted(tmp_path_factory):
         patch.setattr(run_configs, 'make_launcher', interrupt_fold_1(run_configs.make_launcher))
         code, stderr = cli(command)
     assert code == 130, stderr
-    left = {'out': sorted(os.listdir(str(out))), 'fold_1': sorted(os.listdir(str(out / 'fold_1')))}
+    left = {'out': sorted(os.listdir(str(out))), 'fold_1': sorted(os.listdir(str(out / 'fold_1'))),
+            'fold_1/run': sorted(os.listdir(str(out / 'fold_1' / 'run')))}
     return command, out, stderr, left
 
 
@@ -84,7 +87,8 @@ def files_in(folder):
 def test_an_interrupted_walk_forward_says_how_to_continue_and_keeps_its_first_fold(interrupted):
     _, out, stderr, left = interrupted
     assert stderr.endswith('\n\nwalk-forward interrupted: run the same command again to continue it\n')
-    assert left == {'out': ['fold_0', 'fold_1', 'walk_forward_settings.json'], 'fold_1': ['test.csv', 'train.csv']}
+    assert left == {'out': ['fold_0', 'fold_1', 'walk_forward_settings.json'],
+                    'fold_1': ['run', 'test.csv', 'train.csv'], 'fold_1/run': ['.data_cache', '.launcher.lock']}
     assert json.loads((out / 'fold_0' / 'fold.json').read_text())['continued_from'] is None
 
 
@@ -109,7 +113,8 @@ def test_continuing_after_the_data_file_changed_is_refused_naming_both_versions(
 
 
 def test_continuing_trains_the_next_fold_from_the_previous_folds_checkpoint(interrupted):
-    """Fold 0 is read back; fold 1 records fold 0's checkpoint folder and, barely trained, ends with its weights."""
+    """Fold 0 is read back; fold 1, stopped before its first checkpoint, starts again from fold 0's: it records that
+    checkpoint folder and, barely trained, ends with its weights."""
     command, out, _, _ = interrupted
     fold_0 = (out / 'fold_0' / 'fold.json').read_text()
     code, stderr = cli(command)

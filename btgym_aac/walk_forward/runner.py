@@ -6,7 +6,8 @@ blocks 0 ... k only, less their last `embargo` (from scratch, or from fold k-1's
 windows laid end to end over block k+1.
 Everything goes under `out`: per fold `fold_<k>/` with `train.csv`, `test.csv`, the run's log dir `run/`, the
 evaluation and `fold.json`; at the end `walk_forward.json` and the plots. A fold is done once its `fold.json` is
-written, so a walk-forward stopped in fold k continues there (its training resumes from the fold's checkpoint).
+written, so a walk-forward stopped in fold k continues there: its training resumes from the fold's checkpoint, or,
+stopped before the fold saved one, starts again as the fold first started.
 """
 import copy
 import json
@@ -16,6 +17,7 @@ import pandas as pd
 
 from btgym_aac.data.markets import read_market_spec
 from btgym_aac.data.parsing import read_ohlcv
+from btgym_aac.distributed.checkpoint_state import STATE_FILE
 from btgym_aac.evaluation.evaluator import evaluate
 from btgym_aac.paths import write_json
 from btgym_aac.validation import check_whole_number, setting_differences
@@ -87,12 +89,12 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
     train_file = write_block_file(frames, os.path.join(fold_dir, 'train.csv'))
     test_file = write_block_file([blocks[number + 1].frame], os.path.join(fold_dir, 'test.csv'), market)
     run_dir = os.path.join(fold_dir, 'run')
-    resuming = os.path.isdir(run_dir) and any(os.scandir(run_dir))
-    initial = None
-    if continue_training and number > 0 and not resuming:
-        subdir = configs.get('cluster_config', {}).get('log_ckpt_subdir', 'current_train_checkpoint').strip('/')
-        initial = os.path.join(out, 'fold_{}'.format(number - 1), 'run', subdir)
-    launcher = make_launcher(_fold_configs(configs, fold_dir, train_file, initial, train_steps),
+    subdir = configs.get('cluster_config', {}).get('log_ckpt_subdir', 'current_train_checkpoint').strip('/')
+    previous = os.path.join(out, 'fold_{}'.format(number - 1), 'run', subdir) if continue_training and number else None
+    # a fold that saved a checkpoint resumes from it (the launcher says why when it cannot); one stopped before its
+    # first save starts again from the previous fold's checkpoint (or from scratch)
+    resuming = os.path.isfile(os.path.join(run_dir, subdir, STATE_FILE))
+    launcher = make_launcher(_fold_configs(configs, fold_dir, train_file, None if resuming else previous, train_steps),
                              purge_previous=0, root_random_seed=seed + number)
     result = launcher.run()
     if not result['completed']:
@@ -108,7 +110,7 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
         'test_window': blocks[number + 1].describe(),
         'global_step': report['global_step'],
         'checkpoint': report['checkpoint'],
-        'continued_from': initial,
+        'continued_from': previous,
         'episodes': report['episodes'],
         'agents': _agents_record(report),
     }
