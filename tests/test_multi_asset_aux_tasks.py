@@ -1,5 +1,6 @@
 """UNREAL's auxiliary tasks on the multi-asset envs (MultiDiscreteEnv, PortfolioEnv): value replay and reward
-prediction train; pixel control, which needs a single image-like `external` observation, is refused."""
+prediction train with the policy's default kwargs; pixel control, which needs a single image-like `external`
+observation, is refused when asked for."""
 import re
 
 import numpy as np
@@ -16,8 +17,9 @@ from trainer_helpers import scalar_events, tagged
 pytestmark = pytest.mark.xdist_group('multi_asset_aux_tasks')  # one xdist worker builds the module's fixtures
 
 ENV_KINDS = pytest.mark.parametrize('portfolio', [False, True], ids=['multi-discrete', 'portfolio'])
-POLICY_KWARGS = {'lstm_layers': (16, 16), 'pixel_control': False}
-"""`pixel_control=False`: the policy would build the pixel-control head for any auxiliary task (see below)."""
+POLICY_KWARGS = {'lstm_layers': (16, 16)}
+"""The policy's `pixel_control` left at its default: it follows the auxiliary tasks only where `external` is one
+image-like array, so here the policy builds no pixel-control head."""
 
 
 def multi_asset_env(portfolio):
@@ -34,6 +36,7 @@ def aux_train_step(request, tmp_path_factory):
                       use_reward_prediction=True, replay_memory_size=40, rp_reward_threshold=0.001,
                       time_flat=True)  # as every shipped configuration: one-step unrolls, a graph half the size
     try:
+        assert session.trainer.local_network.pc_q is None
         rp_head = [index for index, variable in enumerate(session.trainer.network.var_list)
                    if '/rp_' in variable.op.name]
         before = session.global_weights()

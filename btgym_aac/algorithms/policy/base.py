@@ -99,7 +99,8 @@ class BaseAacPolicy(PolicyCalls):
             static_rnn: single-step static RNN (sequences of length 1, the trainer's `time_flat`) instead of a
                 dynamic one; both give the same results on length-1 sequences.
             linear_layer_ref: dense layer of the actor-critic, reward-prediction and pixel-control heads.
-            pixel_control: build the pixel-control head; None means `aux_estimate`.
+            pixel_control: build the pixel-control head; None means `aux_estimate` where `external` is one
+                [H, W, C] array.
             logits_layer_norm: layer-normalised logits (see `networks.dense_aac_network`).
             off_policy_pass: build the off-policy pass; False leaves it out unless the pixel-control head, which
                 reads it, is built (the trainer passes False when no loss of its reads it: fewer ops to build).
@@ -206,15 +207,19 @@ class BaseAacPolicy(PolicyCalls):
             self.off_lstm_state_pl_flatten = off_graph.state_pl_flat
 
     def _wants_pixel_control(self, pixel_control):
-        """Whether to build the pixel-control head: `pixel_control`, or `aux_estimate` where it is None (False
-        where unsupported).
+        """Whether to build the pixel-control head: `pixel_control`, or where it is None `aux_estimate` (False where
+        the policy has no such head or the `external` observation is not a single [H, W, C] array, as on the
+        multi-asset envs: value replay and reward prediction then train without it).
 
         Raises:
             ValueError: pixel control requested from a policy without a pixel-control head.
         """
         if pixel_control and not self.supports_pixel_control:
             raise ValueError('{} has no pixel-control head; pass pixel_control=False'.format(type(self).__name__))
-        return self.aux_estimate and self.supports_pixel_control if pixel_control is None else bool(pixel_control)
+        if pixel_control is None:
+            return self.aux_estimate and self.supports_pixel_control and _is_image_shape(
+                self.ob_space.shape['external'])
+        return bool(pixel_control)
 
     def _make_pixel_control(self, off_graph, **kwargs):
         """Builds the pixel-change target and the duelling Q head on the LSTM output of the off-policy pass
@@ -232,7 +237,7 @@ class BaseAacPolicy(PolicyCalls):
         if off_graph is None:
             return
         external_shape = self.ob_space.shape['external']
-        if not isinstance(external_shape, tuple) or len(external_shape) != 3:
+        if not _is_image_shape(external_shape):
             raise ValueError('pixel control needs a single [H, W, C] `external` observation, got shape {}; '
                              'pass pixel_control=False'.format(external_shape))
         self.pc_change_state_in, self.pc_change_last_state_in, self.pc_target = pixel_change_2d_estimator(
@@ -310,3 +315,8 @@ class Aac1dPolicy(BaseAacPolicy):
         )
         super().__init__(ob_space, ac_space, rp_sequence_size, lstm_class=lstm_class, lstm_layers=lstm_layers,
                          action_dp_alpha=action_dp_alpha, aux_estimate=aux_estimate, **kwargs)
+
+
+def _is_image_shape(shape):
+    """Whether an observation entry's shape is a single [H, W, C] array (what the pixel-change target needs)."""
+    return isinstance(shape, tuple) and len(shape) == 3

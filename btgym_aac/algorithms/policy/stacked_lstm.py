@@ -70,7 +70,8 @@ class StackedLstmPolicy(BaseAacPolicy):
             encode_internal_state: accepted and ignored (`internal` is encoded whenever it is present).
             static_rnn: single-step static RNNs (the trainer's `time_flat`), dynamic otherwise.
             shared_p_v: policy and value from one head on LSTM 2.
-            pixel_control: build the pixel-control head; None means `aux_estimate`.
+            pixel_control: build the pixel-control head; None means `aux_estimate` where `external` is one
+                [H, W, C] array.
             off_policy_pass: build the off-policy pass; False leaves it out unless the pixel-control head, which
                 reads it, is built (the trainer passes False when no loss of its reads it: about a third fewer ops
                 to build).
