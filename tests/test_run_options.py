@@ -191,6 +191,20 @@ def test_export_from_a_missing_checkpoint_subdir_exits_2_naming_it(tmp_path, cap
     write_checkpoints(log_dir / CKPT, [(5, 5.0)])
     dest = tmp_path / 'exported'
     assert cli_main(['export', '--checkpoint-only', str(log_dir), str(dest), '--ckpt-subdir', 'missing']) == 2
+    assert capsys.readouterr().err == "btgym-aac export: no checkpoint folder {!r}: {!r} holds the folders {}\n".format(
+        str(log_dir / 'missing'), str(log_dir), CKPT)
+    assert not dest.exists()
+
+
+def test_export_from_an_empty_checkpoint_folder_or_a_missing_log_dir_exits_2_saying_which(tmp_path, capsys):
+    log_dir = tmp_path / 'run'
+    (log_dir / 'empty').mkdir(parents=True)
+    dest = tmp_path / 'exported'
+    assert cli_main(['export', '--checkpoint-only', str(log_dir), str(dest), '--ckpt-subdir', 'empty']) == 2
     assert capsys.readouterr().err == 'btgym-aac export: no checkpoint to export in {!r}\n'.format(
-        str(log_dir / 'missing'))
+        str(log_dir / 'empty'))
+    missing = tmp_path / 'no_run'
+    assert cli_main(['export', '--checkpoint-only', str(missing), str(dest)]) == 2
+    assert capsys.readouterr().err == ("btgym-aac export: no checkpoint folder {!r}: its log dir {!r} does not "
+                                       "exist\n".format(str(missing / CKPT), str(missing)))
     assert not dest.exists()

@@ -19,7 +19,7 @@ from btgym_aac.deploy.manifest import (ARTIFACT_FORMAT, FORMAT_VERSION, MANIFEST
                                        ArtifactError,
                                        write_manifest)
 from btgym_aac.distributed.checkpoint_state import checkpoint_step
-from btgym_aac.distributed.checkpoints import check_export_target, export_checkpoint, latest_checkpoint
+from btgym_aac.distributed.checkpoints import check_export_target, checkpoint_to_export, export_checkpoint
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
 from btgym_aac.evaluation.loading import env_spaces, load_policy, make_env, read_run_config
 
@@ -120,9 +120,7 @@ def export_artifact(log_dir, target_dir, ckpt_subdir=None, allow_untrusted=False
     run_config = read_run_config(log_dir, allow_untrusted)
     subdir = ckpt_subdir or run_config['cluster_config'].get('log_ckpt_subdir', 'current_train_checkpoint')
     source_dir = os.path.join(log_dir, subdir.strip('/'))
-    checkpoint = latest_checkpoint(source_dir)
-    if checkpoint is None:
-        raise FileNotFoundError('no checkpoint to export in {!r}'.format(source_dir))
+    checkpoint = checkpoint_to_export(source_dir)
     check_export_target(source_dir, os.path.abspath(target_dir), ARTIFACT_ENTRIES)  # before the slow part
     env = make_env(run_config)
     try:

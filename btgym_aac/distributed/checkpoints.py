@@ -202,6 +202,26 @@ def check_checkpoint_fits(path, variables, model):
         raise ValueError('checkpoint {!r} does not fit {}: {}'.format(path, model, named))
 
 
+def checkpoint_to_export(source_dir):
+    """Path prefix of the latest checkpoint in `source_dir`, the checkpoint folder an export reads.
+
+    Raises:
+        FileNotFoundError: `source_dir` is missing (the folders beside it are named) or holds no checkpoint.
+    """
+    path = latest_checkpoint(source_dir)
+    if path is not None:
+        return path
+    if os.path.isdir(source_dir):
+        raise FileNotFoundError('no checkpoint to export in {!r}'.format(source_dir))
+    parent = os.path.dirname(os.path.abspath(source_dir))
+    if not os.path.isdir(parent):
+        raise FileNotFoundError('no checkpoint folder {!r}: its log dir {!r} does not exist'.format(source_dir, parent))
+    folders = sorted(entry for entry in os.listdir(parent)
+                     if os.path.isdir(os.path.join(parent, entry)) and not entry.startswith('.'))
+    raise FileNotFoundError('no checkpoint folder {!r}: {!r} holds {}'.format(
+        source_dir, parent, 'the folders {}'.format(', '.join(folders)) if folders else 'no folder'))
+
+
 def export_checkpoint(source_dir, target_dir, add_files=None, extra_entries=()):
     """Copies the latest checkpoint of `source_dir` into `target_dir`, usable as an `initial_ckpt_dir`.
 
@@ -222,7 +242,8 @@ def export_checkpoint(source_dir, target_dir, add_files=None, extra_entries=()):
         path prefix of the exported checkpoint.
 
     Raises:
-        FileNotFoundError: `source_dir` holds no checkpoint, or its latest one has lost its index or data files.
+        FileNotFoundError: `source_dir` is missing or holds no checkpoint, or its latest one has lost its index or
+            data files.
         FileExistsError: `target_dir` holds other files.
         NotADirectoryError: `target_dir`, or a folder it would be made in, is a file.
         ValueError: `target_dir` is, or contains, `source_dir`, or lies in a run's log dir; the checkpoint's
@@ -230,9 +251,7 @@ def export_checkpoint(source_dir, target_dir, add_files=None, extra_entries=()):
     """
     from btgym_aac.compat import tf
 
-    path = latest_checkpoint(source_dir)
-    if path is None:
-        raise FileNotFoundError('no checkpoint to export in {!r}'.format(source_dir))
+    path = checkpoint_to_export(source_dir)
     checkpoint_dir, name = os.path.split(path)
     files = [entry for entry in os.listdir(checkpoint_dir) if entry.startswith(name + '.')]
     if name + '.index' not in files or not any(entry.startswith(name + '.data-') for entry in files):
