@@ -30,18 +30,19 @@ def market_env(frame=None, filename=None, **costs):
 
 
 class ScriptedOracle:
-    """Answers the given expected returns in turn and records the last bar time of every history it is shown."""
+    """Gives the expected returns {bar number: value} (0 at every other bar)."""
 
     commission = COMMISSION
 
     def __init__(self, expected):
-        self.expected = list(expected)
-        self.seen = []
+        self.expected = dict(expected)
 
-    def expected_return(self, closes, times):
-        assert len(closes) == len(times)
-        self.seen.append(pd.Timestamp(times[-1]))
-        return self.expected.pop(0)
+    def expected_returns(self, log_closes, times):
+        assert len(log_closes) == len(times)
+        values = np.zeros(len(times))
+        for bar, value in self.expected.items():
+            values[bar] = value
+        return values
 
 
 def test_the_market_spec_comes_from_the_frame_or_the_csv_sidecar(tmp_path):
@@ -59,8 +60,8 @@ def test_the_market_spec_comes_from_the_frame_or_the_csv_sidecar(tmp_path):
 def test_signals_become_orders_towards_the_largest_position_holds_while_weak_and_closes_to_turn_around():
     bars = make_mean_reversion_data(num_bars=50, seed=1)
     strong, weak = 5 * COMMISSION, 1.5 * COMMISSION  # a round trip costs 2 * COMMISSION
-    oracle = ScriptedOracle([strong, strong, weak, -weak, -strong, -strong, strong])
-    agent = OracleAgent(oracle, bars, ACTIONS)
+    signals = [strong, strong, weak, -weak, -strong, -strong, strong]
+    agent = OracleAgent(ScriptedOracle({10 + minute: signal for minute, signal in enumerate(signals)}), bars, ACTIONS)
     positions = [0, 2000, 4000, 4000, 4000, 0, -2000]  # the env's position before each decision
     actions = []
     for minute, position in enumerate(positions):
@@ -69,14 +70,15 @@ def test_signals_become_orders_towards_the_largest_position_holds_while_weak_and
     # long from flat: buy, and buy again while the signal is strong (the broker caps it); a signal too weak to pay
     # a round trip holds, whichever its side; turn around: close first, then sell
     assert actions == [BUY, BUY, HOLD, HOLD, CLOSE, SELL, CLOSE]
-    assert oracle.seen == [bars.index[10 + minute] for minute in range(len(positions))]
+    agent.observe_info({'time': bars.index[10] + pd.Timedelta(seconds=30), 'position': 0})
+    assert agent.expected_now() == strong  # between bars: the last bar at or before the time
     agent.reset()
     assert agent.side == 0
 
 
 def test_an_oracle_needs_the_four_discrete_actions():
     with pytest.raises(ValueError, match="'close'"):
-        OracleAgent(ScriptedOracle([]), make_mean_reversion_data(num_bars=50, seed=1), ('hold', 'buy', 'sell'))
+        OracleAgent(ScriptedOracle({}), make_mean_reversion_data(num_bars=50, seed=1), ('hold', 'buy', 'sell'))
 
 
 def test_the_oracle_decides_on_the_bars_up_to_the_envs_current_bar_only(tmp_path):
@@ -86,13 +88,17 @@ def test_the_oracle_decides_on_the_bars_up_to_the_envs_current_bar_only(tmp_path
         agent = oracle_agent(env)
         assert isinstance(agent, OracleAgent) and agent.oracle.horizon == LOOKAHEAD_DECISIONS * DevStrat_4_11.skip_frame
         assert env_commission(env) == COMMISSION and agent.oracle.commission == COMMISSION
-        scripted = ScriptedOracle([0] * 1000)
-        agent.oracle = scripted
+        agent.expected = np.arange(len(agent.times), dtype=np.float64) * 1e-9  # each bar's number, too weak to trade
+        read = []
+        expected_now = agent.expected_now
+        agent.expected_now = lambda: read.append(expected_now()) or read[-1]
         record = play_episode(env, agent, seed=0, options=reset_options(0))
     finally:
         env.close()
-    # the history shown at each decision ends at the bar of the info the env gave before that decision
-    assert scripted.seen == [pd.Timestamp(time) for time in record.step_times[:-1]]
+    # each decision reads the oracle at the bar of the info the env gave before it (the oracle's own values at a
+    # bar come from the bars up to it: tests/test_markets.py)
+    assert [agent.times[int(round(value * 1e9))] for value in read] == [pd.Timestamp(time)
+                                                                         for time in record.step_times[:-1]]
 
 
 def test_no_oracle_for_bars_of_no_known_edge_market():

@@ -6,8 +6,6 @@ from btgym_aac.data.markets import MarketSpec, oracle_for, read_market_spec
 from btgym_aac.evaluation.baselines import BaselineAgent
 from btgym_aac.env.costs import SPREAD_FROM_DATA
 
-LOOKBACK_BARS = 2000
-"""Bars of history the oracle decides on (the regime filter forgets its start within a few hundred bars)."""
 LOOKAHEAD_DECISIONS = 6
 """The oracle in the env weighs its signal by the expected move over this many decisions (skip_frame bars each):
 it builds a position one order per decision and holds it over several, so a move over one decision undersells
@@ -74,9 +72,13 @@ class OracleAgent(BaselineAgent):
     other way at its next decision. Its oracle looks `LOOKAHEAD_DECISIONS` decisions ahead. It reads its position
     from the step infos.
 
+    The oracle's expected return at every bar of the dataset is computed once, from the closes up to each bar
+    (`Oracle.expected_returns`, causal: tests/test_markets.py checks it against the growing prefix); a decision
+    reads it at the env's current bar.
+
     Args:
         oracle: a `btgym_aac.data.markets.Oracle`.
-        bars: the dataset's OHLCV frame (the oracle reads the closes up to the current bar only).
+        bars: the dataset's OHLCV frame, time-ordered.
         action_names: the env's discrete action names (needs hold, buy, sell and close).
     """
 
@@ -87,7 +89,8 @@ class OracleAgent(BaselineAgent):
             raise ValueError('the oracle needs the actions {}; the env has {}'.format(missing, names))
         self.actions = {name: names.index(name) for name in ('hold', 'buy', 'sell', 'close')}
         self.oracle = oracle
-        self.closes = bars['close']
+        self.times = bars.index
+        self.expected = oracle.expected_returns(np.log(bars['close'].to_numpy(dtype=np.float64)), bars.index)
         self.side = 0
         self.time = None
 
@@ -102,12 +105,15 @@ class OracleAgent(BaselineAgent):
         self.time = info['time']
         self.side = int(np.sign(info['position']))
 
+    def expected_now(self):
+        """The oracle's expected return at the env's current bar (the last bar at or before its time)."""
+        return self.expected[self.times.searchsorted(self.time, side='right') - 1]
+
     def act(self, observation):
         """The action moving towards the side of the oracle's signal at the current bar: 'hold' while the signal is
         too weak to trade on (the expected move does not beat the round trip cost), 'close' when it points against
         the position held, else one more order its way."""
-        history = self.closes.loc[:self.time].iloc[-LOOKBACK_BARS:]
-        expected = self.oracle.expected_return(history.to_numpy(), history.index)
+        expected = self.expected_now()
         if abs(expected) <= 2.0 * self.oracle.commission:
             return self.actions['hold']
         if self.side == -np.sign(expected):
