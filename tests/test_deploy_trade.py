@@ -112,6 +112,29 @@ def test_a_multi_asset_episode_trades_as_evaluate_on_the_same_bars(tmp_path, mon
     assert_as_evaluated(result, read_journal(tmp_path / 'paper'), record)
 
 
+def test_a_portfolio_episode_trades_target_weights_as_evaluate_on_the_same_bars(tmp_path, monkeypatch):
+    """PortfolioEnv's continuous actions: the same weights journaled, the same target orders (sent again on the
+    bars after a decision), fills and final value."""
+    log_dir = write_saved_run(tmp_path / 'run', multi_asset_env_config('portfolio'), MULTI_ASSET_POLICY_CONFIG,
+                              MULTI_ASSET_TRAINER_CONFIG, step=40)
+    assert cli_main(['export', log_dir, str(tmp_path / 'artifact')]) == 0
+    record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
+    result = trade(str(tmp_path / 'artifact'), replay_specs(frames, tmp_path), str(tmp_path / 'paper'))
+    journal = read_journal(tmp_path / 'paper')
+    assert [entry['bar_time'] for entry in journal] == [time.isoformat() for time in record.step_times[:-1]]
+    assert len(journal) == len(record.actions) > 10
+    for entry, action in zip(journal, record.actions):
+        assert entry['action'].keys() == action.keys() == {'A', 'B', 'default_cash'}
+        np.testing.assert_allclose([entry['action'][key] for key in sorted(action)],
+                                   [np.asarray(action[key]).tolist() for key in sorted(action)], atol=TOLERANCE)
+        assert entry['order'] == {'A': pytest.approx(entry['action']['A'][0] / sum(
+            value[0] for value in entry['action'].values()), abs=1e-12), 'B': pytest.approx(
+            entry['action']['B'][0] / sum(value[0] for value in entry['action'].values()), abs=1e-12)}
+    assert result['fills'] == record.trade_log['fills'] and result['fills']
+    assert result['broker_value'] == record.step_values[-1]
+    assert result['end_message'] == record.trade_log['end_reason'] == 'END OF DATA'
+
+
 def test_bracket_orders_trade_as_evaluate_on_the_same_bars(tmp_path, monkeypatch):
     configs = reference_configs()
     configs['env_config']['kwargs'].update(stop_loss=2, take_profit=3, distance_unit='pips')
@@ -125,17 +148,19 @@ def test_bracket_orders_trade_as_evaluate_on_the_same_bars(tmp_path, monkeypatch
 
 
 class StopAtBar:
-    """A replay that sends this process SIGTERM when it hands out its bar `index` (from the thread trading)."""
+    """A replay (of `path`, or the given feed) that sends this process SIGTERM when it hands out its bar `index`
+    (from the thread trading)."""
 
-    def __init__(self, path, index):
-        self.replay, self.index, self.handed = ReplayFeed(path), index, 0
+    def __init__(self, path, index, replay=None):
+        self.replay, self.index, self.handed = replay or ReplayFeed(path), index, 0
         self.bar_count = self.replay.bar_count
 
     def next_bar(self, timeout=None):
         if self.handed == self.index:
             signal.raise_signal(signal.SIGTERM)
-        self.handed += 1
-        return self.replay.next_bar(timeout)
+        bar = self.replay.next_bar(timeout)
+        self.handed += bar is not None  # (a feed answering nothing yet, in a silence, hands out no bar)
+        return bar
 
     def close(self):
         self.replay.close()
@@ -250,6 +275,21 @@ def test_a_silent_feed_closes_the_position_in_paper_mode(reference_artifact, tmp
     assert buy['side'] == 'buy' and close['side'] == 'sell' and close['size'] == -buy['size']
     assert close['time'] == flat.index[401].to_pydatetime()  # sent at the bar after the silence, filled at the next
     assert result['positions'] == {'default_asset': 0.0}
+
+
+def test_a_stop_after_a_silence_closes_the_positions_opened_since_and_ends_the_run(reference_artifact, tmp_path,
+                                                                                   monkeypatch):
+    """The close after a silence does not keep a later stop from closing what the policy opened again."""
+    scripted(monkeypatch, [BUY] * 1000)
+    flat = price_path(1.1 + 1e-4 * np.sin(np.arange(700) / 20.0))
+    path = replay_specs({'data': flat}, tmp_path)['data'].split(':')[1]
+    feed = StopAtBar(None, 600, replay=SilentAfter(path, index=400, silence=2.5))
+    result = trade(reference_artifact[1], feed, str(tmp_path / 'run'), max_bar_delay=1.0, flatten_on_exit=True)
+    after_silence = [fill for fill in result['fills'] if fill['time'] > flat.index[401].to_pydatetime()]
+    assert after_silence[0]['side'] == 'buy'  # opened again by the policy
+    assert result['ended'] == 'signal SIGTERM' and result['positions'] == {'default_asset': 0.0}
+    assert after_silence[-1]['side'] == 'sell' and after_silence[-1]['time'] == flat.index[601].to_pydatetime()
+    assert result['bars'] == 602
 
 
 class ListFeed:
@@ -389,3 +429,43 @@ def test_flatten_on_exit_closes_the_position_before_a_signal_ends_the_run(refere
     buy, close = result['fills']
     assert buy['side'] == 'buy' and close['side'] == 'sell' and close['size'] == -buy['size']
     assert close['time'] == flat.index[451].to_pydatetime() and result['bars'] == 452
+
+
+def test_flatten_on_exit_closes_a_portfolio_without_its_target_sent_again(tmp_path, monkeypatch):
+    """Stopped on the bar after a decision (whose target orders go out on that bar, and again on the next two), a
+    PortfolioEnv artifact's positions are closed, and the target the strategy would send again opens none."""
+    log_dir = write_saved_run(tmp_path / 'run', multi_asset_env_config('portfolio'), MULTI_ASSET_POLICY_CONFIG,
+                              MULTI_ASSET_TRAINER_CONFIG, step=40)
+    assert cli_main(['export', log_dir, str(tmp_path / 'artifact')]) == 0
+    all_in_a = {'A': np.ones(1), 'B': np.zeros(1), 'default_cash': np.zeros(1)}
+    scripted(monkeypatch, [all_in_a] * 1000)
+    flat = price_path(1.1 + 1e-4 * np.sin(np.arange(700) / 20.0))
+    specs = replay_specs({'A': flat, 'B': flat}, tmp_path)
+    whole = trade(str(tmp_path / 'artifact'), specs, str(tmp_path / 'whole'))
+    decision = flat.index.get_loc(pd.Timestamp(read_journal(tmp_path / 'whole')[20]['bar_time']))
+    assert {fill['asset'] for fill in whole['fills']} == {'A'}
+    stopped = dict(specs, A=StopAtBar(specs['A'].split(':')[1], index=decision + 1))
+    result = trade(str(tmp_path / 'artifact'), stopped, str(tmp_path / 'run'), flatten_on_exit=True)
+    assert result['ended'] == 'signal SIGTERM' and result['positions'] == {'A': 0.0, 'B': 0.0}
+    last = result['fills'][-1]
+    assert last['side'] == 'sell' and last['position'] == 0 and last['time'] == flat.index[decision + 2]
+    assert result['bars'] == decision + 3
+
+
+def test_a_portfolio_closed_after_a_silence_stays_flat_until_the_next_decision(tmp_path, monkeypatch):
+    """The target the strategy would send again on the bars after a decision is not sent after the close."""
+    log_dir = write_saved_run(tmp_path / 'run', multi_asset_env_config('portfolio'), MULTI_ASSET_POLICY_CONFIG,
+                              MULTI_ASSET_TRAINER_CONFIG, step=40)
+    assert cli_main(['export', log_dir, str(tmp_path / 'artifact')]) == 0
+    scripted(monkeypatch, [{'A': np.ones(1), 'B': np.zeros(1), 'default_cash': np.zeros(1)}] * 1000)
+    flat = price_path(1.1 + 1e-4 * np.sin(np.arange(700) / 20.0))
+    specs = replay_specs({'A': flat, 'B': flat}, tmp_path)
+    trade(str(tmp_path / 'artifact'), specs, str(tmp_path / 'whole'))
+    decisions = [flat.index.get_loc(pd.Timestamp(entry['bar_time'])) for entry in read_journal(tmp_path / 'whole')]
+    silent = dict(specs, A=SilentAfter(specs['A'].split(':')[1], index=decisions[20] + 1, silence=2.5))
+    result = trade(str(tmp_path / 'artifact'), silent, str(tmp_path / 'run'), max_bar_delay=1.0)
+    fills = [(flat.index.get_loc(pd.Timestamp(fill['time'])), fill['side'], fill['position'])
+             for fill in result['fills']]
+    closing = fills.index((decisions[20] + 2, 'sell', 0.0))  # sent at the first bar after the silence
+    assert fills[closing + 1][:2] == (decisions[21] + 2, 'buy')  # for the next decision (sent at its next bar)
+

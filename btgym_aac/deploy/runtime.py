@@ -8,6 +8,7 @@ import numpy as np
 from btgym_aac.action_choice import action_packs, decision, probability_names
 from btgym_aac.deploy.backends import BACKENDS
 from btgym_aac.deploy.describe import observation_leaves
+from btgym_aac.deploy.json_values import from_json
 from btgym_aac.deploy.manifest import verify_artifact
 from btgym_aac.spaces import ActionDictSpace
 
@@ -18,7 +19,7 @@ def action_space(manifest):
     """(`ActionDictSpace`, its 'do nothing' action) rebuilt from the manifest."""
     described = manifest['action_space']
     space = ActionDictSpace(described['assets'], described['base_actions'], encoding=described['encoding'])
-    initial = described['initial_action']
+    initial = from_json(described['initial_action'])
     if space.is_discrete:
         action = {asset: int(initial[asset]) for asset in space.assets}
     else:

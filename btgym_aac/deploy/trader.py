@@ -6,7 +6,7 @@ import time
 import backtrader as bt
 import numpy as np
 
-from btgym_aac.env.actions import strategy_action
+from btgym_aac.env.actions import normalized_weights, strategy_action
 from btgym_aac.logs import get_logger
 from btgym_aac.nonfinite import first_non_finite_key
 from btgym_aac.strategy.base import SKIP_ACTION_KEY
@@ -26,7 +26,9 @@ class Trader:
         folder: the run's `TradingFolder`.
         mode: 'paper' (orders go to backtrader's broker) or 'shadow' (no orders; the intended one is journaled).
         source: the run's `BarSource`.
-        strategy_params: the strategy's params (asset names, action names, 'hold' actions).
+        strategy_params: the strategy's params: `asset_names`, `portfolio_actions` (the action names; None for
+            target weights, whose orders are the action's weights normalised as PortfolioEnv normalises them) and
+            `cash_name`.
         identity: what the saved state must hold for the folder's run to be continued (artifact files, mode, data
             lines), saved with it.
         journaled: the decisions journaled by earlier runs on this folder (taken again and checked, not written).
@@ -42,14 +44,15 @@ class Trader:
             raise ValueError('mode must be one of {}, got {!r}'.format(', '.join(MODES), mode))
         self.policy, self.folder, self.mode, self.source = policy, folder, mode, source
         self.asset_names = tuple(strategy_params['asset_names'])
-        self.portfolio_actions = strategy_params['portfolio_actions']
-        self.hold = {asset: self.portfolio_actions[0] for asset in self.asset_names}
+        self.portfolio_actions, self.cash_name = strategy_params['portfolio_actions'], strategy_params['cash_name']
+        # the strategy's 'do nothing' (as the env's `initial_portfolio_action`): 'hold', or a target of no position
+        self.hold = {asset: self.portfolio_actions[0] if self.portfolio_actions else 0.0 for asset in self.asset_names}
         self.identity, self.journaled, self.saved = identity, list(journaled), saved
         self.max_drawdown, self.flatten_on_exit = max_drawdown, flatten_on_exit
         self.log = log or get_logger('Trader')
         self.strategy = self.trade_log = None
         self.decisions, self.acted, self.fills_seen, self.peak = 0, False, 0, None
-        self.stop_reason, self.flatten, self.closing, self.close_after_silence = None, False, False, False
+        self.stop_reason, self.flatten, self.close_after_silence = None, False, False
         self.end_message = None
 
     # ------------------------------------------------------------------------------------------- decisions
@@ -70,13 +73,20 @@ class Trader:
             raise ValueError('{} holds NaN or inf at {}: not given to the policy'.format(bad, self._bar_time()))
         action, probabilities, value = self.policy.act(response.state)
         index, self.decisions = self.decisions, self.decisions + 1
-        order = strategy_action(action, self.policy.ac_space, self.asset_names, self.portfolio_actions)
+        order = self._order(action)
         if index < len(self.journaled):
             self._check_replayed(index, action)
             self.fills_seen = len(self.trade_log.rets['fills'])
         else:
             self._journal(index, action, probabilities, value, order)
         return order if self.mode == 'paper' else dict(self.hold)
+
+    def _order(self, action):
+        """The strategy's action for the policy's: action names, or the assets' target weights."""
+        if self.portfolio_actions:
+            return strategy_action(action, self.policy.ac_space, self.asset_names, self.portfolio_actions)
+        weights = normalized_weights(action, self.policy.ac_space.spaces, self.cash_name)
+        return {asset: weights[asset] for asset in self.asset_names}
 
     def _bar_time(self):
         return self.strategy.data.datetime.datetime()
@@ -145,10 +155,9 @@ class Trader:
 
     def on_bar(self):
         """Per bar, after the decision: positions to close after a silence, the drawdown guard and a requested
-        stop."""
-        if self.close_after_silence:
-            self.close_after_silence = False
-            self._close()
+        stop (with `flatten`, the stop waits while positions are open, closing them on every bar: the closing
+        orders of a bar fill at the next one, so whatever is open then was opened since)."""
+        close, self.close_after_silence = self.close_after_silence, False
         value = self.strategy.broker.get_value()
         self.peak = value if self.peak is None else max(self.peak, value)
         if self.max_drawdown is not None and self.peak > 0 and \
@@ -156,22 +165,21 @@ class Trader:
             self.request_stop('max drawdown: {:.2f} % below the peak value {:.2f}'.format(
                 (self.peak - value) / self.peak * 100.0, self.peak), flatten=True)
             self.flatten = self.mode == 'paper'
-        if self.stop_reason is None:
-            return
-        if self.flatten and self._has_positions():
-            if not self.closing:
-                self._close()
-            return
-        self.source.stop_requested = True
+        flattening = self.stop_reason is not None and self.flatten and self._has_positions()
+        if close or flattening:
+            self._close()
+        if self.stop_reason is not None and not flattening:
+            self.source.stop_requested = True
 
     def _has_positions(self):
         return any(self.strategy.getposition(data).size for data in self.strategy.datas)
 
     def _close(self):
-        """Closes every position and keeps the pending action from opening new ones."""
-        self.closing = True
+        """Closes every position and keeps the pending action, and the target weights the strategy sends again on
+        the bars after a decision, from opening new ones."""
         self.strategy._close_positions()
         self.strategy.action = dict(self.hold, **{SKIP_ACTION_KEY: True})
+        self.strategy.action_to_repeat = dict(self.hold)
 
 
 def _json_action(action):

@@ -30,12 +30,12 @@ LIVE_METADATA = {'type': 1, 'parent_sample_type': 1}
 
 def live_settings(manifest):
     """(strategy class, strategy kwargs, strategy params, broker settings, data lines) rebuilt from an artifact's
-    manifest: the kwargs the env gave the strategy, and of its params the traded assets and the action names.
+    manifest: the kwargs the env gave the strategy, and of its params the traded assets, the action names (None:
+    target weights, PortfolioEnv's) and the cash name.
 
     Raises:
-        ArtifactError: the artifact's env is no backtrader trading env, was given its own engine, trades target
-            weights (PortfolioEnv), takes its spread from the data, or a strategy kwarg cannot be rebuilt (naming
-            it).
+        ArtifactError: the artifact's env is no backtrader trading env, was given its own engine, takes its spread
+            from the data, or a strategy kwarg cannot be rebuilt (naming it).
     """
     strategy, broker, lines = manifest.get('strategy'), manifest.get('broker'), manifest.get('data_lines')
     if not strategy or not broker or not lines:
@@ -48,9 +48,8 @@ def live_settings(manifest):
         raise ArtifactError("the artifact's broker takes each bar's spread from bid/ask data (spread='data'), which "
                             'live feeds do not deliver: trade cannot charge it')
     kwargs = _decoded(strategy['kwargs'], 'kwarg')
-    params = _decoded({name: strategy['params'][name] for name in ('asset_names', 'portfolio_actions')}, 'param')
-    if not params.get('portfolio_actions'):
-        raise ArtifactError('the artifact trades target weights (PortfolioEnv); trade takes discrete actions only')
+    params = _decoded({name: strategy['params'][name] for name in ('asset_names', 'portfolio_actions', 'cash_name')},
+                      'param')
     return import_class(strategy['class']), kwargs, params, from_json(broker), lines
 
 

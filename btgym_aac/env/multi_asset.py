@@ -2,6 +2,7 @@
 `PortfolioEnv` (target weights over cash and the assets)."""
 import numpy as np
 
+from btgym_aac.env.actions import normalized_weights
 from btgym_aac.env.base import BTgymEnv
 from btgym_aac.spaces import ActionDictSpace
 from btgym_aac.strategy.base import SKIP_ACTION_KEY, BTgymBaseStrategy
@@ -153,7 +154,7 @@ class PortfolioEnv(MultiDiscreteEnv):
         return self._exchange(dict(self.initial_portfolio_action, **{SKIP_ACTION_KEY: True}))
 
     def normalized_weights(self, action):
-        """The weights of `action`, checked and normalised to sum 1.
+        """The weights of `action`, checked and normalised to sum 1 (see `actions.normalized_weights`).
 
         Args:
             action: see `step`.
@@ -161,18 +162,4 @@ class PortfolioEnv(MultiDiscreteEnv):
         Returns:
             dict key -> float weight (all cash when every weight is 0).
         """
-        keys = set(self.action_space.spaces)
-        if not isinstance(action, dict) or set(action) != keys:
-            raise ValueError('a PortfolioEnv action is a dict of weights for exactly {}, got {!r}'.format(
-                sorted(keys), action))
-        weights = {}
-        for key, value in action.items():
-            array = np.asarray(value, dtype=np.float64).reshape(-1)
-            if array.size != 1 or not np.isfinite(array[0]) or not 0.0 <= array[0] <= 1.0:
-                raise ValueError('the weight of {!r} must be one finite number in [0, 1], got {!r}'.format(
-                    key, value))
-            weights[key] = float(array[0])
-        total = sum(weights.values())
-        if total == 0:
-            return {key: float(key == self.cash_name) for key in weights}
-        return {key: weight / total for key, weight in weights.items()}
+        return normalized_weights(action, self.action_space.spaces, self.cash_name)
