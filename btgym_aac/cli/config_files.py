@@ -5,6 +5,7 @@ import os
 import sys
 import traceback
 
+from btgym_aac.cli.order_flags import order_flags
 from btgym_aac.config_modules import load_config_module
 from btgym_aac.logs import error_summary
 from btgym_aac.run_configs import CONFIG_NAMES, default_configs, multi_asset_env_config
@@ -86,7 +87,7 @@ def _configs_from_args(args):
         launcher['root_random_seed'] = args.seed
     if getattr(args, 'assets', None) is not None:
         configs['env_config'] = _multi_asset_env_config(args, 'env_config' in file_configs)
-        configs['env_config']['kwargs'].update(cost_flags(args))
+        configs['env_config']['kwargs'].update(cost_flags(args), **order_flags(args))
         return configs
     if getattr(args, 'portfolio', False):
         raise ValueError('--portfolio needs --assets (the assets whose weights it trades)')
@@ -97,7 +98,7 @@ def _configs_from_args(args):
                                  type(env_kwargs['dataset']).__name__))
         paths = [os.path.abspath(path) for path in args.data]
         env_kwargs['filename'] = paths if len(paths) > 1 else paths[0]
-    env_kwargs.update(cost_flags(args))
+    env_kwargs.update(cost_flags(args), **order_flags(args))
     configs['env_config'] = dict(configs['env_config'], kwargs=env_kwargs)
     return configs
 

@@ -2,6 +2,7 @@
 import argparse
 
 from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _train, _walk_forward
+from btgym_aac.cli.order_flags import add_order_flags
 from btgym_aac.cli.sweep_command import _sweep
 from btgym_aac.cli.trade_command import _trade
 from btgym_aac.run_configs import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS
@@ -52,6 +53,7 @@ def _add_run_flags(parser, cluster_spec_given=False):
                           'network, require refuses to run, off runs without the warning')
     parser.add_argument('--network-isolation', choices=('auto', 'require', 'off'), help=isolation_help)
     _add_cost_flags(parser)
+    add_order_flags(parser)
 
 
 def _add_cost_flags(parser):
@@ -182,6 +184,7 @@ def _add_walk_forward_flags(parser, data_use):
     parser.add_argument('--network-isolation', choices=('auto', 'require', 'off'),
                         help='as for train (default auto)')
     _add_cost_flags(parser)
+    add_order_flags(parser)
 
 
 def _add_walk_forward_command(commands):
