@@ -376,6 +376,19 @@ def test_cli_writes_the_same_report_and_prints_a_table(run, report, tmp_path, ca
         assert written['agents'][name]['per_episode'] == report['agents'][name]['per_episode']
 
 
+def test_without_episode_plots_the_report_is_the_same_and_alone(run, report, tmp_path, capsys):
+    out = tmp_path / 'no_plots'
+    assert cli_main(['evaluate', run['log_dir'], '--episodes', str(EPISODES), '--seed', str(SEED),
+                     '--out', str(out), '--no-episode-plots']) == 0
+    assert capsys.readouterr().out.endswith('report: {}\n'.format(out))
+    assert os.listdir(out) == ['report.json']
+    with open(out / 'report.json') as f:
+        written = json.load(f)
+    assert written['plots'] == [] and written['plot_contents'] == report['plot_contents']
+    for name in AGENTS:
+        assert written['agents'][name]['per_episode'] == report['agents'][name]['per_episode']
+
+
 @pytest.mark.parametrize('damaged', ['.index', '.data-00000-of-00001'])
 def test_damaged_checkpoint_files_are_reported_by_name(run, tmp_path, capsys, damaged):
     copy = tmp_path / 'run'

@@ -1,6 +1,7 @@
 """Sweeps: search spaces and their checks, objectives, the lockbox split, the study's book-keeping, the verdict,
 and a tiny sweep on generated data (3 trials x 2 folds x 200 steps) through the API and the CLI."""
 import json
+import os
 from types import SimpleNamespace
 
 import numpy as np
@@ -249,7 +250,7 @@ def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_pa
     data = three_days_csv(tmp_path)
     out = tmp_path / 'sweep'
     report = sweep(small_configs(), data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=2,
-                   space=TINY_SPACE, seed=3)
+                   space=TINY_SPACE, seed=3, episode_plots=False)
     assert json.loads((out / 'sweep.json').read_text()) == json.loads(json.dumps(report))
     trials = report['trials']
     assert [trial['number'] for trial in trials] == [0, 1, 2]
@@ -267,6 +268,7 @@ def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_pa
             for part in ('train.csv', 'test.csv'):
                 bars = read_ohlcv([str(folder / 'fold_{}'.format(fold) / part)])
                 assert bars.index[-1] < lockbox_start  # no trial saw a lockbox bar
+            assert os.listdir(folder / 'fold_{}'.format(fold) / 'evaluation') == ['report.json']  # no episode plot
     best = max(trials, key=lambda trial: trial['value'])
     assert report['best_trial'] == best
     lockbox = report['lockbox']
@@ -274,6 +276,7 @@ def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_pa
     tested = read_ohlcv([str(out / lockbox['folder'] / 'fold_0' / 'test.csv')])
     assert tested.index[0] >= lockbox_start and tested.index[-1] == frame.index[-1]
     assert lockbox['fold']['train_window']['bars'] == len(frame[frame.index < lockbox_start])
+    assert os.listdir(out / lockbox['folder'] / 'fold_0' / 'evaluation') == ['report.json']
     dsr = deflated_sharpe_ratio(best['returns'], [episode_sharpe(trial['returns']) for trial in trials])
     assert report['deflated_sharpe'] == pytest.approx(dsr)
     assert report['verdict'] == verdict(SimpleNamespace(number=best['number']), lockbox['summary'], dsr)[1]

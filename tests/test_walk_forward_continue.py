@@ -64,7 +64,7 @@ def interrupted(tmp_path_factory):
     data = write_histdata_csv(make_random_walk_data(num_bars=3 * 1440, seed=1), str(root / 'bars.csv'))
     out = root / 'wf'
     command = ['walk-forward', str(config), '--data', data, '--folds', '2', '--train-steps', '100',
-               '--test-episodes', '1', '--out', str(out), '--continue']
+               '--test-episodes', '1', '--out', str(out), '--continue', '--no-episode-plots']
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(run_configs, 'make_launcher', interrupt_fold_1(run_configs.make_launcher))
         code, stderr = cli(command)
@@ -90,6 +90,7 @@ def test_an_interrupted_walk_forward_says_how_to_continue_and_keeps_its_first_fo
     assert left == {'out': ['fold_0', 'fold_1', 'walk_forward_settings.json'],
                     'fold_1': ['run', 'test.csv', 'train.csv'], 'fold_1/run': ['.data_cache', '.launcher.lock']}
     assert json.loads((out / 'fold_0' / 'fold.json').read_text())['continued_from'] is None
+    assert os.listdir(str(out / 'fold_0' / 'evaluation')) == ['report.json']  # --no-episode-plots
 
 
 def test_continuing_after_the_data_file_changed_is_refused_naming_both_versions(interrupted):

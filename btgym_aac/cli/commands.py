@@ -226,7 +226,8 @@ def _evaluate(args):
 
     try:
         report = evaluate(args.log_dir, data=args.data, episodes=args.episodes, out=args.out, seed=args.seed,
-                          allow_untrusted=args.allow_untrusted_config, costs=cost_flags(args))
+                          allow_untrusted=args.allow_untrusted_config, costs=cost_flags(args),
+                          plots=not args.no_episode_plots)
     except EngineError as error:
         print('btgym-aac evaluate: {}'.format(error), file=sys.stderr)
         return 2
@@ -235,7 +236,7 @@ def _evaluate(args):
     print(format_table(report))
     if 'fraction_of_oracle' in report:
         print(oracle_line(report['fraction_of_oracle']))
-    print('report and plots: {}'.format(report['out']))
+    print('report{}: {}'.format('' if args.no_episode_plots else ' and plots', report['out']))
     return 0
 
 
@@ -249,7 +250,8 @@ def _walk_forward(args):
     configs = _configs_from_args(args)
     report, status = run_resumable('walk-forward', lambda: walk_forward(
         configs, args.data, args.folds, train_steps=args.train_steps, test_episodes=args.test_episodes, out=args.out,
-        continue_training=args.continue_training, seed=args.seed or 0, embargo=args.embargo))
+        continue_training=args.continue_training, seed=args.seed or 0, embargo=args.embargo,
+        episode_plots=not args.no_episode_plots))
     if report is None:
         return status
     for fold in report['folds']:

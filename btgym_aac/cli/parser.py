@@ -81,6 +81,12 @@ def _spread(text):
         raise argparse.ArgumentTypeError("a number >= 0 or 'data', got {!r}".format(text)) from None
 
 
+def _add_episode_plots_flag(parser, instead):
+    """The --no-episode-plots flag (the PNG plots of every evaluated episode take about half an evaluation's time)."""
+    parser.add_argument('--no-episode-plots', action='store_true',
+                        help='write no PNG plot per evaluated episode: {}'.format(instead))
+
+
 def _add_untrusted_flag(parser, why):
     """The --allow-untrusted-config flag of a command that unpickles a run's configs (`why` says when)."""
     parser.add_argument('--allow-untrusted-config', action='store_true',
@@ -127,6 +133,7 @@ def _add_evaluate_command(commands):
     evaluate.add_argument('--episodes', type=int, default=5, help='episodes per agent (default: 5)')
     evaluate.add_argument('--out', help='folder for report.json and the plots (default: LOG_DIR/evaluation)')
     evaluate.add_argument('--seed', type=_seed, default=0, help='seed of the first episode (default: 0)')
+    _add_episode_plots_flag(evaluate, 'report.json alone')
     _add_cost_flags(evaluate)
     _add_untrusted_flag(evaluate, 'the run\'s configs are unpickled from LOG_DIR/run_config.pkl')
     evaluate.set_defaults(run=_evaluate)
@@ -183,6 +190,8 @@ def _add_walk_forward_flags(parser, data_use):
     parser.add_argument('--seed', type=_seed, help='root random seed (default 0)')
     parser.add_argument('--network-isolation', choices=('auto', 'require', 'off'),
                         help='as for train (default auto)')
+    _add_episode_plots_flag(parser, 'each fold\'s evaluation writes its report alone; its own plots are written '
+                            'anyway')
     _add_cost_flags(parser)
     add_order_flags(parser)
 

@@ -17,7 +17,8 @@ def _checkpoint_step(path):
     return int(suffix) if suffix.isdigit() else None
 
 
-def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False, windows=None, costs=None):
+def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False, windows=None, costs=None,
+             plots=True):
     """Evaluates a run's latest checkpoint against buy-and-hold and a random policy.
 
     Single-asset (BTgymEnv) and multi-asset runs (MultiDiscreteEnv, PortfolioEnv) are evaluated; the baselines are
@@ -45,6 +46,7 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         costs: env cost settings replacing the run's (`spread`, `slippage`, `slippage_fixed`, `commission_scheme`,
             `commission`; see `env.costs`), e.g. to see what a spread does to a policy trained without one; the
             report's `costs` names them.
+        plots: write the PNG plots of every episode (False: report.json alone, its `plots` empty).
 
     Returns:
         the report dict (also written to `<out>/report.json`).
@@ -71,7 +73,7 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
                                         costs=dict(costs or {}) or 'run settings'))
     if ORACLE in records:
         report['fraction_of_oracle'] = fraction_of_oracle(report['agents'])
-    _write_outputs(report, out, records, policy)
+    _write_outputs(report, out, records, policy, plots)
     return report
 
 
@@ -149,11 +151,11 @@ def _run_description(log_dir, policy, data, sample_type, seed):
     }
 
 
-def _write_outputs(report, out, records, policy):
-    """Writes the plots and report.json to the folder `out`, adding the folder, the plot files and what each plot
-    shows to `report`."""
+def _write_outputs(report, out, records, policy, plots):
+    """Writes the plots (where `plots`) and report.json to the folder `out`, adding the folder, the plot files and
+    what each plot shows to `report`."""
     os.makedirs(out, exist_ok=True)
     report['out'] = out
-    report['plots'] = write_plots(out, records, policy)
+    report['plots'] = write_plots(out, records, policy) if plots else []
     report['plot_contents'] = plot_contents(policy.ac_space, bool(records[POLICY][0].bar_positions))
     write_report(report, out)

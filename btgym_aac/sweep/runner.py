@@ -35,7 +35,7 @@ OTHERS_POLL_SECONDS = 5
 
 def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', storage=None, study_name=None, folds=2,
           train_steps=None, test_episodes=5, seed=0, embargo=None, objective=DEFAULT_OBJECTIVE, lockbox=0.2,
-          pruner='median', parallel=1):
+          pruner='median', parallel=1, episode_plots=True):
     """Searches `space` for the settings of `configs` that score best out of sample (see the module docstring).
 
     Args:
@@ -50,8 +50,8 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
         storage: an SQLAlchemy URL of the study's storage (e.g. postgresql://user@host/db), shared by every sweep
             command given it; None: SQLite in `out`.
         study_name: the study's name in the storage (default 'sweep').
-        folds, train_steps, test_episodes, seed, embargo: each trial's walk-forward's (see `walk_forward`); the
-            seed is the same for every trial, so that trials differ by their settings alone.
+        folds, train_steps, test_episodes, seed, embargo, episode_plots: each trial's walk-forward's (see
+            `walk_forward`); the seed is the same for every trial, so that trials differ by their settings alone.
         objective: 'vs-buy-and-hold' (default), 'return' or 'sharpe' (see `objective`).
         lockbox: the share of the data's time span, at its end, that no trial sees (0: none).
         pruner: 'median' (Optuna's MedianPruner, after every fold) or 'none'.
@@ -83,7 +83,7 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
         gap = plan_folds(env_kwargs, [validation_file], folds, test_episodes, embargo)[1]
         _check_lockbox(held_out, env_kwargs, test_episodes)
         plan = TrialPlan(configs, space, validation_file, out, folds, train_steps, test_episodes, seed, embargo,
-                         objective)
+                         objective, episode_plots)
         settings = sweep_settings(paths, configs, space, lockbox=lockbox, folds=folds, train_steps=train_steps,
                                   test_episodes=test_episodes, seed=seed, embargo=str(gap) if gap else None,
                                   objective=objective)
@@ -203,7 +203,8 @@ def _finish(study, plan, settings, url, market, lockbox_frames):
             folder = os.path.join(plan.out, LOCKBOX_DIR, 'trial_{}'.format(best.number))
             lockbox = dict(holdout_test(configs_with(plan.configs, best.params), *lockbox_frames, out=folder,
                                         train_steps=plan.train_steps, test_episodes=plan.test_episodes,
-                                        seed=plan.seed, embargo=plan.embargo, market=market),
+                                        seed=plan.seed, embargo=plan.embargo, market=market,
+                                        episode_plots=plan.episode_plots),
                            trial=best.number, folder=os.path.relpath(folder, plan.out))
             equity_records.append(dict(equity_record(lockbox['fold']), fold='lockbox'))
     dsr = reports.deflation(study, best) if best is not None else {'dsr': None, 'reason': 'no completed trial'}

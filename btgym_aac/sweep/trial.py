@@ -32,6 +32,7 @@ class TrialPlan:
     seed: int
     embargo: object
     objective: str
+    episode_plots: bool = True
 
     def folder(self, number):
         """The folder of the walk-forward of trial `number` (a trial run again uses its first run's)."""
@@ -86,7 +87,7 @@ class TrialObjective:
             trial.set_user_attr('folder', os.path.relpath(folder, plan.out))
             report = walk_forward(configs_with(plan.configs, values), plan.validation_file, plan.folds,
                                   train_steps=plan.train_steps, test_episodes=plan.test_episodes, out=folder,
-                                  seed=plan.seed, embargo=plan.embargo,
+                                  seed=plan.seed, embargo=plan.embargo, episode_plots=plan.episode_plots,
                                   on_fold=lambda records: self._after_fold(trial, records))
         except optuna.TrialPruned:
             raise

@@ -76,9 +76,10 @@ def _agents_record(report):
 
 
 def _run_fold(number, blocks, windows, configs, out, train_steps, continue_training, seed, make_launcher,
-              market=None, embargo=None):
+              market=None, embargo=None, episode_plots=True):
     """Trains and evaluates fold `number` (with the oracle of `market`, the data's known-edge market, when given;
-    training ending `embargo` before the test block); returns its record (also `<fold dir>/fold.json`)."""
+    training ending `embargo` before the test block; the evaluation's per-episode plots where `episode_plots`);
+    returns its record (also `<fold dir>/fold.json`)."""
     fold_dir = os.path.join(out, 'fold_{}'.format(number))
     record_path = os.path.join(fold_dir, FOLD_FILE)
     if os.path.exists(record_path):
@@ -101,7 +102,7 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
         raise RuntimeError('fold {}: training stopped at env step {} of {}; run the walk-forward again to continue '
                            'it'.format(number, result['global_step'], train_steps))
     report = evaluate(run_dir, data=[test_file], out=os.path.join(fold_dir, 'evaluation'), seed=seed,
-                      windows=windows)
+                      windows=windows, plots=episode_plots)
     record = {
         'fold': number,
         'train_window': {'first_bar': frames[0].index[0].isoformat(),
@@ -146,7 +147,7 @@ def plan_folds(env_kwargs, paths, folds, test_episodes, embargo):
 
 
 def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='runs/walk_forward',
-                 continue_training=False, seed=0, embargo=None, on_fold=None):
+                 continue_training=False, seed=0, embargo=None, on_fold=None, episode_plots=True):
     """Walk-forward out-of-sample test of a training configuration (see the module docstring).
 
     Args:
@@ -164,6 +165,8 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
             None: none): the training bars within it are left out.
         on_fold: called with the fold records so far after every fold (a sweep scores and prunes there; what it
             raises ends the walk-forward, the folds done staying done).
+        episode_plots: every fold's evaluation writes its per-episode plots (False: its report alone; the
+            walk-forward's own plots are written either way).
 
     Returns:
         the report dict (also written to `<out>/walk_forward.json`): `settings`, `folds` (per fold its train and
@@ -193,7 +196,7 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
     records = []
     for number in range(len(blocks) - 1):
         records.append(_run_fold(number, blocks, windows[number], configs, out, train_steps, continue_training, seed,
-                                 make_launcher, market, gap))
+                                 make_launcher, market, gap, episode_plots))
         if on_fold is not None:
             on_fold(list(records))
     report = {'settings': settings, 'folds': records, 'summary': summarize(records, seed),
@@ -204,7 +207,7 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
 
 
 def holdout_test(configs, train_frame, test_frame, out, train_steps, test_episodes=5, seed=0, embargo=None,
-                 market=None):
+                 market=None, episode_plots=True):
     """Trains on `train_frame` (less its last `embargo`) and tests once on `test_frame`, as a walk-forward fold
     does (a sweep's lockbox).
 
@@ -213,7 +216,7 @@ def holdout_test(configs, train_frame, test_frame, out, train_steps, test_episod
         train_frame, test_frame: OHLCV DataFrames, the test bars after the training bars.
         out: the folder whose `fold_0/` holds the test as a walk-forward's fold (`fold.json`, `train.csv`,
             `test.csv`, `run/`, `evaluation/`); a test done there is read back, not repeated.
-        train_steps, test_episodes, seed: as in `walk_forward`.
+        train_steps, test_episodes, seed, episode_plots: as in `walk_forward`.
         embargo: as in `walk_forward` (shorter than the training span).
         market: the bars' known-edge `MarketSpec` (an oracle joins the baselines), or None.
 
@@ -226,5 +229,5 @@ def holdout_test(configs, train_frame, test_frame, out, train_steps, test_episod
     gap = parse_embargo(embargo, blocks)
     windows = block_windows(blocks[1], configs['env_config'].get('kwargs', {}), test_episodes)
     record = _run_fold(0, blocks, windows, configs, os.path.abspath(out), train_steps, False, seed, make_launcher,
-                       market, gap)
+                       market, gap, episode_plots)
     return {'fold': record, 'summary': summarize([record], seed)}
