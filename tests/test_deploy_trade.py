@@ -112,14 +112,23 @@ def test_a_multi_asset_episode_trades_as_evaluate_on_the_same_bars(tmp_path, mon
     assert_as_evaluated(result, read_journal(tmp_path / 'paper'), record)
 
 
-def test_a_portfolio_episode_trades_target_weights_as_evaluate_on_the_same_bars(tmp_path, monkeypatch):
+@pytest.fixture(scope='module')
+def portfolio_artifact(tmp_path_factory):
+    """(log dir, artifact folder) of an untrained two-asset PortfolioEnv run."""
+    folder = tmp_path_factory.mktemp('portfolio')
+    log_dir = write_saved_run(folder / 'run', multi_asset_env_config('portfolio'), MULTI_ASSET_POLICY_CONFIG,
+                              MULTI_ASSET_TRAINER_CONFIG, step=40)
+    assert cli_main(['export', log_dir, str(folder / 'artifact')]) == 0
+    return log_dir, str(folder / 'artifact')
+
+
+def test_a_portfolio_episode_trades_target_weights_as_evaluate_on_the_same_bars(portfolio_artifact, tmp_path,
+                                                                                monkeypatch):
     """PortfolioEnv's continuous actions: the same weights journaled, the same target orders (sent again on the
     bars after a decision), fills and final value."""
-    log_dir = write_saved_run(tmp_path / 'run', multi_asset_env_config('portfolio'), MULTI_ASSET_POLICY_CONFIG,
-                              MULTI_ASSET_TRAINER_CONFIG, step=40)
-    assert cli_main(['export', log_dir, str(tmp_path / 'artifact')]) == 0
+    log_dir, artifact = portfolio_artifact
     record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
-    result = trade(str(tmp_path / 'artifact'), replay_specs(frames, tmp_path), str(tmp_path / 'paper'))
+    result = trade(artifact, replay_specs(frames, tmp_path), str(tmp_path / 'paper'))
     journal = read_journal(tmp_path / 'paper')
     assert [entry['bar_time'] for entry in journal] == [time.isoformat() for time in record.step_times[:-1]]
     assert len(journal) == len(record.actions) > 10
@@ -431,39 +440,36 @@ def test_flatten_on_exit_closes_the_position_before_a_signal_ends_the_run(refere
     assert close['time'] == flat.index[451].to_pydatetime() and result['bars'] == 452
 
 
-def test_flatten_on_exit_closes_a_portfolio_without_its_target_sent_again(tmp_path, monkeypatch):
+def test_flatten_on_exit_closes_a_portfolio_without_its_target_sent_again(portfolio_artifact, tmp_path, monkeypatch):
     """Stopped on the bar after a decision (whose target orders go out on that bar, and again on the next two), a
     PortfolioEnv artifact's positions are closed, and the target the strategy would send again opens none."""
-    log_dir = write_saved_run(tmp_path / 'run', multi_asset_env_config('portfolio'), MULTI_ASSET_POLICY_CONFIG,
-                              MULTI_ASSET_TRAINER_CONFIG, step=40)
-    assert cli_main(['export', log_dir, str(tmp_path / 'artifact')]) == 0
+    artifact = portfolio_artifact[1]
     all_in_a = {'A': np.ones(1), 'B': np.zeros(1), 'default_cash': np.zeros(1)}
     scripted(monkeypatch, [all_in_a] * 1000)
     flat = price_path(1.1 + 1e-4 * np.sin(np.arange(700) / 20.0))
     specs = replay_specs({'A': flat, 'B': flat}, tmp_path)
-    whole = trade(str(tmp_path / 'artifact'), specs, str(tmp_path / 'whole'))
+    whole = trade(artifact, specs, str(tmp_path / 'whole'))
     decision = flat.index.get_loc(pd.Timestamp(read_journal(tmp_path / 'whole')[20]['bar_time']))
     assert {fill['asset'] for fill in whole['fills']} == {'A'}
     stopped = dict(specs, A=StopAtBar(specs['A'].split(':')[1], index=decision + 1))
-    result = trade(str(tmp_path / 'artifact'), stopped, str(tmp_path / 'run'), flatten_on_exit=True)
+    result = trade(artifact, stopped, str(tmp_path / 'run'), flatten_on_exit=True)
     assert result['ended'] == 'signal SIGTERM' and result['positions'] == {'A': 0.0, 'B': 0.0}
     last = result['fills'][-1]
     assert last['side'] == 'sell' and last['position'] == 0 and last['time'] == flat.index[decision + 2]
     assert result['bars'] == decision + 3
 
 
-def test_a_portfolio_closed_after_a_silence_stays_flat_until_the_next_decision(tmp_path, monkeypatch):
+def test_a_portfolio_closed_after_a_silence_stays_flat_until_the_next_decision(portfolio_artifact, tmp_path,
+                                                                               monkeypatch):
     """The target the strategy would send again on the bars after a decision is not sent after the close."""
-    log_dir = write_saved_run(tmp_path / 'run', multi_asset_env_config('portfolio'), MULTI_ASSET_POLICY_CONFIG,
-                              MULTI_ASSET_TRAINER_CONFIG, step=40)
-    assert cli_main(['export', log_dir, str(tmp_path / 'artifact')]) == 0
+    artifact = portfolio_artifact[1]
     scripted(monkeypatch, [{'A': np.ones(1), 'B': np.zeros(1), 'default_cash': np.zeros(1)}] * 1000)
     flat = price_path(1.1 + 1e-4 * np.sin(np.arange(700) / 20.0))
     specs = replay_specs({'A': flat, 'B': flat}, tmp_path)
-    trade(str(tmp_path / 'artifact'), specs, str(tmp_path / 'whole'))
+    trade(artifact, specs, str(tmp_path / 'whole'))
     decisions = [flat.index.get_loc(pd.Timestamp(entry['bar_time'])) for entry in read_journal(tmp_path / 'whole')]
     silent = dict(specs, A=SilentAfter(specs['A'].split(':')[1], index=decisions[20] + 1, silence=2.5))
-    result = trade(str(tmp_path / 'artifact'), silent, str(tmp_path / 'run'), max_bar_delay=1.0)
+    result = trade(artifact, silent, str(tmp_path / 'run'), max_bar_delay=1.0)
     fills = [(flat.index.get_loc(pd.Timestamp(fill['time'])), fill['side'], fill['position'])
              for fill in result['fills']]
     closing = fills.index((decisions[20] + 2, 'sell', 0.0))  # sent at the first bar after the silence
