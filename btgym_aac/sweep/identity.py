@@ -51,20 +51,29 @@ def sweep_settings(paths, configs, space, **walk_forward):
     return dict(walk_forward, data=file_checksums(paths), space=describe_space(space), configs=config_digest(configs))
 
 
+def check_owner(out, url, name):
+    """Raises ValueError when `out` holds the trials of another study than `name` in the storage at `url`.
+
+    Returns:
+        whether `out` is already claimed by that study (see `claim_out`).
+    """
+    path = os.path.join(out, OWNER_FILE)
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        previous = json.load(f)
+    if previous != {'storage': safe_url(url), 'study': name}:
+        raise ValueError('{} holds the trials of study {!r} in {}: give study {!r} another --out (a study\'s '
+                         'trial folders are named by trial number)'.format(out, previous.get('study'),
+                                                                            previous.get('storage'), name))
+    return True
+
+
 def claim_out(out, url, name):
     """Records that `out` holds the trials of study `name` in the storage at `url`, or checks that it does.
 
     Raises:
         ValueError: `out` holds another study's trials.
     """
-    path = os.path.join(out, OWNER_FILE)
-    owner = {'storage': safe_url(url), 'study': name}
-    if os.path.exists(path):
-        with open(path) as f:
-            previous = json.load(f)
-        if previous != owner:
-            raise ValueError('{} holds the trials of study {!r} in {}: give study {!r} another --out (a study\'s '
-                             'trial folders are named by trial number)'.format(out, previous.get('study'),
-                                                                                previous.get('storage'), name))
-        return
-    write_json(owner, path)
+    if not check_owner(out, url, name):
+        write_json({'storage': safe_url(url), 'study': name}, os.path.join(out, OWNER_FILE))

@@ -36,22 +36,34 @@ def split_lockbox(frame, fraction):
     return validation, lockbox
 
 
-def write_sweep_data(paths, parsing_params, fraction, out, market=None):
-    """Reads the data files, sets the lockbox aside and writes both parts under `<out>/data/` (kept when they exist).
+def read_sweep_data(paths, parsing_params, fraction):
+    """Reads the data files and sets the lockbox aside (see `split_lockbox`).
 
     Args:
         paths: the data's CSV files.
         parsing_params: the env's `parsing_params` (how to read them).
-        fraction: the lockbox's share of the time span, see `split_lockbox`.
+        fraction: the lockbox's share of the time span.
+
+    Returns:
+        (validation DataFrame, lockbox DataFrame).
+    """
+    return split_lockbox(read_ohlcv(paths, parsing_params), fraction)
+
+
+def write_sweep_data(validation, lockbox, out, market=None):
+    """Writes both parts of the data under `<out>/data/` (kept when they exist: written by a sweep of the same
+    settings, which the study checks first).
+
+    Args:
+        validation, lockbox: the parts (`read_sweep_data`).
         out: the sweep's folder.
         market: the data's known-edge `MarketSpec` (written beside both parts), or None.
 
     Returns:
-        (validation file, lockbox file or None, validation DataFrame, lockbox DataFrame).
+        (validation file, lockbox file or None).
     """
-    validation, lockbox = split_lockbox(read_ohlcv(paths, parsing_params), fraction)
     folder = os.path.join(out, DATA_DIR)
     os.makedirs(folder, exist_ok=True)
     validation_file = write_block_file([validation], os.path.join(folder, VALIDATION_FILE), market)
     lockbox_file = write_block_file([lockbox], os.path.join(folder, LOCKBOX_FILE), market) if len(lockbox) else None
-    return validation_file, lockbox_file, validation, lockbox
+    return validation_file, lockbox_file

@@ -20,8 +20,8 @@ from btgym_aac.distributed.log_dir_lock import LogDirLock
 from btgym_aac.distributed.stop_signals import STOP_GRACE_SECONDS, signals_handled, stop_on_signal, terminate_and_wait
 from btgym_aac.sweep import PRUNERS
 from btgym_aac.sweep import report as reports
-from btgym_aac.sweep.identity import claim_out, sweep_settings
-from btgym_aac.sweep.lockbox import write_sweep_data
+from btgym_aac.sweep.identity import check_owner, claim_out, sweep_settings
+from btgym_aac.sweep.lockbox import read_sweep_data, write_sweep_data
 from btgym_aac.sweep.objective import DEFAULT_OBJECTIVE, check_objective
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
 from btgym_aac.sweep.study import (DEFAULT_STUDY, fail_orphans, open_study, run_interrupted_again, running_elsewhere,
@@ -66,33 +66,47 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
             settings; nothing is run then.
         KeyboardInterrupt: the sweep was stopped (run it again to go on).
     """
-    from btgym_aac.walk_forward.runner import data_and_steps, plan_folds
+    from btgym_aac.walk_forward.runner import data_and_steps
 
     trials, parallel = check_whole_number('trials', trials, 1), check_whole_number('parallel', parallel, 1)
     test_episodes = check_whole_number('test_episodes', test_episodes, 1)
     space = _checked_search(space, algo, configs, objective, pruner)
     paths, train_steps = data_and_steps(data, train_steps, configs)
     out = os.path.abspath(out)
-    env_kwargs = configs['env_config'].get('kwargs', {})
+    validation, held_out, gap = _checked_data(paths, configs['env_config'].get('kwargs', {}), lockbox, folds,
+                                              test_episodes, embargo)
     with LogDirLock(out), signals_handled({signal.SIGTERM: stop_on_signal}):  # (a stop marks the trial it cuts)
         url, name = storage_url(storage, out), study_name or DEFAULT_STUDY
-        claim_out(out, url, name)
-        market = read_market_spec(paths[0]) if len(paths) == 1 else None
-        validation_file, lockbox_file, validation, held_out = write_sweep_data(
-            paths, env_kwargs.get('parsing_params'), lockbox, out, market)
-        gap = plan_folds(env_kwargs, [validation_file], folds, test_episodes, embargo)[1]
-        _check_lockbox(held_out, env_kwargs, test_episodes)
-        plan = TrialPlan(configs, space, validation_file, out, folds, train_steps, test_episodes, seed, embargo,
-                         objective, episode_plots)
+        check_owner(out, url, name)
         settings = sweep_settings(paths, configs, space, lockbox=lockbox, folds=folds, train_steps=train_steps,
                                   test_episodes=test_episodes, seed=seed, embargo=str(gap) if gap else None,
                                   objective=objective)
-        study = open_study(url, name, settings)
+        study = open_study(url, name, settings)  # (a study of other settings is refused before anything is written)
+        claim_out(out, url, name)
+        market = read_market_spec(paths[0]) if len(paths) == 1 else None
+        validation_file, lockbox_file = write_sweep_data(validation, held_out, out, market)
+        plan = TrialPlan(configs, space, validation_file, out, folds, train_steps, test_episodes, seed, embargo,
+                         objective, episode_plots)
         if storage is None:
             fail_orphans(study)
         run_interrupted_again(study)
         _search_in_processes(plan, url, name, settings, trials, pruner, parallel, shared=storage is not None)
         return _finish(study, plan, settings, url, market, (validation, held_out) if lockbox_file else None)
+
+
+def _checked_data(paths, env_kwargs, lockbox, folds, test_episodes, embargo):
+    """The data less its lockbox, the lockbox and the embargo, checked before anything is written: the lockbox's
+    share, the folds of the rest and the lockbox each holding an episode window.
+
+    Returns:
+        (validation DataFrame, lockbox DataFrame, embargo Timedelta).
+    """
+    from btgym_aac.walk_forward.runner import plan_frame_folds
+
+    validation, held_out = read_sweep_data(paths, env_kwargs.get('parsing_params'), lockbox)
+    gap = plan_frame_folds(env_kwargs, validation, folds, test_episodes, embargo)[1]
+    _check_lockbox(held_out, env_kwargs, test_episodes)
+    return validation, held_out, gap
 
 
 def _check_lockbox(held_out, env_kwargs, test_episodes):

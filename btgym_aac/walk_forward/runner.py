@@ -137,9 +137,15 @@ def data_and_steps(data, train_steps, configs):
 
 
 def plan_folds(env_kwargs, paths, folds, test_episodes, embargo):
-    """(blocks, embargo Timedelta, test windows per fold), checking that fold 0's training data (block 0 less the
-    embargo) and every test block hold an episode window."""
-    blocks = split_blocks(read_ohlcv(paths, env_kwargs.get('parsing_params')), folds)
+    """(blocks, embargo Timedelta, test windows per fold) of the data files `paths` (see `plan_frame_folds`)."""
+    return plan_frame_folds(env_kwargs, read_ohlcv(paths, env_kwargs.get('parsing_params')), folds, test_episodes,
+                            embargo)
+
+
+def plan_frame_folds(env_kwargs, frame, folds, test_episodes, embargo):
+    """(blocks, embargo Timedelta, test windows per fold) of the bars `frame`, checking that fold 0's training data
+    (block 0 less the embargo) and every test block hold an episode window."""
+    blocks = split_blocks(frame, folds)
     gap = parse_embargo(embargo, blocks)
     first = blocks[0]
     block_windows(Block(0, first.start, first.stop - gap, train_frames(blocks, 0, gap)[0]), env_kwargs)
