@@ -144,6 +144,19 @@ def test_a_portfolio_episode_trades_target_weights_as_evaluate_on_the_same_bars(
     assert result['end_message'] == record.trade_log['end_reason'] == 'END OF DATA'
 
 
+def test_a_portfolio_in_shadow_mode_journals_its_target_weights_and_orders_nothing(portfolio_artifact, tmp_path,
+                                                                                    monkeypatch):
+    log_dir, artifact = portfolio_artifact
+    _, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
+    result = trade(artifact, replay_specs(frames, tmp_path), str(tmp_path / 'shadow'), mode='shadow')
+    journal = read_journal(tmp_path / 'shadow')
+    assert result['fills'] == [] and result['positions'] == {'A': 0.0, 'B': 0.0} and len(journal) > 10
+    for entry in journal:
+        weights = {key: value[0] for key, value in entry['action'].items()}
+        assert 'order' not in entry and entry['intended_order'] == {
+            asset: pytest.approx(weights[asset] / sum(weights.values()), abs=1e-12) for asset in ('A', 'B')}
+
+
 def test_bracket_orders_trade_as_evaluate_on_the_same_bars(tmp_path, monkeypatch):
     configs = reference_configs()
     configs['env_config']['kwargs'].update(stop_loss=2, take_profit=3, distance_unit='pips')
