@@ -5,6 +5,7 @@ import io
 import json
 import os
 import pathlib
+import re
 
 import numpy as np
 import pytest
@@ -14,6 +15,7 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from btgym_aac.distributed.checkpoint_state import latest_checkpoint
+from btgym_aac.walk_forward.runner import SETTINGS_FILE, _check_settings
 from small_runs import CONFIG_FILE as WALK_FORWARD_CONFIG_FILE
 
 pytestmark = pytest.mark.xdist_group('walk_forward_continue')  # one xdist worker builds the module's fixtures
@@ -111,6 +113,26 @@ def test_continuing_after_the_data_file_changed_is_refused_naming_both_versions(
     assert stderr == ('btgym-aac walk-forward: {} holds a walk-forward with other settings (data {!r}, not {!r}): '
                       'continue it with the same ones, or give another --out\n'.format(out, before, now))
     assert files_in(out) == files
+
+
+def test_continuing_with_other_configs_is_refused_naming_their_digests(interrupted, tmp_path):
+    """A config file changed between a stop and the rerun would mix folds trained with other settings."""
+    command, out, _, _ = interrupted
+    changed = tmp_path / 'changed.py'
+    changed.write_text(CONFIG_FILE.replace("'opt_learn_rate': 1e-12", "'opt_learn_rate': 1e-4"))
+    files = files_in(out)
+    code, stderr = cli([command[0], str(changed)] + command[2:])
+    assert code == 2
+    assert re.search(r"holds a walk-forward with other settings \(configs '\w{16}', not '\w{16}'\)", stderr), stderr
+    assert files_in(out) == files
+
+
+def test_a_walk_forward_of_an_earlier_version_continues_without_the_configs_check(tmp_path):
+    settings = {'folds': 2, 'seed': 0}
+    (tmp_path / SETTINGS_FILE).write_text(json.dumps(settings))  # recorded before configs were
+    _check_settings(str(tmp_path), dict(settings, configs='0123456789abcdef'))
+    with pytest.raises(ValueError, match="other settings \\(folds 2, not 3\\)"):
+        _check_settings(str(tmp_path), dict(settings, folds=3, configs='0123456789abcdef'))
 
 
 def test_continuing_trains_the_next_fold_from_the_previous_folds_checkpoint(interrupted):

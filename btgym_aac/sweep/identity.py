@@ -1,50 +1,15 @@
 """What makes a sweep the same search when it is run again: the settings its study records (data checksums, the
 walk-forward's settings, the objective, the space and a digest of the configs), and the study a `--out` folder
 belongs to (its trial folders are named by trial number, so one folder serves one study)."""
-import hashlib
 import json
 import os
 
-from btgym_aac.class_refs import ClassRef
+from btgym_aac.config_digest import config_digest
 from btgym_aac.paths import write_json
 from btgym_aac.sweep.space import describe_space
 from btgym_aac.sweep.study import file_checksums, safe_url
 
 OWNER_FILE = 'study.json'
-UNSEEN_CONFIG_KEYS = {'cluster_config': ('log_dir', 'port', 'network_isolation', 'initial_ckpt_dir'),
-                      'launcher_config': ('show_progress',)}
-"""Config keys that do not change what a trial trains (where it logs, how it is watched)."""
-
-
-def config_digest(configs):
-    """SHA-256 (first 16 hex digits) of the config dicts as trials train them: classes by their import paths, arrays
-    as lists, the keys of UNSEEN_CONFIG_KEYS and the env's data source left out (the sweep supplies the data)."""
-    from btgym_aac.evaluation.episodes import DATA_SOURCE_KWARGS
-
-    seen = {}
-    for name, config in sorted(configs.items()):
-        config = {key: value for key, value in dict(config).items() if key not in UNSEEN_CONFIG_KEYS.get(name, ())}
-        if name == 'env_config':
-            config['kwargs'] = {key: value for key, value in dict(config.get('kwargs') or {}).items()
-                                if key not in DATA_SOURCE_KWARGS}
-        seen[name] = config
-    text = json.dumps(seen, sort_keys=True, default=_plain)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
-def _plain(value):
-    """A JSON-ready stand-in for a value json cannot write: a class (or ClassRef) by its path, an array as a list,
-    anything else by its repr."""
-    if isinstance(value, ClassRef):
-        return '{}.{}'.format(value.module, value.name)
-    if hasattr(value, 'tolist'):
-        return value.tolist()
-    module, name = getattr(value, '__module__', None), getattr(value, '__qualname__', None)
-    if callable(value) and module and name:
-        return '{}.{}'.format(module, name)
-    return repr(value)
-
-
 def sweep_settings(paths, configs, space, **walk_forward):
     """The settings a sweep's study records and compares: the data files' checksums, `walk_forward` (lockbox,
     folds, train_steps, test_episodes, seed, embargo, objective), the space and the configs' digest."""

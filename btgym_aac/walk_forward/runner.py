@@ -15,6 +15,7 @@ import os
 
 import pandas as pd
 
+from btgym_aac.config_digest import config_digest
 from btgym_aac.data.markets import read_market_spec
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.distributed.checkpoint_state import STATE_FILE
@@ -41,6 +42,8 @@ def _check_settings(out, settings):
     if os.path.exists(path):
         with open(path) as f:
             previous = json.load(f)
+        if 'configs' not in previous:  # a walk-forward of an earlier version: its configs were not recorded
+            settings = {key: value for key, value in settings.items() if key != 'configs'}
         changed = setting_differences(previous, settings)
         if changed:
             raise ValueError('{} holds a walk-forward with other settings ({}): continue it with the same ones, or '
@@ -194,7 +197,8 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
     out = os.path.abspath(out)
     os.makedirs(out, exist_ok=True)
     settings = {'data': _data_identity(paths), 'folds': len(blocks) - 1, 'train_steps': train_steps,
-                'test_episodes': test_episodes, 'continue_training': bool(continue_training), 'seed': seed}
+                'test_episodes': test_episodes, 'continue_training': bool(continue_training), 'seed': seed,
+                'configs': config_digest(configs)}
     if gap:
         settings['embargo'] = str(gap)  # absent without one, as in walk-forwards made before the option
     _check_settings(out, settings)
