@@ -219,13 +219,15 @@ def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(t
     assert sorted(report['plots']) == ['equity_out_of_sample.png', 'fold_metrics.png']
     assert all(_png_is_drawn(out / name) for name in report['plots'])
 
-    again = walk_forward(small_configs(), data, folds=2, train_steps=200, test_episodes=3, out=str(out), seed=0,
+    again = walk_forward(configs, data, folds=2, train_steps=200, test_episodes=3, out=str(out), seed=0,
                          embargo='120min')
     assert again['folds'] == report['folds']  # finished folds are read back, not redone
     with pytest.raises(ValueError, match=r"other settings \(folds 2, not 3\)"):
-        walk_forward(small_configs(), data, folds=3, train_steps=200, test_episodes=3, out=str(out), embargo='2h')
+        walk_forward(configs, data, folds=3, train_steps=200, test_episodes=3, out=str(out), embargo='2h')
     with pytest.raises(ValueError, match=r"other settings \(embargo '0 days 02:00:00', not None\)"):
-        walk_forward(small_configs(), data, folds=2, train_steps=200, test_episodes=3, out=str(out))
+        walk_forward(configs, data, folds=2, train_steps=200, test_episodes=3, out=str(out))
+    with pytest.raises(ValueError, match=r"other settings \(configs '\w{16}', not '\w{16}'\)"):
+        walk_forward(small_configs(), data, folds=2, train_steps=200, test_episodes=3, out=str(out), embargo='2h')
 
 
 @pytest.mark.parametrize('arguments, message', [
