@@ -2,6 +2,7 @@
 and a tiny sweep on generated data (3 trials x 2 folds x 200 steps) through the API and the CLI."""
 import json
 import os
+import shutil
 from types import SimpleNamespace
 
 import numpy as np
@@ -241,6 +242,9 @@ def test_the_verdict_needs_both_the_lockbox_and_the_deflation():
     assert not survives and 'deflated Sharpe ratio 0.500 over 12 trials is below 0.95' in words
     assert verdict(best, None, {'dsr': 0.99, 'trials': 3})[0] is False
     assert verdict(None, None, {'dsr': None}) == (False, 'no trial completed: nothing to select')
+    assert verdict(best, above, {'dsr': 0.97, 'trials': 12}, tested=[4])[0] is True
+    survives, words = verdict(best, above, {'dsr': 0.97, 'trials': 12}, tested=[2, 4])
+    assert not survives and 'the lockbox has been tested with 2 trials (2, 4): after its first test' in words
 
 
 # ------------------------------------------------------------------------------------------- tiny sweeps
@@ -285,9 +289,20 @@ def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_pa
                                        'parameter_importances.png']
     assert all((out / name).stat().st_size > 10000 for name in report['plots'])
 
+    assert report['lockbox_tests'] == [best['number']]
     again = sweep(small_configs(), data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=2,
                   space=TINY_SPACE, seed=3)
     assert again['trials'] == trials and again['lockbox'] == lockbox  # nothing is run again
+    assert again['lockbox_tests'] == [best['number']] and again['verdict'] == report['verdict']
+    earlier = out / 'lockbox' / 'trial_99' / 'fold_0'  # as a test of an earlier best trial would have left it
+    earlier.mkdir(parents=True)
+    (earlier / 'fold.json').write_text((out / lockbox['folder'] / 'fold_0' / 'fold.json').read_text())
+    os.utime(earlier / 'fold.json', (1, 1))
+    spent = sweep(small_configs(), data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=2,
+                  space=TINY_SPACE, seed=3)
+    assert spent['lockbox_tests'] == [99, best['number']] and spent['survives'] is False
+    assert 'the lockbox has been tested with 2 trials (99, {})'.format(best['number']) in spent['verdict']
+    shutil.rmtree(out / 'lockbox' / 'trial_99')
     with pytest.raises(ValueError, match=r"other settings \(test_episodes 2, not 3\)"):
         sweep(small_configs(), data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=3,
               space=TINY_SPACE, seed=3)

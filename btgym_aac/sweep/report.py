@@ -51,13 +51,26 @@ def deflation(study, best):
         return {'dsr': None, 'reason': str(error)}
 
 
-def verdict(best, lockbox, dsr):
+def lockbox_tests(folder):
+    """The trials tested on the lockbox so far, in the order of their tests: those whose test folder in `folder`
+    (the sweep's `lockbox/`) holds a finished fold record."""
+    finished = []
+    for name in os.listdir(folder) if os.path.isdir(folder) else ():
+        record = os.path.join(folder, name, 'fold_0', 'fold.json')
+        if name.startswith('trial_') and name[len('trial_'):].isdigit() and os.path.isfile(record):
+            finished.append((os.path.getmtime(record), int(name[len('trial_'):])))
+    return [number for _, number in sorted(finished)]
+
+
+def verdict(best, lockbox, dsr, tested=None):
     """Plain words: does the best trial's edge survive the lockbox and the deflation?
 
     Args:
         best: the best FrozenTrial, or None.
         lockbox: the lockbox test's summary (`walk_forward.summary.summarize`), or None without a lockbox.
         dsr: `deflation`'s dict.
+        tested: the trials tested on the lockbox (`lockbox_tests`); None: the best one alone. A lockbox tested with
+            more than one trial (a larger --trials found another best) no longer tests the one selected last.
 
     Returns:
         (survives: bool, sentence).
@@ -65,6 +78,9 @@ def verdict(best, lockbox, dsr):
     if best is None:
         return False, 'no trial completed: nothing to select'
     reasons = []
+    if tested is not None and len(tested) > 1:
+        reasons.append('the lockbox has been tested with {} trials ({}): after its first test it is a second '
+                       'validation set, not a test'.format(len(tested), ', '.join(map(str, tested))))
     if lockbox is None:
         reasons.append('there is no lockbox to confirm it')
     elif not lockbox['excess_return_pct']['ci_low'] > 0:

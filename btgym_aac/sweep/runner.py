@@ -222,12 +222,14 @@ def _finish(study, plan, settings, url, market, lockbox_frames):
                            trial=best.number, folder=os.path.relpath(folder, plan.out))
             equity_records.append(dict(equity_record(lockbox['fold']), fold='lockbox'))
     dsr = reports.deflation(study, best) if best is not None else {'dsr': None, 'reason': 'no completed trial'}
-    survives, words = reports.verdict(best, lockbox and lockbox['summary'], dsr)
+    tested = reports.lockbox_tests(os.path.join(plan.out, LOCKBOX_DIR))
+    survives, words = reports.verdict(best, lockbox and lockbox['summary'], dsr, tested)
     rows = reports.trial_rows(study)
     plots, skipped = reports.write_plots(study, plan.out, equity_records)
     report = {'settings': settings, 'storage': safe_url(url), 'study': study.study_name, 'trials': rows,
               'best_trial': next((row for row in rows if best is not None and row['number'] == best.number), None),
-              'validation': validation, 'lockbox': lockbox, 'deflated_sharpe': dsr, 'survives': survives,
+              'validation': validation, 'lockbox': lockbox, 'lockbox_tests': tested, 'deflated_sharpe': dsr,
+              'survives': survives,
               'verdict': words, 'plots': plots, 'plots_skipped': skipped}
     report['lines'] = reports.summary_lines(report)
     reports.write_report(report, plan.out)
