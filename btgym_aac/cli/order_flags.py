@@ -5,6 +5,7 @@ import argparse
 ORDER_FLAGS = ('stop_loss', 'take_profit', 'distance_unit', 'pip_size', 'atr_period', 'trailing_stop', 'sizer')
 """The flags, named as the strategy params (env kwargs) they set."""
 DISCRETE_ACTIONS = ('hold', 'buy', 'sell', 'close')
+"""Stands for the env's action names in the flags' check (without --portfolio the actions are discrete)."""
 
 
 def add_order_flags(parser):
