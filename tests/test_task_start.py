@@ -259,3 +259,17 @@ def is_zombie(pid):
             return stat.read().rpartition(')')[2].split()[0] == 'Z'
     except OSError:
         return False
+
+
+def test_a_preload_that_fails_to_import_leaves_the_collector_on_and_no_thread():
+    """multiprocessing's forkserver goes on without a preload module that raised ImportError: its tasks must not
+    inherit a disabled garbage collector or the preload's watching thread."""
+    code = ('import gc, sys, threading\n'
+            'sys.modules["btgym_aac.strategy.gen4"] = None  # its import raises ImportError\n'
+            'try:\n'
+            '    import btgym_aac.distributed.task_preload\n'
+            'except ImportError:\n'
+            '    print(gc.isenabled(), [thread.name for thread in threading.enumerate()])\n')
+    finished = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 0, finished.stderr
+    assert finished.stdout.splitlines()[-1] == "True ['MainThread']"

@@ -52,18 +52,19 @@ launcher_watch = threading.Thread(target=_exit_when_launcher_ends, args=(os.getp
                                   name='launcher-watch')
 launcher_watch.start()
 
-import btgym_aac.algorithms.aac  # noqa: E402,F401
-import btgym_aac.algorithms.policy.stacked_lstm  # noqa: E402,F401
-import btgym_aac.algorithms.acting.batched_runner  # noqa: E402,F401
-import btgym_aac.distributed.task_process  # noqa: E402,F401
-import btgym_aac.env.base  # noqa: E402,F401
-import btgym_aac.env.episode_recorder  # noqa: E402,F401
-import btgym_aac.strategy.gen4  # noqa: E402,F401
-
-preloading = False
-launcher_watch.join()  # no thread may run when multiprocessing forks the tasks
-gc.freeze()
-gc.enable()
+try:
+    import btgym_aac.algorithms.aac  # noqa: E402,F401
+    import btgym_aac.algorithms.policy.stacked_lstm  # noqa: E402,F401
+    import btgym_aac.algorithms.acting.batched_runner  # noqa: E402,F401
+    import btgym_aac.distributed.task_process  # noqa: E402,F401
+    import btgym_aac.env.base  # noqa: E402,F401
+    import btgym_aac.env.episode_recorder  # noqa: E402,F401
+    import btgym_aac.strategy.gen4  # noqa: E402,F401
+finally:  # (multiprocessing's forkserver goes on without a preload that raised ImportError)
+    preloading = False
+    launcher_watch.join()  # no thread may run when multiprocessing forks the tasks
+    gc.freeze()
+    gc.enable()
 
 
 def _exit_at_once():
