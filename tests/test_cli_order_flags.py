@@ -42,7 +42,10 @@ def test_the_env_built_from_the_flags_config_gives_its_strategy_the_settings():
 
 @pytest.mark.parametrize('flags, message', [
     (['--trailing-stop'], 'trailing_stop=True needs stop_loss (the trail distance), got stop_loss=None'),
-    (['--sizer', 'risk=1'], 'needs stop_loss (the risk of a trade is its stop distance), got stop_loss=None'),
+    (['--sizer', 'risk=1'], '--sizer: sizer {\'kind\': \'risk\', \'percent\': 1.0} needs stop_loss (the risk of a '
+                            'trade is its stop distance), got stop_loss=None'),
+    (['--stop-loss', '1', '--sizer', 'risk=200'], "--stop-loss, --sizer: sizer['percent'] must be a finite number in "
+                                                  "[0, 100], got 200.0"),
     (['--stop-loss', '-1'], 'stop_loss must be a finite number > 0, got -1.0'),
     (['--atr-period', '0'], 'atr_period'),
     (['--assets', '--portfolio', '--take-profit', '1'], 'need discrete actions (portfolio_actions)'),

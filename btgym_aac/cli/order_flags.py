@@ -58,7 +58,10 @@ def order_flags(args):
     from btgym_aac.strategy.brackets import ORDER_PARAMS, check_order_params
 
     portfolio_actions = None if getattr(args, 'portfolio', False) else DISCRETE_ACTIONS
-    check_order_params(dict(ORDER_PARAMS, **given, order_size=None, portfolio_actions=portfolio_actions))
+    try:
+        check_order_params(dict(ORDER_PARAMS, **given, order_size=None, portfolio_actions=portfolio_actions))
+    except ValueError as error:  # (named as the strategy names it, after the flags that set it)
+        raise ValueError('{}: {}'.format(', '.join('--' + name.replace('_', '-') for name in given), error)) from None
     if 'sizer' in given:
         given['order_size'] = None
     return given
