@@ -340,6 +340,7 @@ def test_bad_sweep_settings_exit_2_before_any_trial(tmp_path, capsys):
              (['--lockbox', '1'], 'lockbox must be below 1'),
              (['--folds', '30'], 'is too short for an episode'),
              (['--train-steps', '0'], 'train_steps must be a whole number >= 1'),
+             (['--search-only'], 'search_only needs a storage shared with a sweep command that tests the lockbox'),
              (['--storage', 'nonsense'], '--storage nonsense: the study cannot be opened there (ArgumentError'))
     config = tmp_path / 'config.py'
     config.write_text(CONFIG_FILE)

@@ -51,13 +51,13 @@ def postgres_url(tmp_path):
         yield url
 
 
-def sweep_command(folder, url, out, **changed):
-    """The `btgym-aac sweep` command line of the shared study, with `changed` settings (--name: value)."""
+def sweep_command(folder, url, out, *flags, **changed):
+    """The `btgym-aac sweep` command line of the shared study, with `flags` and `changed` settings (--name: value)."""
     settings = {'--trials': TRIALS, '--folds': 1, '--train-steps': 200, '--test-episodes': 2, '--lockbox': 0,
                 '--pruner': 'none', **changed}
     return ([sys.executable, '-m', 'btgym_aac.cli', 'sweep', str(folder / 'config.py'), '--data',
              str(folder / 'bars.csv'), '--space', str(folder / 'space.py'), '--out', str(out), '--storage', url,
-             '--study', STUDY] + [str(part) for item in settings.items() for part in item])
+             '--study', STUDY] + list(flags) + [str(part) for item in settings.items() for part in item])
 
 
 def run_at_once(commands, logs, seconds):
@@ -104,8 +104,11 @@ def test_two_sweeps_share_one_postgres_study_and_a_third_with_other_settings_is_
     three_days_csv(tmp_path)
     outs, logs = [tmp_path / 'sweep_a', tmp_path / 'sweep_b'], [tmp_path / 'sweep_a.log', tmp_path / 'sweep_b.log']
 
-    statuses = run_at_once([sweep_command(tmp_path, postgres_url, out) for out in outs], logs, 480)
+    # the second command is a helper host's: it runs trials only, the first tests, waits for all and reports
+    statuses = run_at_once([sweep_command(tmp_path, postgres_url, outs[0]),
+                            sweep_command(tmp_path, postgres_url, outs[1], '--search-only')], logs, 480)
     assert statuses == [0, 0], output_of(*logs)
+    assert 'search only: the lockbox test, the verdict and the report are made by' in logs[1].read_text()
 
     storage = optuna.storages.RDBStorage(postgres_url)
     try:
@@ -119,11 +122,11 @@ def test_two_sweeps_share_one_postgres_study_and_a_third_with_other_settings_is_
         # only if it reached the study after the first had started its last trial.
         assert ran[0] and ran[1], ran
         assert walked_forward(outs[0], ran[0]) and walked_forward(outs[1], ran[1])
-        for out in outs:  # each report, written once no trial ran anywhere, covers every trial
-            report = json.loads((out / 'sweep.json').read_text())
-            assert [row['number'] for row in report['trials']] == list(range(TRIALS))
-            assert all(row['state'] == 'COMPLETE' for row in report['trials'])
-            assert report['deflated_sharpe'].get('trials') in (None, TRIALS)
+        report = json.loads((outs[0] / 'sweep.json').read_text())  # written once no trial ran anywhere: all of them
+        assert [row['number'] for row in report['trials']] == list(range(TRIALS))
+        assert all(row['state'] == 'COMPLETE' for row in report['trials'])
+        assert report['deflated_sharpe'].get('trials') in (None, TRIALS)
+        assert not (outs[1] / 'sweep.json').exists()
 
         refused_out, refused_log = tmp_path / 'sweep_c', tmp_path / 'sweep_c.log'
         statuses = run_at_once([sweep_command(tmp_path, postgres_url, refused_out, **{'--test-episodes': 3})],

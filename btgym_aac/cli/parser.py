@@ -237,6 +237,8 @@ def _add_sweep_command(commands):
     sweep.add_argument('--pruner', choices=PRUNERS, default=PRUNERS[0],
                        help='stop a hopeless trial after a fold (default: Optuna\'s median pruner)')
     sweep.add_argument('--parallel', type=int, default=1, metavar='K', help='trials at a time (default 1)')
+    sweep.add_argument('--search-only', action='store_true', help='with --storage: run trials only (a helper host); '
+                       'the lockbox test and the report are left to a sweep command without it sharing the study')
     sweep.add_argument('--folds', type=int, default=2, help='walk-forward folds of every trial (default 2)')
     sweep.set_defaults(run=_sweep)
 

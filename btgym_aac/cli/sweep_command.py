@@ -19,9 +19,10 @@ def _sweep(args):
         configs, args.data, args.trials, out=args.out, space=args.space, algo=args.algo or 'a3c', storage=args.storage,
         study_name=args.study, folds=args.folds, train_steps=args.train_steps, test_episodes=args.test_episodes,
         seed=args.seed or 0, embargo=args.embargo, objective=args.objective, lockbox=args.lockbox, pruner=args.pruner,
-        parallel=args.parallel, episode_plots=not args.no_episode_plots))
+        parallel=args.parallel, episode_plots=not args.no_episode_plots, search_only=args.search_only))
     if report is None:
         return status
     print('\n'.join(report['lines']))
-    print('report and plots: {}'.format(os.path.abspath(args.out)))
+    if not args.search_only:
+        print('report and plots: {}'.format(os.path.abspath(args.out)))
     return 0

@@ -15,6 +15,8 @@ HISTORY_PLOT = 'optimisation_history.png'
 IMPORTANCE_PLOT = 'parameter_importances.png'
 EQUITY_PLOT = 'best_trial_equity.png'
 DSR_THRESHOLD = 0.95
+SEARCH_ONLY_LINE = ('search only: the lockbox test, the verdict and the report are made by a sweep command without '
+                    '--search-only sharing the study')
 
 
 def trial_rows(study):
@@ -97,13 +99,18 @@ def verdict(best, lockbox, dsr, tested=None):
                   'deflated Sharpe ratio is {:.3f} over {} trials'.format(best.number, dsr['dsr'], dsr['trials']))
 
 
+def trials_line(rows):
+    """The count of the study's trials (`trial_rows`) by state, and of those a stop cut off, in words."""
+    trials = [row for row in rows if row['counted']]
+    states = collections.Counter(row['state'].lower() for row in trials)
+    cut_off = sum(row['interrupted'] for row in rows)
+    return '{} trials ({}){}'.format(len(trials), ', '.join('{} {}'.format(n, s) for s, n in sorted(states.items())),
+                                     '; {} cut off by a stop and run again'.format(cut_off) if cut_off else '')
+
+
 def summary_lines(report):
     """The summary printed at the end of a sweep."""
-    trials = [row for row in report['trials'] if row['counted']]
-    states = collections.Counter(row['state'].lower() for row in trials)
-    cut_off = sum(row['interrupted'] for row in report['trials'])
-    lines = ['{} trials ({}){}'.format(len(trials), ', '.join('{} {}'.format(n, s) for s, n in sorted(states.items())),
-                                       '; {} cut off by a stop and run again'.format(cut_off) if cut_off else '')]
+    lines = [trials_line(report['trials'])]
     best = report['best_trial']
     if best is not None:
         lines.append('best: trial {} ({} {:+.4f} on validation), {}'.format(

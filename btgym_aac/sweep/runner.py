@@ -35,7 +35,7 @@ OTHERS_POLL_SECONDS = 5
 
 def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', storage=None, study_name=None, folds=2,
           train_steps=None, test_episodes=5, seed=0, embargo=None, objective=DEFAULT_OBJECTIVE, lockbox=0.2,
-          pruner='median', parallel=1, episode_plots=True):
+          pruner='median', parallel=1, episode_plots=True, search_only=False):
     """Searches `space` for the settings of `configs` that score best out of sample (see the module docstring).
 
     Args:
@@ -56,6 +56,8 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
         lockbox: the share of the data's time span, at its end, that no trial sees (0: none).
         pruner: 'median' (Optuna's MedianPruner, after every fold) or 'none'.
         parallel: trials run at a time by this command (each in a process of its own, each with its cluster).
+        search_only: run trials only (a helper host of a shared `storage`): no wait for other commands' trials, no
+            lockbox test, no report file; a command without it makes them. The returned report holds the trials.
 
     Returns:
         the report (also `<out>/sweep.json`): settings, trials, best trial, its validation summary, lockbox test,
@@ -66,15 +68,12 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
             settings; nothing is run then.
         KeyboardInterrupt: the sweep was stopped (run it again to go on).
     """
-    from btgym_aac.walk_forward.runner import data_and_steps
-
     trials, parallel = check_whole_number('trials', trials, 1), check_whole_number('parallel', parallel, 1)
     test_episodes = check_whole_number('test_episodes', test_episodes, 1)
-    space = _checked_search(space, algo, configs, objective, pruner)
-    paths, train_steps = data_and_steps(data, train_steps, configs)
+    space = _checked_search(space, algo, configs, objective, pruner, search_only and storage is None)
     out = os.path.abspath(out)
-    validation, held_out, gap = _checked_data(paths, configs['env_config'].get('kwargs', {}), lockbox, folds,
-                                              test_episodes, embargo)
+    paths, train_steps, validation, held_out, gap = _checked_data(data, train_steps, configs, lockbox, folds,
+                                                                  test_episodes, embargo)
     with LogDirLock(out), signals_handled({signal.SIGTERM: stop_on_signal}):  # (a stop marks the trial it cuts)
         url, name = storage_url(storage, out), study_name or DEFAULT_STUDY
         check_owner(out, url, name)
@@ -86,7 +85,7 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
         market = read_market_spec(paths[0]) if len(paths) == 1 else None
         validation_file, lockbox_file = write_sweep_data(validation, held_out, out, market)
         plan = TrialPlan(configs, space, validation_file, out, folds, train_steps, test_episodes, seed, embargo,
-                         objective, episode_plots)
+                         objective, episode_plots, search_only)
         if storage is None:
             fail_orphans(study)
         run_interrupted_again(study)
@@ -94,19 +93,22 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
         return _finish(study, plan, settings, url, market, (validation, held_out) if lockbox_file else None)
 
 
-def _checked_data(paths, env_kwargs, lockbox, folds, test_episodes, embargo):
-    """The data less its lockbox, the lockbox and the embargo, checked before anything is written: the lockbox's
-    share, the folds of the rest and the lockbox each holding an episode window.
+def _checked_data(data, train_steps, configs, lockbox, folds, test_episodes, embargo):
+    """The data files and the steps per fold (`data_and_steps`), the data less its lockbox, the lockbox and the
+    embargo, checked before anything is written: the lockbox's share, the folds of the rest and the lockbox each
+    holding an episode window.
 
     Returns:
-        (validation DataFrame, lockbox DataFrame, embargo Timedelta).
+        (paths, train_steps, validation DataFrame, lockbox DataFrame, embargo Timedelta).
     """
-    from btgym_aac.walk_forward.runner import plan_frame_folds
+    from btgym_aac.walk_forward.runner import data_and_steps, plan_frame_folds
 
+    paths, train_steps = data_and_steps(data, train_steps, configs)
+    env_kwargs = configs['env_config'].get('kwargs', {})
     validation, held_out = read_sweep_data(paths, env_kwargs.get('parsing_params'), lockbox)
     gap = plan_frame_folds(env_kwargs, validation, folds, test_episodes, embargo)[1]
     _check_lockbox(held_out, env_kwargs, test_episodes)
-    return validation, held_out, gap
+    return paths, train_steps, validation, held_out, gap
 
 
 def _check_lockbox(held_out, env_kwargs, test_episodes):
@@ -121,8 +123,12 @@ def _check_lockbox(held_out, env_kwargs, test_episodes):
                              'shorter episodes ({})'.format(held_out.index[0], held_out.index[-1], error)) from None
 
 
-def _checked_search(space, algo, configs, objective, pruner):
-    """The search space (see `sweep`), checked against `configs`, after checking the objective and the pruner."""
+def _checked_search(space, algo, configs, objective, pruner, search_only_alone=False):
+    """The search space (see `sweep`), checked against `configs`, after checking the objective, the pruner and that
+    a search-only command shares its study (`search_only_alone`: it would not)."""
+    if search_only_alone:
+        raise ValueError('search_only needs a storage shared with a sweep command that tests the lockbox and '
+                         'reports (--storage)')
     check_objective(objective)
     if pruner not in PRUNERS:
         raise ValueError('pruner must be one of {}, got {!r}'.format(', '.join(PRUNERS), pruner))
@@ -141,7 +147,7 @@ def _search_in_processes(plan, url, name, settings, total, pruner, parallel, sha
         helper.start()
     try:
         search(plan, url, name, settings, total, pruner, 0, shared or parallel > 1)
-        if shared:
+        if shared and not plan.search_only:
             _await_other_processes(plan, url, name, settings, total, pruner)
     except BaseException:
         for helper in terminate_and_wait(helpers, STOP_GRACE_SECONDS):
@@ -205,8 +211,14 @@ def search(plan, url, name, settings, total, pruner, index=0, distinct=False):
 
 
 def _finish(study, plan, settings, url, market, lockbox_frames):
-    """Tests the best trial on the lockbox and writes the report and the plots."""
+    """Tests the best trial on the lockbox and writes the report and the plots (a search-only command: the trials
+    alone, nothing written)."""
     from btgym_aac.walk_forward.runner import holdout_test
+
+    if plan.search_only:
+        rows = reports.trial_rows(study)
+        return {'settings': settings, 'storage': safe_url(url), 'study': study.study_name, 'trials': rows,
+                'search_only': True, 'lines': [reports.trials_line(rows), reports.SEARCH_ONLY_LINE]}
 
     completed = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.COMPLETE,))
     best = study.best_trial if completed else None

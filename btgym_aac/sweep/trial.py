@@ -33,6 +33,7 @@ class TrialPlan:
     embargo: object
     objective: str
     episode_plots: bool = True
+    search_only: bool = False
 
     def folder(self, number):
         """The folder of the walk-forward of trial `number` (a trial run again uses its first run's)."""
