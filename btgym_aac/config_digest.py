@@ -5,6 +5,8 @@ import json
 
 from btgym_aac.class_refs import ClassRef
 
+DATA_SOURCE_KWARGS = ('dataset', 'dataframe', 'filename')
+"""The env kwargs that give an env its data (evaluations, walk-forwards and sweeps replace them with their own)."""
 UNSEEN_CONFIG_KEYS = {'cluster_config': ('log_dir', 'port', 'network_isolation', 'initial_ckpt_dir'),
                       'launcher_config': ('show_progress',)}
 """Config keys that do not change what a run trains (where it logs, how it is watched)."""
@@ -14,8 +16,6 @@ def config_digest(configs):
     """SHA-256 (first 16 hex digits) of the config dicts as runs train them: classes by their import paths, arrays
     as lists, the keys of UNSEEN_CONFIG_KEYS and the env's data source left out (walk-forwards and sweeps supply
     the data)."""
-    from btgym_aac.evaluation.episodes import DATA_SOURCE_KWARGS
-
     seen = {}
     for name, config in sorted(configs.items()):
         config = {key: value for key, value in dict(config).items() if key not in UNSEEN_CONFIG_KEYS.get(name, ())}

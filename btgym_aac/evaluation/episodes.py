@@ -4,6 +4,7 @@ import dataclasses
 import os
 
 from btgym_aac.class_refs import resolved
+from btgym_aac.config_digest import DATA_SOURCE_KWARGS
 from btgym_aac.env import BTgymEnv, MultiDiscreteEnv
 from btgym_aac.evaluation.baselines import KEEP_POSITIONS
 from btgym_aac.evaluation.loading import make_env
@@ -11,7 +12,6 @@ from btgym_aac.evaluation.metrics import asset_metrics, episode_metrics
 from btgym_aac.evaluation.trade_log import TRADE_LOG_NAME, TradeLog
 
 TRAIN, TEST = 0, 1
-DATA_SOURCE_KWARGS = ('dataset', 'dataframe', 'filename')
 
 
 def make_evaluation_env(run_config, data=None, costs=None):
