@@ -45,8 +45,6 @@ class Trader:
         self.policy, self.folder, self.mode, self.source = policy, folder, mode, source
         self.asset_names = tuple(strategy_params['asset_names'])
         self.portfolio_actions, self.cash_name = strategy_params['portfolio_actions'], strategy_params['cash_name']
-        # the strategy's 'do nothing' (as the env's `initial_portfolio_action`): 'hold', or a target of no position
-        self.hold = {asset: self.portfolio_actions[0] if self.portfolio_actions else 0.0 for asset in self.asset_names}
         self.identity, self.journaled, self.saved = identity, list(journaled), saved
         self.max_drawdown, self.flatten_on_exit = max_drawdown, flatten_on_exit
         self.log = log or get_logger('Trader')
@@ -61,7 +59,7 @@ class Trader:
         """The step analyzer's callable: the strategy's action for a response (None: the run's first decision
         point, answered with 'hold'; a final response is recorded and answered with None)."""
         if response is None:
-            return dict(self.hold)
+            return self.hold()
         if response.done:
             self.end_message = getattr(self.strategy, 'done_message', None)
             return None
@@ -79,7 +77,12 @@ class Trader:
             self.fills_seen = len(self.trade_log.rets['fills'])
         else:
             self._journal(index, action, probabilities, value, order)
-        return order if self.mode == 'paper' else dict(self.hold)
+        return order if self.mode == 'paper' else self.hold()
+
+    def hold(self):
+        """The running strategy's 'do nothing' action, as the env set it (`initial_portfolio_action`): 'hold' per
+        asset, or a target of no position."""
+        return dict(self.strategy.p.initial_portfolio_action)
 
     def _order(self, action):
         """The strategy's action for the policy's: action names, or the assets' target weights."""
@@ -178,8 +181,8 @@ class Trader:
         """Closes every position and keeps the pending action, and the target weights the strategy sends again on
         the bars after a decision, from opening new ones."""
         self.strategy._close_positions()
-        self.strategy.action = dict(self.hold, **{SKIP_ACTION_KEY: True})
-        self.strategy.action_to_repeat = dict(self.hold)
+        self.strategy.action = dict(self.hold(), **{SKIP_ACTION_KEY: True})
+        self.strategy.action_to_repeat = self.hold()
 
 
 def _json_action(action):

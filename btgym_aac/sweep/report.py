@@ -9,6 +9,7 @@ from optuna.trial import TrialState
 from btgym_aac.sweep.deflation import deflated_sharpe_ratio
 from btgym_aac.sweep.objective import episode_sharpe
 from btgym_aac.sweep.study import CONTINUES, INTERRUPTED, counted_numbers
+from btgym_aac.walk_forward.runner import FOLD_FILE
 
 REPORT_FILE = 'sweep.json'
 HISTORY_PLOT = 'optimisation_history.png'
@@ -58,7 +59,7 @@ def lockbox_tests(folder):
     (the sweep's `lockbox/`) holds a finished fold record."""
     finished = []
     for name in os.listdir(folder) if os.path.isdir(folder) else ():
-        record = os.path.join(folder, name, 'fold_0', 'fold.json')
+        record = os.path.join(folder, name, 'fold_0', FOLD_FILE)
         if name.startswith('trial_') and name[len('trial_'):].isdigit() and os.path.isfile(record):
             finished.append((os.path.getmtime(record), int(name[len('trial_'):])))
     return [number for _, number in sorted(finished)]
