@@ -27,10 +27,10 @@ def measure(envs, calls):
     """CPU ms per call, and its part outside the session run, for each count in `envs` (1: `act`)."""
     import numpy as np
 
-    from btgym_aac.algorithms.common.session_config import session_config
+    from btgym_aac.algorithms.common.sessions import session_config
     from btgym_aac.compat import tf
-    from btgym_aac.env.construction import build_from_config, training_env_config
-    from btgym_aac.run_configs import default_configs
+    from btgym_aac.env.training_envs import build_from_config, training_env_config
+    from btgym_aac.distributed.run_config import default_configs
 
     configs = default_configs('a3c')
     env = build_from_config(training_env_config(configs['env_config']))

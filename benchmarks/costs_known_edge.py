@@ -4,7 +4,7 @@ with a spread of 0 to 2 pips.
 
 For every market of `--markets` (mr: mean reversion, regime: regime switching, intraday: intraday pattern), the test
 file `known_edge.py` evaluates on for run seed 0 (`--bars` bars, generator seed 1001, starting 2018-01-01); the env
-is the reference configuration's (`run_configs.default_configs`: commission 0.0001 of the value per fill, order
+is the reference configuration's (`run_config.default_configs`: commission 0.0001 of the value per fill, order
 size 2000, leverage 10) with `known_edge.py`'s 8-hour episodes, plus `--spread-pips` spreads (1 pip = 0.0001; the
 markets trade near 1.1) and `--slippage` (a fraction of the price, backtrader's). Every setting plays the same
 `--episodes` windows (episode i seeded i) with the oracle, which weighs the env's costs per fill (commission, half
@@ -34,7 +34,7 @@ PIP = 1e-4
 
 def env_config(test_csv, spread, slippage):
     """The reference configuration's env_config on `test_csv` with ENV_OVERRIDES and the costs."""
-    from btgym_aac.run_configs import default_configs
+    from btgym_aac.distributed.run_config import default_configs
 
     config = default_configs('a3c')['env_config']
     costs = {'spread': spread}

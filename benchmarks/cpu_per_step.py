@@ -91,7 +91,7 @@ def main():
                                    run['cpu_ratio_cluster_to_env'], run['env_steps_per_s']), flush=True)
     result = {
         'benchmark': 'cpu_per_step',
-        'configuration': 'reference (run_configs.default_configs(\'a3c\')), rendering as shipped, {} workers, '
+        'configuration': 'reference (run_config.default_configs(\'a3c\')), rendering as shipped, {} workers, '
                          '1 ps'.format(args.workers),
         'max_steps': args.max_steps,
         'repeats': args.repeats,

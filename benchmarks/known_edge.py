@@ -8,7 +8,7 @@ no-edge twin:
 - a train CSV (`--train-bars` bars, generator seed 1000 + 2 seed) and a test CSV of a fresh seed of the same
   process (`--test-bars` bars, seed 1001 + 2 seed, starting 2018-01-01), written by `write_market_csv` (with the
   recipe beside them, so the evaluation has the oracle); the twin uses the same seeds;
-- the env is the reference configuration's (`run_configs.default_configs`) on the train file, with 8-hour
+- the env is the reference configuration's (`run_config.default_configs`) on the train file, with 8-hour
   episodes, a 1-hour time gap and rendering off;
 - trainers: `a3c`, `ppo`, `unreal`: the reference configuration of `default_configs(algo)` as shipped, with
   `--workers` workers; `sb3_ppo`: Stable-Baselines3's PPO with its defaults ('MultiInputPolicy') on the same env

@@ -54,7 +54,7 @@ def write_markets(market, edge, seed, folder, train_bars, test_bars):
 def reference_configs(algo, train_csv, overrides):
     """`default_configs(algo)` with the train file and `overrides` (ENV_OVERRIDES and the costs asked for) in the
     env kwargs."""
-    from btgym_aac.run_configs import default_configs
+    from btgym_aac.distributed.run_config import default_configs
 
     configs = default_configs(algo)
     configs['env_config']['kwargs'].update(overrides, filename=train_csv)
@@ -111,7 +111,7 @@ def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, 
     checkpoint after each stage on `test_csv` with `evaluate` (policy, buy-and-hold, random, oracle); returns the
     stage records."""
     from btgym_aac.evaluation import evaluate
-    from btgym_aac.run_configs import make_launcher
+    from btgym_aac.distributed.launcher import make_launcher
 
     configs = reference_configs(algo, train_csv, overrides)
     configs['trainer_config']['kwargs'].update(trainer_overrides or {})

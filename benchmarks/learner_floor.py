@@ -123,7 +123,7 @@ def main():
     path = os.path.join(args.out, 'learner_floor.json')
     with open(path, 'w') as out:
         json.dump({'benchmark': 'learner_floor',
-                   'configuration': "reference (run_configs.default_configs('a3c')), rendering as shipped, one env",
+                   'configuration': "reference (run_config.default_configs('a3c')), rendering as shipped, one env",
                    'variants': {'in_process': 'train_in_process: one process, one plain session',
                                 'cluster_1_worker': 'train_throughput.py --configs reference --workers 1 (1 ps)'},
                    'max_steps': args.max_steps, 'warm_up_steps': WARM_UP_STEPS, 'medians': medians, 'runs': runs,

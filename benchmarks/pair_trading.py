@@ -2,7 +2,7 @@
 on held-out windows of the same process against equal-weight buy-and-hold and a random policy.
 
 Data: `make_cointegrated_pair(num_bars, theta, spread_sigma, seed=data_seed)`, log Y = log X + s with s an
-Ornstein-Uhlenbeck spread; `btgym-aac train --assets`'s configuration (`run_configs.multi_asset_env_config`:
+Ornstein-Uhlenbeck spread; `btgym-aac train --assets`'s configuration (`run_config.multi_asset_env_config`:
 MultiAssetStrategy, reference broker and episode settings) on a `BTgymMultiData` whose last `--test-days` form the
 test part (`target_period`): training samples episodes before it only. Each seed trains with the Launcher (2
 workers, A3C, the reference policy) and `evaluate` then plays `--episodes` test episodes per agent on the same
@@ -28,7 +28,7 @@ TEST_DAYS = 7
 def pair_configs(seed, steps, log_dir):
     """The run's configs: the CLI's --assets defaults on the pair of `seed`, its last TEST_DAYS held out."""
     from btgym_aac.data import make_cointegrated_pair
-    from btgym_aac.run_configs import default_configs, multi_asset_env_config
+    from btgym_aac.distributed.run_config import default_configs, multi_asset_env_config
 
     configs = default_configs('a3c')
     configs['env_config'] = multi_asset_env_config(make_cointegrated_pair(seed=seed, **PAIR),
@@ -41,7 +41,7 @@ def pair_configs(seed, steps, log_dir):
 def run_seed(seed, steps, episodes, work_dir):
     """Trains and evaluates one seed; returns its record."""
     from btgym_aac.evaluation import evaluate
-    from btgym_aac.run_configs import make_launcher
+    from btgym_aac.distributed.launcher import make_launcher
 
     log_dir = os.path.join(work_dir, 'seed_{}'.format(seed))
     started = time.time()

@@ -44,7 +44,7 @@ def our_ppo_settings_for_sb3():
     clip norm (SB3's value-loss weight stays 0.5 where ours is 1, and its policy and value nets stay apart)."""
     from btgym_aac.algorithms.config import AacConfig
     from btgym_aac.algorithms.learner import GRADIENT_CLIP_NORM
-    from btgym_aac.run_configs import default_configs
+    from btgym_aac.distributed.run_config import default_configs
 
     ours = AacConfig(**default_configs('ppo', import_classes=False)['trainer_config']['kwargs'])
     return dict(n_steps=ours.rollout_length, batch_size=ours.rollout_length, n_epochs=ours.num_epochs,

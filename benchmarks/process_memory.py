@@ -2,7 +2,7 @@
 
 Baselines, each a fresh interpreter measured once its imports are done: Python alone; TensorFlow as this package
 imports it (`btgym_aac.compat`); everything a task imports (`btgym_aac.algorithms`, `btgym_aac.env`,
-`btgym_aac.distributed.task_process`) before it builds anything. Then the reference configuration (`btgym-aac
+`btgym_aac.distributed.worker`) before it builds anything. Then the reference configuration (`btgym-aac
 train`'s: DevStrat_4_11, AacStackedRL2Policy (256, 256), rendering as shipped) trains with the Launcher, and every
 task process (parameter servers, workers), and the forkserver they are forked from where they are, is sampled
 every half second; the JSON keeps each one's largest RSS, PSS and USS (each its own maximum), the RSS a task holds
@@ -25,12 +25,13 @@ import threading
 import time
 
 from btgym_aac.proc_memory import memory_split_mb
-from btgym_aac.run_configs import default_configs, make_launcher
+from btgym_aac.distributed.launcher import make_launcher
+from btgym_aac.distributed.run_config import default_configs
 
 BASELINES = {
     'python': 'pass',
     'tensorflow_import': 'import btgym_aac.compat',
-    'task_imports': 'import btgym_aac.compat, btgym_aac.algorithms, btgym_aac.env, btgym_aac.distributed.task_process',
+    'task_imports': 'import btgym_aac.compat, btgym_aac.algorithms, btgym_aac.env, btgym_aac.distributed.worker',
 }
 SAMPLE_SECONDS = 0.5
 

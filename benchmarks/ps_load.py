@@ -19,7 +19,8 @@ import sys
 import tempfile
 import time
 
-from btgym_aac.run_configs import default_configs, make_launcher
+from btgym_aac.distributed.launcher import make_launcher
+from btgym_aac.distributed.run_config import default_configs
 from train_throughput import process_cpu_seconds
 
 

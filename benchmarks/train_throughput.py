@@ -7,7 +7,7 @@
 all on DevStrat_4_11 with skip_frame 10 on the built-in sine data, one parameter server, rendering off; and
 
 - `reference`: the package's reference configuration as `btgym-aac train` runs it
-  (`run_configs.default_configs('a3c')`: its env kwargs, AacStackedRL2Policy (256, 256) with lstm_2_init_period 60,
+  (`run_config.default_configs('a3c')`: its env kwargs, AacStackedRL2Policy (256, 256) with lstm_2_init_period 60,
   A3C with its trainer kwargs, its checkpoint interval), rendering as shipped: the Launcher renders on worker 0's
   last env only.
 
@@ -59,7 +59,7 @@ import numpy as np
 from btgym_aac.algorithms import A3C, AacStackedRL2Policy, BaseAacPolicy, Launcher, Unreal
 from btgym_aac.algorithms.acting.replica import ActingReplica
 from btgym_aac.env import BTgymEnv
-from btgym_aac.run_configs import default_configs
+from btgym_aac.distributed.run_config import default_configs
 from btgym_aac.strategy import DevStrat_4_11
 
 SETTLE_SECONDS = 1.0
@@ -150,13 +150,13 @@ class TimedBaseAacPolicy(BaseAacPolicy):
 
 class TimedA3C(A3C):
     acting_replica_class = TimedActingReplica
-    _process = _timed('train', A3C._process)
+    process = _timed('train', A3C.process)
     get_data = _timed('wait', A3C.get_data)
 
 
 class TimedUnreal(Unreal):
     acting_replica_class = TimedActingReplica
-    _process = _timed('train', Unreal._process)
+    process = _timed('train', Unreal.process)
     get_data = _timed('wait', Unreal.get_data)
 
 
@@ -187,7 +187,7 @@ CONFIGS = {
             model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, use_value_replay=False,
             model_summary_freq=100, episode_summary_freq=1)}),
     'reference': dict(
-        description='the reference configuration as `btgym-aac train` runs it (run_configs.default_configs(\'a3c\')): '
+        description='the reference configuration as `btgym-aac train` runs it (run_config.default_configs(\'a3c\')): '
                     'AacStackedRL2Policy (256, 256), lstm_2_init_period 60, A3C, rollout 20, time_flat, summaries '
                     'every 10 train steps, episode summaries, renderings every 10 episodes (worker 0\'s last env), '
                     'DevStrat_4_11, skip_frame 10, sine data, checkpoints every {} s, 1 ps'.format(

@@ -6,7 +6,7 @@ classes (`btgym_aac.legacy`). It imports nothing but the standard library: a lau
 it while still single-threaded (numpy's import starts threads), to join its private namespaces.
 """
 from btgym_aac import legacy
-from btgym_aac.lazy import lazy_names
+from btgym_aac.class_refs import lazy_names
 
 __version__ = '0.1.0'
 
@@ -27,7 +27,7 @@ _PUBLIC = {
     'ActionDictSpace': 'btgym_aac.spaces',
     'BTgymBaseStrategy': 'btgym_aac.strategy',
     'BTgymRendering': 'btgym_aac.env.rendering',
-    'start_forkserver_early': 'btgym_aac.distributed.task_start',
+    'start_forkserver_early': 'btgym_aac.distributed.tasks',
 }
 
 __all__ = sorted(_PUBLIC)

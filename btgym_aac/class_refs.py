@@ -1,10 +1,12 @@
-"""Classes named by module and name and imported on first use.
+"""Names imported on first use: classes named by module and name (`ClassRef`), and the lazy public names of a
+package (`lazy_names`).
 
 The launcher process only checks and passes on the classes of its configs; its tasks build with them. The
 reference configuration's trainer and policy classes are given to it as `ClassRef`s, so that it does not import
 TensorFlow (seconds of CPU, and most of a task's memory: `benchmarks/process_memory.py`) for classes it never
 uses. A `ClassRef` pickles as the class itself: a task, or a later reader of the run's saved configs, gets the real
-class.
+class. Packages import their public names through `lazy_names`, so that importing a package stays cheap (importing
+`btgym_aac` imports no TensorFlow).
 """
 import importlib
 
@@ -12,6 +14,28 @@ import importlib
 def import_class(module, name):
     """The attribute `name` of module `module`, imported."""
     return getattr(importlib.import_module(module), name)
+
+
+def lazy_names(package_name, public, package_globals):
+    """Module-level `__getattr__` and `__dir__` that import `public` names on first access.
+
+    Args:
+        package_name: the package's `__name__`.
+        public: dict name -> module path holding it.
+        package_globals: the package's `globals()`.
+
+    Returns:
+        (__getattr__, __dir__) functions.
+    """
+    def __getattr__(name):
+        if name in public:
+            return import_class(public[name], name)
+        raise AttributeError('module {!r} has no attribute {!r}'.format(package_name, name))
+
+    def __dir__():
+        return sorted(list(package_globals) + list(public))
+
+    return __getattr__, __dir__
 
 
 def resolved(value):

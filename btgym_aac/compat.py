@@ -80,8 +80,8 @@ _devices_initialised = False
 def initialise_devices():
     """Has TensorFlow find this process's devices (where a CUDA driver exists, this initialises it), with its
     start-up notices filtered out of stderr; once per process. Importing this module does it, except in a
-    launcher's forkserver (`distributed.task_preload`): a CUDA driver initialised before a fork is unusable in the
-    forked process, so each task process calls this itself."""
+    launcher's forkserver (`distributed.tasks.prepare_forkserver`): a CUDA driver initialised before a fork is
+    unusable in the forked process, so each task process calls this itself."""
     global _devices_initialised
     if not _devices_initialised:
         with _start_up_notices_filtered():
@@ -92,7 +92,7 @@ def initialise_devices():
 os.environ.setdefault('TF_CPP_MIN_LOG_LEVEL', '2')
 
 _tf2 = _import_tensorflow_quietly()
-if not getattr(sys.modules.get('btgym_aac.distributed.task_preload'), 'preloading', False):
+if not getattr(sys.modules.get('btgym_aac.distributed.tasks'), 'preloading', False):
     initialise_devices()
 from tensorflow.core.protobuf.config_pb2 import CallableOptions  # noqa: E402
 

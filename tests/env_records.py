@@ -49,8 +49,8 @@ def _dev_env(strategy_name):
 
 
 def _reference_env():
-    """The reference configuration's env (`run_configs.default_configs`)."""
-    from btgym_aac.run_configs import default_configs
+    """The reference configuration's env (`run_config.default_configs`)."""
+    from btgym_aac.distributed.run_config import default_configs
 
     config = default_configs()['env_config']
     return config['class_ref'](random_seed=SEED, **config['kwargs'])
@@ -58,7 +58,7 @@ def _reference_env():
 
 def _multi_asset_env(portfolio=False, causal_conv=False):
     """`multi_asset_env_config`'s env on the cointegrated pair X, Y; CausalConvStrategyMulti if `causal_conv`."""
-    from btgym_aac.run_configs import multi_asset_env_config
+    from btgym_aac.distributed.run_config import multi_asset_env_config
 
     config = multi_asset_env_config(portfolio=portfolio)
     if causal_conv:

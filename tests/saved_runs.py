@@ -45,7 +45,7 @@ def write_saved_run(log_dir, env_config, policy_config, trainer_config, step=100
 def reference_configs():
     """The reference configuration (`btgym-aac train`'s) on a small noisy sine series, 8-hour episodes."""
     from btgym_aac.data import make_sine_data
-    from btgym_aac.run_configs import default_configs
+    from btgym_aac.distributed.run_config import default_configs
 
     configs = default_configs('a3c')
     env_config = configs['env_config']

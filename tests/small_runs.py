@@ -1,11 +1,11 @@
 """Settings of the tests' short Launcher runs on generated bars: six-hour episodes, a 16-unit LSTM, one worker, and
 three days of a random walk to walk forward or sweep over."""
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
-from btgym_aac.run_configs import default_configs
+from btgym_aac.distributed.run_config import default_configs
 
 SIX_HOURS = {'days': 0, 'hours': 6, 'minutes': 0}
 CONFIG_FILE = '''
-from btgym_aac.run_configs import default_configs
+from btgym_aac.distributed.run_config import default_configs
 
 _configs = default_configs()
 env_config = _configs['env_config']

@@ -24,7 +24,7 @@ from btgym_aac.research.causal_conv import (
     dilated_conv1d, ricker, time_to_batch,
 )
 from btgym_aac.spaces import ActionDictSpace, DictSpace
-from btgym_aac.strategy.metadata import metadata_space
+from btgym_aac.strategy.base import metadata_space
 from test_policies import assert_valid_action_pack, random_observation
 from test_strategy import run
 

@@ -4,8 +4,8 @@ import os
 import pytest
 
 from btgym_aac.compat import tf
-from btgym_aac.distributed.checkpoint_state import (CheckpointStateError, latest_checkpoint, read_checkpoint_state,
-                                                    resumable_checkpoint)
+from btgym_aac.distributed.checkpoints import (CheckpointStateError, latest_checkpoint, read_checkpoint_state,
+                                               resumable_checkpoint)
 
 NAMES = ['model_parameters-20', 'model parameters "quoted" \\ back-slashed', 'modèle-ünïcode-7', "it's-9"]
 

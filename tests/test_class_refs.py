@@ -6,8 +6,8 @@ import sys
 import textwrap
 
 from btgym_aac.class_refs import ClassRef, class_name, same_class
-from btgym_aac.distributed.launcher_config import launcher_configs
-from btgym_aac.run_configs import default_configs
+from btgym_aac.distributed.run_config import launcher_configs
+from btgym_aac.distributed.run_config import default_configs
 
 
 def run_python(code):
@@ -66,10 +66,10 @@ def test_default_class_refs_name_the_classes_they_stand_for():
     assert defaults['policy_config']['class_ref'].resolve() is BaseAacPolicy
 
 
-def test_a_default_class_given_as_itself_keeps_the_default_kwargs():
+def test_a_class_config_naming_its_class_replaces_the_default_whole():
     from btgym_aac.algorithms.policy import AacDensePolicy, BaseAacPolicy
 
     same = launcher_configs(policy_config={'class_ref': BaseAacPolicy})
-    assert same['policy_config'] == {'class_ref': BaseAacPolicy, 'kwargs': {'lstm_layers': (256,)}}
+    assert same['policy_config'] == {'class_ref': BaseAacPolicy, 'kwargs': {}}
     other = launcher_configs(policy_config={'class_ref': AacDensePolicy})
     assert other['policy_config'] == {'class_ref': AacDensePolicy, 'kwargs': {}}

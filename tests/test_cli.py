@@ -16,14 +16,13 @@ from btgym_aac import cli as cli_module
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
-from btgym_aac.distributed.checkpoint_state import CheckpointStateError
-from btgym_aac.distributed.checkpoints import check_checkpoint_fits, latest_checkpoint, restore_order
-from btgym_aac.distributed.fast_saver import FastSaver
+from btgym_aac.distributed.checkpoints import (CheckpointStateError, FastSaver, check_checkpoint_fits,
+                                               latest_checkpoint, restore_order)
 from btgym_aac.distributed.cluster import free_ports, port_is_free
-from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirLock
+from btgym_aac.distributed.log_dir import LOCK_FILE, LogDirLock
 from btgym_aac.distributed.run_config import pickle_run_config, write_run_config
 from btgym_aac.evaluation.loading import resolve_checkpoint
-from btgym_aac.trusted_files import UntrustedFileError
+from btgym_aac.paths import UntrustedFileError
 
 CKPT = 'current_train_checkpoint'
 
@@ -280,7 +279,7 @@ def test_a_ctrl_c_handed_to_another_thread_still_ends_a_serving_parameter_server
     """The kernel may deliver a process's SIGINT to any thread; a parameter server's main thread must still see it
     (it slept for an hour at a time, and a Ctrl-C taken by one of TensorFlow's threads went unseen)."""
     code = ('import signal, threading, time\n'
-            'from btgym_aac.distributed.task_process import _serve_until_interrupted\n'
+            'from btgym_aac.distributed.worker import _serve_until_interrupted\n'
             'other = threading.Thread(target=time.sleep, args=(120,), daemon=True)\n'
             'other.start()\n'
             'threading.Timer(0.5, signal.pthread_kill, (other.ident, signal.SIGINT)).start()\n'
@@ -388,8 +387,8 @@ def test_a_misspelt_config_name_is_warned_about(tmp_path, capsys):
 def test_a_config_files_cluster_and_launcher_dicts_fill_in_the_command_defaults(tmp_path):
     path = config_file(tmp_path, "cluster_config = {'num_envs': 3}\nlauncher_config = {'save_secs': 5}\n")
     configs = cli_module._configs_from_args(cli_module.build_parser().parse_args(['train', path, '--workers', '4']))
-    assert configs['cluster_config'] == {'num_workers': 4, 'num_ps': 1, 'num_envs': 3,
-                                         'log_dir': cli_module.DEFAULT_LOG_DIR}
+    expected = dict(cli_module.default_configs(import_classes=False)['cluster_config'], num_workers=4, num_envs=3)
+    assert configs['cluster_config'] == expected and expected['log_dir'] == cli_module.DEFAULT_LOG_DIR
     assert configs['launcher_config'] == {'max_env_steps': cli_module.DEFAULT_MAX_STEPS, 'save_secs': 5}
 
 
@@ -415,7 +414,7 @@ def test_algo_flag_picks_the_trainer_also_over_a_config_file(tmp_path, algo, tra
     parser = cli_module.build_parser()
     configs = cli_module._configs_from_args(parser.parse_args(['train', '--algo', algo]))
     assert configs['trainer_config']['class_ref'].__name__ == trainer
-    assert configs['trainer_config']['kwargs']['rollout_length'] == 20
+    assert configs['trainer_config']['kwargs']['model_beta'] == 0.05  # the reference preset's
     path = config_file(tmp_path, "from btgym_aac.algorithms.aac import A3C\n"
                                  "trainer_config = {'class_ref': A3C, 'kwargs': {'rollout_length': 7}}\n")
     configs = cli_module._configs_from_args(parser.parse_args(['train', path, '--algo', algo]))

@@ -5,7 +5,7 @@ import pytest
 
 from btgym_aac import cli as cli_module
 from btgym_aac.cli import main as cli_main
-from btgym_aac.env.construction import build_from_config, training_env_config
+from btgym_aac.env.training_envs import build_from_config, training_env_config
 
 FLAGS = ['--stop-loss', '20', '--take-profit', '40', '--distance-unit', 'pips', '--pip-size', '0.01',
          '--atr-period', '7', '--trailing-stop', '--sizer', 'risk=1.5']

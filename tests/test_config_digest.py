@@ -5,12 +5,12 @@ import sys
 
 import numpy as np
 
-from btgym_aac.config_digest import config_digest
-from btgym_aac.run_configs import default_configs
+from btgym_aac.distributed.run_config import config_digest
+from btgym_aac.distributed.run_config import default_configs
 
 DIGEST_IN_A_NEW_PROCESS = '''
-from btgym_aac.config_digest import config_digest
-from btgym_aac.run_configs import default_configs
+from btgym_aac.distributed.run_config import config_digest
+from btgym_aac.distributed.run_config import default_configs
 
 class Scaler:
     def __init__(self, factor):

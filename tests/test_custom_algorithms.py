@@ -67,18 +67,15 @@ def repeat_fractions(trainer_class, tmp_path, turnover_lambda, steps=300):
     """Trains `steps` train steps; returns the fraction of frames repeating the previous action in the first and
     the last 20 train batches, and the scalar events written. A discount of 0 keeps CartPole's reward signal from
     outweighing the penalty."""
-    with started_trainer(trainer_class, cartpole(), AacDensePolicy, POLICY, test_mode=True, rollout_length=20,
-                         turnover_lambda=turnover_lambda, opt_learn_rate=3e-3, model_gamma=0.0,
+    with started_trainer(trainer_class, cartpole(), AacDensePolicy, POLICY, summary_dir=tmp_path, test_mode=True,
+                         rollout_length=20, turnover_lambda=turnover_lambda, opt_learn_rate=3e-3, model_gamma=0.0,
                          model_summary_freq=50) as (trainer, sess, _):
-        trainer.summary_writer = writer = tf.summary.FileWriter(str(tmp_path))
-        feeds, process_data = [], trainer.process_data
-        trainer.process_data = lambda *args, **kwargs: feeds.append(process_data(*args, **kwargs)) or feeds[-1]
+        feeds, train_feed = [], trainer.learner.train_feed
+        trainer.learner.train_feed = lambda *args: feeds.append(train_feed(*args)) or feeds[-1]
         frames = sum(trainer.process(sess) for _ in range(steps))
-        writer.close()
-        assert frames == int(trainer.last_global_step) == sum(feed[trainer.targets.on_policy.mask].sum()
-                                                                for feed in feeds)
-        repeats = [np.mean(feed[trainer.targets.on_policy.action].argmax(1) == feed[trainer.previous_action].argmax(1))
-                   for feed in feeds]
+    assert frames == int(trainer.last_global_step) == sum(feed[trainer.targets.on_policy.mask].sum() for feed in feeds)
+    repeats = [np.mean(feed[trainer.targets.on_policy.action].argmax(1) == feed[trainer.previous_action].argmax(1))
+               for feed in feeds]
     return np.mean(repeats[:20]), np.mean(repeats[-20:]), scalar_events(tmp_path)
 
 

@@ -272,7 +272,7 @@ class _OnnxNeedsNewerMlDtypes:
 
 
 def test_an_onnx_that_cannot_be_imported_beside_this_tensorflow_is_named_with_its_fix(tmp_path, monkeypatch):
-    from btgym_aac.deploy.acting_graph import write_onnx
+    from btgym_aac.deploy.export import write_onnx
 
     monkeypatch.delitem(sys.modules, 'tf2onnx', raising=False)
     monkeypatch.setattr(sys, 'meta_path', [_OnnxNeedsNewerMlDtypes()] + sys.meta_path)

@@ -23,12 +23,11 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.cli.trade_command import feed_arguments
 from btgym_aac.data import write_histdata_csv
 from btgym_aac.deploy import trading
-from btgym_aac.deploy.bars import FEED_ENDED, Bar
-from btgym_aac.deploy.feeds import ReplayFeed
+from btgym_aac.deploy.live_feeds import FEED_ENDED, Bar, ReplayFeed
 from btgym_aac.deploy.manifest import ArtifactError, read_manifest
 from btgym_aac.deploy.runtime import load_artifact
 from btgym_aac.deploy.trading import live_settings, trade
-from btgym_aac.env.data_lines import bars
+from btgym_aac.env.components import bars
 from btgym_aac.env.episode_setup import EpisodeSetup
 from btgym_aac.evaluation.episodes import make_evaluation_env, play_episode, reset_options
 from btgym_aac.evaluation.loading import load_policy, read_run_config

@@ -635,7 +635,7 @@ def test_reset_data_switches_the_data_source(tmp_path):
 def test_bar_infos_are_built_when_read_and_equal_the_eager_ones():
     """A step's `bars` are built from per-bar records the first time each is read; they equal the dicts of a
     strategy whose own `get_info` (here the base one, called through a subclass) the engine calls on every bar."""
-    from btgym_aac.strategy.bar_info import BarInfos
+    from btgym_aac.strategy.base import BarInfos
 
     class EagerInfo(DevStrat_4_11):
         def get_info(self):

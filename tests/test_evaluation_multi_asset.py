@@ -17,10 +17,10 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.data import BTgymDataset, BTgymMultiData, make_correlated_walks
 from btgym_aac.env import MultiDiscreteEnv, PortfolioEnv
 from btgym_aac.evaluation import evaluate, load_policy
-from btgym_aac.evaluation.asset_plots import marginal_probabilities
+from btgym_aac.evaluation.plots import marginal_probabilities
 from btgym_aac.evaluation.baselines import KEEP_POSITIONS, baseline_agents
 from btgym_aac.evaluation.episodes import make_evaluation_env, play_episode, reset_options
-from btgym_aac.action_choice import probability_names as action_names
+from btgym_aac.spaces import probability_names as action_names
 from btgym_aac.evaluation.loading import read_run_config
 from btgym_aac.evaluation.metrics import ASSET_METRIC_NAMES
 from btgym_aac.spaces import ActionDictSpace

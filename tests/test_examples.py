@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from btgym_aac.cli import load_config_file
-from btgym_aac.run_configs import make_launcher
+from btgym_aac.distributed.launcher import make_launcher
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 
 EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[1] / 'examples').glob('*.py'))

@@ -27,16 +27,15 @@ from btgym_aac import cli as cli_module
 from btgym_aac.cli import commands as cli_commands
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
-from btgym_aac.distributed.checkpoints import latest_checkpoint
-from btgym_aac.distributed.fast_saver import FastSaver
+from btgym_aac.distributed.checkpoints import FastSaver, latest_checkpoint
 from btgym_aac.distributed.cluster import PortInUseError, free_ports
-from btgym_aac.distributed.log_dir_lock import LOCK_FILE, LogDirInUseError, LogDirLock
+from btgym_aac.distributed.log_dir import LOCK_FILE, LogDirInUseError, LogDirLock
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, pickle_run_config, write_run_config
-from btgym_aac.distributed.launcher_config import launcher_configs
-from btgym_aac.distributed.stop_signals import ctrl_c_held, terminate_and_wait
+from btgym_aac.distributed.run_config import launcher_configs
+from btgym_aac.distributed.supervision import terminate_and_wait
+from btgym_aac.distributed.tasks import ctrl_c_held
 from btgym_aac.distributed import checkpoints as checkpoints_module
 from btgym_aac.distributed import supervision as supervision_module
-from btgym_aac.distributed import task_process
 from btgym_aac.distributed import worker as worker_module
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
 from btgym_aac.env import gym_wrappers
@@ -917,7 +916,7 @@ def test_a_worker_that_lost_its_session_waits_for_the_parameter_server_death_tha
     monkeypatch.setattr(supervision_module, 'PS_DEATH_WAIT_SECONDS', 1.0)
     launcher = object.__new__(Launcher)
     launcher.processes = {('ps', 0): EndingProcess(0.3, -9),
-                          ('worker', 0): EndingProcess(0, task_process.SESSION_LOST_EXIT_CODE)}
+                          ('worker', 0): EndingProcess(0, worker_module.SESSION_LOST_EXIT_CODE)}
     assert launcher._dead_parameter_server() == (0, -9)
     launcher.processes[('ps', 0)] = live = EndingProcess(600, 0)
     assert launcher._dead_parameter_server() is None  # a live parameter server: the worker alone is to blame
@@ -931,8 +930,8 @@ def test_a_policy_class_of_the_users_keeps_its_own_defaults_and_the_default_clas
                                trainer_config={'kwargs': {'rollout_length': 5}})
     assert configs['policy_config']['kwargs'] == {'dense_layers': (8,)}
     assert configs['trainer_config'] == {'class_ref': A3C, 'kwargs': {'rollout_length': 5}}
-    assert launcher_configs(policy_config={'kwargs': {'lstm_2_init_period': 3}})['policy_config']['kwargs'] == {
-        'lstm_layers': (256,), 'lstm_2_init_period': 3}
+    assert launcher_configs(policy_config={'kwargs': {'lstm_2_init_period': 3}})['policy_config'] == {
+        'class_ref': launcher_configs()['policy_config']['class_ref'], 'kwargs': {'lstm_2_init_period': 3}}
 
 
 def test_two_parameter_servers_share_the_global_variables_with_their_adam_slots():

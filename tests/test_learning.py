@@ -7,7 +7,7 @@ from btgym_aac.algorithms import A3C, train_in_process
 from btgym_aac.algorithms.policy import AacDensePolicy, AacStackedRL2Policy
 from btgym_aac.env import gym_wrappers
 from btgym_aac.env import registration as env_registration
-from btgym_aac.run_configs import default_configs
+from btgym_aac.distributed.run_config import default_configs
 from btgym_aac.strategy import DevStrat_4_11
 
 pytestmark = pytest.mark.slow

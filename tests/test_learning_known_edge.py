@@ -4,7 +4,8 @@ import pytest
 
 from btgym_aac.data.markets import make_mean_reversion_data, write_market_csv
 from btgym_aac.evaluation import evaluate
-from btgym_aac.run_configs import default_configs, make_launcher
+from btgym_aac.distributed.launcher import make_launcher
+from btgym_aac.distributed.run_config import default_configs
 
 pytestmark = pytest.mark.xdist_group('known_edge_learning')  # a cluster of its own: one at a time
 

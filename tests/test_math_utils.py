@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from btgym_aac.action_choice import sample_dp, softmax
+from btgym_aac.spaces import sample_dp, softmax
 from btgym_aac.algorithms.common.math_utils import cat_entropy, discount, kl_divergence, log_uniform
 from btgym_aac.compat import tf
 

@@ -10,7 +10,7 @@ from btgym_aac.algorithms.aac import Unreal
 from btgym_aac.algorithms.policy import AacStackedRL2Policy
 from btgym_aac.compat import tf
 from btgym_aac.data import make_cointegrated_pair
-from btgym_aac.run_configs import multi_asset_env_config
+from btgym_aac.distributed.run_config import multi_asset_env_config
 from test_trainers import Session
 from trainer_helpers import scalar_events, tagged
 

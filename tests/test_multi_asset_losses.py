@@ -8,7 +8,7 @@ from btgym_aac.algorithms import A3C
 from btgym_aac.algorithms.policy import AacStackedRL2Policy
 from btgym_aac.data import make_cointegrated_pair
 from btgym_aac.env import MultiDiscreteEnv
-from btgym_aac.run_configs import multi_asset_env_config
+from btgym_aac.distributed.run_config import multi_asset_env_config
 from test_trainer_losses import summary_tensors
 from trainer_helpers import log_softmax, loop_returns_and_advantages, started_trainer
 

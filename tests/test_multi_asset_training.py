@@ -15,7 +15,7 @@ from btgym_aac.data import (BTgymDataset, BTgymMultiData, make_cointegrated_pair
                             write_histdata_csv)
 from btgym_aac.distributed.launcher import Launcher
 from btgym_aac.env import MultiDiscreteEnv, PortfolioEnv
-from btgym_aac.run_configs import multi_asset_env_config
+from btgym_aac.distributed.run_config import multi_asset_env_config
 
 SMALL_POLICY = {'class_ref': AacStackedRL2Policy, 'kwargs': {'lstm_layers': (16, 16)}}
 

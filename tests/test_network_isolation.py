@@ -21,7 +21,7 @@ import time
 import pytest
 
 from btgym_aac.distributed.cluster import address_port, free_ports, spec_ports
-from btgym_aac.distributed.log_dir_lock import LOCK_FILE
+from btgym_aac.distributed.log_dir import LOCK_FILE
 from proc_helpers import live_descendants
 from btgym_aac.distributed.network_namespace import (CLONE_NEWNET, CLONE_NEWUSER, JOIN_FAILED_EXIT_CODE,
                                                      NamespaceHolder, NetworkIsolationError, check_isolation_mode,

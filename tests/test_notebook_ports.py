@@ -472,13 +472,13 @@ def test_data_domain_notebook_imports():
         DataSampleConfig,
         EnvResetConfig,
     )
-    from btgym_aac.data import dataset, sampling_params, sequential
+    from btgym_aac.data import dataset, sampling, sequential
     from btgym_aac.env import base
 
     assert BTgymDataset is dataset.BTgymDataset and BTgymRandomDataDomain is dataset.BTgymRandomDataDomain
     assert BTgymSequentialDataDomain is sequential.BTgymSequentialDataDomain and BTgymEnv is base.BTgymEnv
     assert BTgymDataset.__mro__[1] is BTgymSequentialDataDomain.__mro__[1] is BTgymRandomDataDomain
-    assert DataSampleConfig is sampling_params.DataSampleConfig and EnvResetConfig is sampling_params.EnvResetConfig
+    assert DataSampleConfig is sampling.DataSampleConfig and EnvResetConfig is sampling.EnvResetConfig
     sample_config = {'get_new': True, 'sample_type': 0, 'timestamp': None, 'b_alpha': 1.0, 'b_beta': 1.0}
     assert DataSampleConfig == sample_config
     assert EnvResetConfig == {'episode_config': sample_config, 'trial_config': sample_config}

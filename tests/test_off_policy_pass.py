@@ -7,8 +7,8 @@ from btgym_aac.algorithms import A3C, Unreal
 from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.policy import AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy
 from btgym_aac.algorithms.policy.interface import OFF_POLICY_MEMBERS, missing_members
-from btgym_aac.algorithms.policy.options import set_off_policy_pass
-from btgym_aac.algorithms.feeds import policy_inputs_feed, train_batches
+from btgym_aac.algorithms.policy.interface import set_off_policy_pass
+from btgym_aac.algorithms.learner import policy_inputs_feed, train_batches
 from btgym_aac.compat import tf
 from btgym_aac.env import gym_wrappers
 from test_policies import CASES, TRAINER_KWARGS, random_observation

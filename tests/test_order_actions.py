@@ -1,4 +1,4 @@
-"""Orders as actions (`strategy.brackets`, `strategy.sizers`): brackets, trailing stops and sizers driven by scripted
+"""Orders as actions (`strategy.orders`, `strategy.sizers`): brackets, trailing stops and sizers driven by scripted
 actions through the env's engine on a small hand-made bar series, checked against hand computations and against
 plain backtrader runs of `buy_bracket` / `sell_bracket` on the same bars."""
 import backtrader as bt

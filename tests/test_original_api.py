@@ -281,7 +281,7 @@ def test_a_master_file_others_could_write_is_refused(tmp_path, monkeypatch):
 
 
 def test_training_runs_make_no_data_master(tmp_path, monkeypatch):
-    from btgym_aac.env.construction import training_env_config
+    from btgym_aac.env.training_envs import training_env_config
 
     monkeypatch.setenv('XDG_RUNTIME_DIR', str(tmp_path))
     config = {'class_ref': BTgymEnv, 'kwargs': {'dataset': walk_dataset(), 'port': 5000, 'data_port': 4999}}

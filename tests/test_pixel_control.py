@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from btgym_aac.algorithms import Unreal
-from btgym_aac.algorithms.common.pixel_control import pixel_control_targets
+from btgym_aac.algorithms.common.rollout import pixel_control_targets
 from btgym_aac.algorithms.policy import Aac1dPolicy
 from btgym_aac.algorithms.utils import batch_pad
 from btgym_aac.compat import tf

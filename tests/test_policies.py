@@ -10,7 +10,7 @@ from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.policy import (
     Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy, StackedLstmPolicy,
 )
-from btgym_aac.action_choice import sample_categories
+from btgym_aac.spaces import sample_categories
 from btgym_aac.algorithms.utils import LSTMStateTuple
 from btgym_aac.compat import tf
 from btgym_aac.spaces import ActionDictSpace, DictSpace

@@ -6,7 +6,7 @@ import pytest
 from btgym_aac.algorithms import A3C
 from btgym_aac.algorithms.policy import (Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy,
                                          StackedLstmPolicy)
-from btgym_aac.algorithms.policy.options import unread_policy_kwargs
+from btgym_aac.algorithms.policy.interface import unread_policy_kwargs
 from btgym_aac.compat import tf
 from btgym_aac.env import BTgymEnv
 from btgym_aac.strategy import DevStrat_4_11

@@ -12,8 +12,7 @@ from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import AacDensePolicy
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
-from btgym_aac.distributed.checkpoint_state import checkpoint_step, latest_checkpoint
-from btgym_aac.distributed.fast_saver import FastSaver
+from btgym_aac.distributed.checkpoints import FastSaver, checkpoint_step, latest_checkpoint
 from btgym_aac.distributed.worker import _env_kwargs
 from btgym_aac.env import gym_wrappers
 from btgym_aac.evaluation.loading import read_run_config

@@ -16,14 +16,13 @@ from btgym_aac.algorithms.policy import AacDensePolicy
 from btgym_aac.algorithms.common.rollout import make_data_getter
 from btgym_aac.algorithms.acting import (BaseEnvRunnerFn, BaseSynchroRunner, RunnerStopped, RunnerThread,
                                         VerboseSynchroRunner)
-from btgym_aac.algorithms.acting.episode import act_and_step, initial_action_code
-from btgym_aac.algorithms.acting.rollout_assembly import collect_rollout
-from btgym_aac.algorithms.acting.synchro_runner import lstm_h_history, min_max_255
+from btgym_aac.algorithms.acting.aux_renderings import lstm_h_history, min_max_255
+from btgym_aac.algorithms.acting.env_runner import act_and_step, collect_rollout, initial_action_code
 from btgym_aac.algorithms.utils import LSTMStateTuple
 from btgym_aac.compat import tf
 from btgym_aac.data import EnvResetConfig, make_sine_data
 from btgym_aac.env import gym_wrappers
-from btgym_aac.env.episode_recorder import EpisodeRecorder
+from btgym_aac.env.training_envs import EpisodeRecorder
 from btgym_aac.logs import get_logger
 from btgym_aac.spaces import ActionDictSpace
 from btgym_aac.strategy import DevStrat_4_11

@@ -11,8 +11,7 @@ import time
 import pytest
 
 from btgym_aac.cli import _configs_from_args, build_parser, main as cli_main
-from btgym_aac.distributed.cluster import free_ports
-from btgym_aac.distributed.scheduler_cluster import EVALUATOR, role_from_slurm, role_from_tf_config
+from btgym_aac.distributed.cluster import EVALUATOR, free_ports, role_from_slurm, role_from_tf_config
 from test_launcher import CKPT, checkpoint_step
 
 CLUSTER = {'chief': ['c:1'], 'worker': ['w:2', 'w:3'], 'ps': ['p:4']}

@@ -7,7 +7,7 @@ import weakref
 import numpy as np
 import pytest
 
-from btgym_aac.algorithms.common.session_callables import CallableCache, feed_callable
+from btgym_aac.algorithms.common.sessions import CallableCache, feed_callable
 from btgym_aac.compat import tf
 
 

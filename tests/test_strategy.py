@@ -248,7 +248,7 @@ def test_gradient_needs_two_entries():
 
 
 def test_drawdown_tracker_lags_as_an_observer_line_read_during_the_bar():
-    from btgym_aac.strategy.drawdown import DrawdownTracker
+    from btgym_aac.strategy.observers import DrawdownTracker
 
     values = [100.0, 110.0, 99.0, 104.5, 120.0, 90.0]
     tracker = DrawdownTracker()

@@ -15,15 +15,13 @@ from optuna.trial import TrialState
 from btgym_aac.cli import main as cli_main
 from btgym_aac.data import make_random_walk_data
 from btgym_aac.data.parsing import read_ohlcv
-from btgym_aac.run_configs import default_configs
+from btgym_aac.distributed.run_config import default_configs
 from btgym_aac.sweep import sweep
-from btgym_aac.sweep.runner import search
+from btgym_aac.sweep.runner import search, split_lockbox
 from btgym_aac.sweep.deflation import deflated_sharpe_ratio
-from btgym_aac.sweep.lockbox import split_lockbox
-from btgym_aac.sweep.objective import episode_sharpe, score
 from btgym_aac.sweep.report import verdict
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
-from btgym_aac.sweep.trial import TrialObjective, TrialPlan
+from btgym_aac.sweep.trial import TrialObjective, TrialPlan, episode_sharpe, score
 from small_runs import CONFIG_FILE, small_configs, three_days_csv
 from btgym_aac.sweep.study import (CONTINUES, INTERRUPTED, _run_again_if_stale, counted_numbers, fail_orphans,
                                    open_study, run_interrupted_again, wants_another)
@@ -86,8 +84,8 @@ def test_values_go_into_a_copy_of_the_configs():
     assert changed['trainer_config']['kwargs']['opt_learn_rate'] == 3e-4
     assert changed['env_config']['kwargs']['reward_scale'] == 2.0
     assert changed['launcher_config']['save_secs'] == 30
-    assert configs['trainer_config']['kwargs']['opt_learn_rate'] == 1e-4  # the original is left alone
-    assert changed['trainer_config']['kwargs']['rollout_length'] == 20
+    assert 'opt_learn_rate' not in configs['trainer_config']['kwargs']  # the original is left alone
+    assert changed['trainer_config']['kwargs']['model_beta'] == 0.05
 
 
 # ------------------------------------------------------------------------------------------- objectives
@@ -183,7 +181,7 @@ def test_a_trial_the_machine_fails_stops_the_sweep_uncounted(tmp_path):
 
 
 def test_a_stop_before_the_walk_forward_marks_the_trial_cut_off(tmp_path, monkeypatch):
-    from btgym_aac.distributed.stop_signals import StopRequested
+    from btgym_aac.distributed.supervision import StopRequested
     from btgym_aac.sweep import trial as trial_module
 
     def stopped(trial, space):

@@ -13,7 +13,7 @@ import pytest
 
 from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import AacDensePolicy
-from btgym_aac.distributed.task_start import LauncherSurroundings, check_start_method, task_context
+from btgym_aac.distributed.tasks import LauncherSurroundings, check_start_method, task_context
 from btgym_aac.env import gym_wrappers
 from proc_helpers import GROUP, PARENT, command_line, live_descendants, live_processes, wait_until_group_ends
 
@@ -185,7 +185,7 @@ start_forkserver_early()
 
 import os
 import time
-from btgym_aac.distributed.task_start import task_context
+from btgym_aac.distributed.tasks import task_context
 from proc_helpers import PARENT, command_line, live_processes
 
 
@@ -224,7 +224,7 @@ def test_a_script_starts_the_forkserver_first_and_its_tasks_do_not(tmp_path):
 LAUNCHER_STAND_IN = '''
 import subprocess, sys
 forkserver = subprocess.Popen(['sleep', '120'])
-watcher = subprocess.Popen([sys.executable, '-c', 'import sys; from btgym_aac.distributed.task_process import '
+watcher = subprocess.Popen([sys.executable, '-c', 'import sys; from btgym_aac.distributed.worker import '
                             '_die_with; _die_with(None, int(sys.argv[1]), int(sys.argv[2]))',
                             str(forkserver.pid), str(os.getpid())])
 print(forkserver.pid, watcher.pid, flush=True)
@@ -263,13 +263,32 @@ def is_zombie(pid):
 
 def test_a_preload_that_fails_to_import_leaves_the_collector_on_and_no_thread():
     """multiprocessing's forkserver goes on without a preload module that raised ImportError: its tasks must not
-    inherit a disabled garbage collector or the preload's watching thread."""
+    inherit a disabled garbage collector or the preparation's watching thread."""
     code = ('import gc, sys, threading\n'
+            'from btgym_aac.distributed.tasks import prepare_forkserver\n'
             'sys.modules["btgym_aac.strategy.gen4"] = None  # its import raises ImportError\n'
             'try:\n'
-            '    import btgym_aac.distributed.task_preload\n'
+            '    prepare_forkserver()\n'
             'except ImportError:\n'
             '    print(gc.isenabled(), [thread.name for thread in threading.enumerate()])\n')
     finished = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr
     assert finished.stdout.splitlines()[-1] == "True ['MainThread']"
+
+
+def test_importing_the_distributed_modules_changes_nothing_in_the_process():
+    """Only the forkserver runs `prepare_forkserver`. Anywhere else (a documentation tool, `pytest
+    --doctest-modules`) importing every module of `btgym_aac.distributed` leaves the process's Ctrl-C and SIGTERM
+    handling, its garbage collector, its threads and its exit status as they were."""
+    code = ('import gc, importlib, pkgutil, signal, threading\n'
+            'import btgym_aac.distributed\n'
+            'from btgym_aac.distributed.tasks import prepare_forkserver\n'
+            'for module in pkgutil.iter_modules(btgym_aac.distributed.__path__):\n'
+            '    importlib.import_module("btgym_aac.distributed." + module.name)\n'
+            'print(signal.getsignal(signal.SIGINT) is signal.default_int_handler,\n'
+            '      signal.getsignal(signal.SIGTERM) is signal.SIG_DFL, gc.isenabled(), gc.get_freeze_count(),\n'
+            '      [thread.name for thread in threading.enumerate()], flush=True)\n'
+            'raise SystemExit(3)\n')
+    finished = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=300)
+    assert finished.returncode == 3, finished.stderr
+    assert finished.stdout.splitlines()[-1] == "True True True 0 ['MainThread']"

@@ -124,7 +124,7 @@ def test_ppo_pi_prime_is_synced_only_every_pi_prime_update_period_train_steps():
         names, run = [], trainer.learner._callables.run
 
         def recording_run(sess, name, *args, **kwargs):
-            names.append((trainer.local_steps, name[0] if isinstance(name, tuple) else name))
+            names.append((trainer.local_steps, name))
             return run(sess, name, *args, **kwargs)
 
         trainer.learner._callables.run = recording_run
@@ -134,7 +134,7 @@ def test_ppo_pi_prime_is_synced_only_every_pi_prime_update_period_train_steps():
             assert trainer.process(sess) > 0
             prime_after.append(sess.run(pi_prime.var_list))
         assert trainer.local_steps == steps
-    assert [step for step, name in names if name == 'sync_pi_prime'] == [0, 3, 6]
+    assert [step for step, name in names if name == 'copy_to_target'] == [0, 3, 6]
     for step in range(steps):
         for prime, local in zip(prime_after[step], local_before[step - step % period]):
             np.testing.assert_array_equal(prime, local)

@@ -8,7 +8,7 @@ import pytest
 from btgym_aac import BTgymDataset, BTgymEnv
 from btgym_aac.algorithms import A3C, PPO, BaseAAC, Unreal, train_in_process
 from btgym_aac.algorithms.nn.layers import linear
-from btgym_aac.algorithms.acting.sample_cycle import SampleCycle, SampleCycles
+from btgym_aac.algorithms.acting.construction import SampleCycle, SampleCycles
 from btgym_aac.algorithms.config import AacConfig
 from btgym_aac.algorithms.acting.construction import RunnerSetup, memory_config
 from btgym_aac.algorithms.policy import Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy
@@ -151,11 +151,11 @@ def test_train_step_equals_session_run_and_sync_skips_only_untrained_variables(t
 
 
 def _record_runs(trainer):
-    """List that collects the names of the train-step session runs of `trainer` (sync_pi, train_last, ...)."""
+    """List that collects the names of the train-step session runs of `trainer` (see `learner.SessionCalls`)."""
     names, run = [], trainer.learner._callables.run
 
     def recording_run(sess, name, *args, **kwargs):
-        names.append(name[0] if isinstance(name, tuple) else name)
+        names.append(name)
         return run(sess, name, *args, **kwargs)
 
     trainer.learner._callables.run = recording_run
@@ -182,8 +182,8 @@ def test_a3c_syncs_at_the_end_of_the_train_step_unless_it_writes_the_model_summa
     try:
         runs = _record_runs(session.trainer)
         trained_on = [local for local, _ in _local_and_global(session)]
-        expected = [(['train_last'], False), (['sync_pi', 'train_last'], True), (['train_last'], True),
-                    (['train_last'], False)]
+        expected = [(['update_with_summary'], False), (['sync', 'update_then_sync'], True),
+                    (['update_then_sync'], True), (['update_with_summary'], False)]
         for step, (step_runs, synced) in enumerate(expected):
             del runs[:]
             assert session.train_step()[3]
@@ -211,7 +211,7 @@ def test_ppo_syncs_before_each_train_step_after_copying_the_target_policy(tmp_pa
         for _ in range(2):
             assert session.train_step()[3]
             assert any(not np.array_equal(local, glob) for local, glob in _local_and_global(session))
-        assert runs == ['sync_pi_prime', 'sync_pi', 'train_last'] * 2
+        assert runs == ['copy_to_target', 'sync', 'update_with_summary', 'copy_to_target', 'sync', 'update']
     finally:
         session.close()
 
@@ -286,7 +286,7 @@ def test_each_epoch_takes_its_gradient_at_the_weights_the_previous_one_made(tmp_
         runs = _record_runs(session.trainer)
         before = [glob for _, glob in _local_and_global(session)]
         assert session.train_step()[3]
-        assert runs == ['sync_pi_prime', 'sync_pi', 'train_epoch', 'train_last']
+        assert runs == ['copy_to_target', 'sync', 'update_epoch', 'update_with_summary']
         values = _local_and_global(session)
         assert any(not np.array_equal(local, old) for (local, _), old in zip(values, before))
         assert any(not np.array_equal(local, glob) for local, glob in values)

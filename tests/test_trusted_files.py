@@ -8,7 +8,7 @@ import pytest
 from btgym_aac.cli import main as cli_main
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, RUN_CONFIG_FILE, pickle_run_config, write_run_config
 from btgym_aac.evaluation.loading import read_run_config
-from btgym_aac.trusted_files import UntrustedFileError
+from btgym_aac.paths import UntrustedFileError
 
 
 @pytest.fixture

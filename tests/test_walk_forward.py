@@ -15,8 +15,8 @@ from btgym_aac import BTgymEnv
 from btgym_aac.cli import main as cli_main
 from btgym_aac.data import BTgymDataset, make_random_walk_data, write_histdata_csv
 from btgym_aac.data.markets import make_mean_reversion_data, write_market_csv
-from btgym_aac.data.windows import missing_time
-from btgym_aac.evaluation.windows import tile_windows
+from btgym_aac.data.sampling import missing_time
+from btgym_aac.evaluation.episodes import tile_windows
 from btgym_aac.walk_forward import walk_forward
 from btgym_aac.walk_forward.blocks import block_windows, parse_embargo, split_blocks, train_frames
 from btgym_aac.walk_forward.summary import (bootstrap_mean_interval, fraction_of_oracle, oracle_words, summarize,

@@ -10,11 +10,11 @@ import re
 import numpy as np
 import pytest
 
-from btgym_aac import run_configs
+from btgym_aac.distributed import launcher as launcher_module
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, write_histdata_csv
-from btgym_aac.distributed.checkpoint_state import latest_checkpoint
+from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.walk_forward.runner import SETTINGS_FILE, _check_settings
 from small_runs import CONFIG_FILE as WALK_FORWARD_CONFIG_FILE
 
@@ -68,7 +68,7 @@ def interrupted(tmp_path_factory):
     command = ['walk-forward', str(config), '--data', data, '--folds', '2', '--train-steps', '100',
                '--test-episodes', '1', '--out', str(out), '--continue', '--no-episode-plots']
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(run_configs, 'make_launcher', interrupt_fold_1(run_configs.make_launcher))
+        patch.setattr(launcher_module, 'make_launcher', interrupt_fold_1(launcher_module.make_launcher))
         code, stderr = cli(command)
     assert code == 130, stderr
     left = {'out': sorted(os.listdir(str(out))), 'fold_1': sorted(os.listdir(str(out / 'fold_1'))),

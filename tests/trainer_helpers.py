@@ -9,9 +9,10 @@ from btgym_aac.compat import tf
 
 
 @contextlib.contextmanager
-def started_trainer(trainer_class, envs, policy_class, policy_kwargs, **kwargs):
-    """Trainer started in its own session, its runners acting; yields (trainer, session, raw local gradients of its
-    loss), and stops it and closes its envs at the end."""
+def started_trainer(trainer_class, envs, policy_class, policy_kwargs, summary_dir=None, **kwargs):
+    """Trainer started in its own session, its runners acting, writing summaries to `summary_dir` (None: none);
+    yields (trainer, session, raw local gradients of its loss), and stops it, closes its summary writer and its
+    envs at the end."""
     graph = tf.Graph()
     with graph.as_default():
         trainer = trainer_class(env=envs, task=0, random_seed=0,
@@ -19,13 +20,16 @@ def started_trainer(trainer_class, envs, policy_class, policy_kwargs, **kwargs):
         raw_grads = tf.gradients(trainer.loss, trainer.local_network.var_list)
         init_op = tf.global_variables_initializer()
     sess = tf.Session(graph=graph)
+    writer = tf.summary.FileWriter(str(summary_dir)) if summary_dir is not None else None
     try:
         sess.run(init_op)
-        trainer.start(sess, None)
+        trainer.start(sess, writer)
         yield trainer, sess, raw_grads
     finally:
         trainer.stop()
         sess.close()
+        if writer is not None:
+            writer.close()
         for env in trainer.env_list:
             env.close()
 

@@ -2,7 +2,7 @@
 
 Names are imported lazily: `import btgym_aac.algorithms` does not import TensorFlow until a name is used.
 """
-from btgym_aac.lazy import lazy_names
+from btgym_aac.class_refs import lazy_names
 
 _PUBLIC = {
     'BaseAAC': 'btgym_aac.algorithms.aac',

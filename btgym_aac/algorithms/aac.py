@@ -2,8 +2,9 @@
 
 A trainer builds a global (parameter-server) and a local policy (placed by `devices`), its target placeholders and
 total loss (`objective`), its learner (`learner`: the train and sync ops, and the train step that runs them) and
-runners that collect rollouts; `process()` is one train step: one rollout from every runner, turned into a feed
-(`feeds`) and trained on by `learner.Learner.step`, then the summaries.
+runners that collect rollouts; `process()` is one train step: one rollout from every runner, trained on by
+`learner.Learner.train_step` (feed, session run, summaries). Settings are read from `self.config` (`AacConfig`),
+the train step's ops from `self.train_ops`.
 
 Extension points for a subclass (walked through in docs/custom-algorithms.md):
     * `_make_loss(pi, pi_prime)`: returns (loss, summaries); call `_make_base_loss` for the standard terms and add
@@ -20,36 +21,37 @@ import contextlib
 import numpy as np
 
 from btgym_aac.algorithms.config import SETTING_NAMES, configured, fixed_kwargs
-from btgym_aac.algorithms.common.finite_guard import first_non_finite
 from btgym_aac.algorithms.common.placeholders import copied_in_getter
 from btgym_aac.algorithms.nn.losses import aac_loss_def, pc_loss_def, ppo_loss_def, rp_loss_def, value_fn_loss_def
-from btgym_aac.algorithms.policy.checks import check_spaces
+from btgym_aac.algorithms.policy.interface import check_spaces
 from btgym_aac.algorithms.policy.interface import AUXILIARY_MEMBERS, check_policy
-from btgym_aac.algorithms.policy.options import OFF_POLICY_PASS_FLAGS, set_off_policy_pass, unread_policy_kwargs
+from btgym_aac.algorithms.policy.interface import OFF_POLICY_PASS_FLAGS, set_off_policy_pass, unread_policy_kwargs
 from btgym_aac.algorithms.acting.replica import ActingReplica
 from btgym_aac.algorithms.acting import BaseEnvRunnerFn, RunnerThread
-from btgym_aac.algorithms.acting.sample_cycle import SampleCycles
-from btgym_aac.algorithms.summaries import make_episode_summaries, write_runner_summaries
-from btgym_aac.algorithms.devices import (decayed_learn_rate, global_device, make_step_counters, on_device,
-                                          worker_device)
-from btgym_aac.algorithms.feeds import rollout_is_train, train_batches, train_feed
-from btgym_aac.algorithms.learner import Learner, TrainOps, make_train_ops
+from btgym_aac.algorithms.acting.construction import SampleCycles
+from btgym_aac.algorithms.summaries import RunnerSummaryWriter, make_episode_summaries
+from btgym_aac.algorithms.devices import global_device, make_step_counters, on_device, worker_device
+from btgym_aac.algorithms.learner import (Learner, TrainOps, decayed_learn_rate, make_train_ops, rollout_is_train,
+                                          train_batches, train_feed)
 from btgym_aac.algorithms.objective import LossBuilders, base_loss, make_train_targets, pixel_control_q_target
 from btgym_aac.algorithms.acting.construction import RunnerSetup, make_runners
-from btgym_aac.legacy.trainer_arguments import IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks
+from btgym_aac.legacy.trainer_arguments import IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks, original_attributes
 from btgym_aac.class_refs import resolved
 from btgym_aac.compat import tf
 from btgym_aac.logs import WARNING, get_logger
-from btgym_aac.nonfinite import NonFiniteTrainingError, data_explanation
 
 SYNCED_SCOPES = ('local', 'local_prime')
 """Scopes of the policies whose variables the learner overwrites before their first use: the local policy (synced
 from the global one when the trainer starts) and the target policy (synced from the local one at the first step)."""
-CONFIG_ATTRIBUTES = SETTING_NAMES | {'use_any_aux_tasks', 'use_memory', 'use_target_policy', 'use_global_network'}
-"""Names under which a trainer reads its settings from `config` (the original's attribute names)."""
+ORIGINAL_SETTING_ATTRIBUTES = (SETTING_NAMES - {'acting_replica'}) | {
+    'use_any_aux_tasks', 'use_memory', 'use_target_policy', 'use_global_network'}
+"""The original's attribute names of a trainer's settings: read-only views of `config` for ported code
+(`acting_replica` is the trainer's replica object, not the setting)."""
+ORIGINAL_OP_ATTRIBUTES = set(TrainOps._fields) - {'train_op'}
+"""The original's attribute names of the train ops: read-only views of `train_ops` (`train_op` is set itself)."""
 
 
-class BaseAAC:
+class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRIBUTES)):
     """Advantage actor-critic trainer framework (A3C / UNREAL / PPO).
 
     Args:
@@ -57,7 +59,7 @@ class BaseAAC:
             key and an `ActionDictSpace`.
         task: worker index (0 is the chief).
         policy_config: {'class_ref': policy class, 'kwargs': dict}; kwargs that no part of the policy reads are
-            logged as warnings (see `policy.options.unread_policy_kwargs`).
+            logged as warnings (see `policy.interface.unread_policy_kwargs`).
         log_level: logbook level.
         name: variable scope of the worker graph.
         on_policy_loss, off_policy_loss, vr_loss, rp_loss, pc_loss: loss builders (see `nn.losses`).
@@ -74,8 +76,12 @@ class BaseAAC:
 
     Attributes:
         config: the resolved `AacConfig` (ranges drawn, defaults filled in) that the trainer, its learner and its
-            runners read; the original's attribute names of the settings (`trainer.model_gamma`,
-            `trainer.use_memory`, ...) read it too.
+            runners read.
+        train_ops: the train step's `learner.TrainOps` (None without a global network).
+        learner: the `learner.Learner` that runs the train steps (None without a global network).
+        The original's attribute names of the settings (`trainer.model_gamma`, `trainer.use_memory`, ...) and of
+        the train ops (`trainer.sync`, `trainer.grads`, ...) are read-only views of `config` and `train_ops`, for
+        code ported from the original (`legacy.trainer_arguments.original_attributes`).
 
     Raises:
         ValueError: a setting is out of its range (counts and periods whole numbers >= 1, discounts and lambdas in
@@ -115,7 +121,7 @@ class BaseAAC:
         self.reset_global_step = None
         self.summary_writer = None
         self.worker_device = worker_device(task)
-        self.learner = None
+        self.train_ops = self.learner = None
         self._build_graph()
         self._sample_cycles = SampleCycles(self.config.episode_train_test_cycle, self.config.episodes_per_trial)
         self.acting_replica = None
@@ -125,16 +131,6 @@ class BaseAAC:
                 self.local_network, self.policy_class, self.policy_kwargs, refresh_period=self.config.rollout_length,
                 random_seed=random_seed)
         self.runners = self._make_runners(self.acting_replica or self.local_network)
-
-    def __getattr__(self, name):
-        """The settings under the original's attribute names (`self.model_gamma`, ...), read from `self.config`,
-        and the train step's ops under theirs (`self.sync`, `self.grads`, ...), read from `self.train_ops`."""
-        config, train_ops = self.__dict__.get('config'), self.__dict__.get('train_ops')
-        if config is not None and name in CONFIG_ATTRIBUTES:
-            return getattr(config, name)
-        if train_ops is not None and name in TrainOps._fields:
-            return getattr(train_ops, name)
-        raise AttributeError("'{}' object has no attribute '{}'".format(type(self).__name__, name))
 
     # -------------------------------------------------------------------------------------------- settings
 
@@ -147,10 +143,11 @@ class BaseAAC:
                 self.log.warning('unexpected argument `{}` ignored'.format(key))
 
     def _log_drawn_settings(self):
-        self.log.notice('learn_rate: {:1.6f}, entropy_beta: {:1.6f}'.format(self.opt_learn_rate, self.model_beta))
-        if self.use_any_aux_tasks or self.use_off_policy_aac:
+        config = self.config
+        self.log.notice('learn_rate: {:1.6f}, entropy_beta: {:1.6f}'.format(config.opt_learn_rate, config.model_beta))
+        if config.use_any_aux_tasks or config.use_off_policy_aac:
             self.log.notice('off_aac_lambda: {:1.6f}, vr_lambda: {:1.6f}, pc_lambda: {:1.6f}, rp_lambda: {:1.6f}'
-                            .format(self.off_aac_lambda, self.vr_lambda, self.pc_lambda, self.rp_lambda))
+                            .format(config.off_aac_lambda, config.vr_lambda, config.pc_lambda, config.rp_lambda))
 
     def _policy_kwargs(self, policy_config):
         """The user's policy kwargs (those no part of the policy reads are warned about) plus what the trainer
@@ -159,12 +156,14 @@ class BaseAAC:
         for key in unread_policy_kwargs(self.policy_class, kwargs):
             self.log.warning('policy argument `{}` is read by no part of {}; ignored'.format(
                 key, self.policy_class.__name__))
+        config = self.config
         kwargs.update(ob_space=self.env_list[0].observation_space, ac_space=self.env_list[0].action_space,
-                      rp_sequence_size=self.rp_sequence_size, aux_estimate=self.use_any_aux_tasks,
-                      static_rnn=self.time_flat, task=self.task, cluster_spec=self.cluster_spec)
-        if self.use_pixel_control:
+                      rp_sequence_size=config.rp_sequence_size, aux_estimate=config.use_any_aux_tasks,
+                      static_rnn=config.time_flat, task=self.task, cluster_spec=self.cluster_spec)
+        if config.use_pixel_control:
             kwargs.setdefault('pixel_control', True)
-        set_off_policy_pass(self.policy_class, kwargs, {flag: getattr(self, flag) for flag in OFF_POLICY_PASS_FLAGS})
+        set_off_policy_pass(self.policy_class, kwargs,
+                            {flag: getattr(config, flag) for flag in OFF_POLICY_PASS_FLAGS})
         return kwargs
 
     # ------------------------------------------------------------------------------------------------ graph
@@ -172,29 +171,35 @@ class BaseAAC:
     def _build_graph(self):
         """Global policy (on the parameter servers), local policies, target placeholders, loss, train and sync
         ops, summaries."""
+        config = self.config
         with on_device(self.cluster_spec, global_device(self.cluster_spec, self.task)):
-            self.network = self._make_policy('global') if self.use_global_network else None
+            self.network = self._make_policy('global') if config.use_global_network else None
         with on_device(self.cluster_spec, self.worker_device), tf.variable_scope(self.name):
             self.local_network = pi = self._make_policy('local')
             self.local_network_prime = pi_prime = \
-                self._make_policy('local_prime') if self.use_target_policy else None
-            check_policy(pi, {flag: getattr(self, flag) for flag in AUXILIARY_MEMBERS})
+                self._make_policy('local_prime') if config.use_target_policy else None
+            check_policy(pi, {flag: getattr(config, flag) for flag in AUXILIARY_MEMBERS})
             self.worker_device_callback_0()
             pi.update_ops = tf.get_collection(tf.GraphKeys.UPDATE_OPS, scope='.*local.*')
             self.learn_rate_decayed = self._decayed_learn_rate()
-            self.targets = make_train_targets(self.env_list[0].action_space.one_hot_depth, self.use_pixel_control,
-                                              self.use_value_replay, self.use_reward_prediction)
+            self.targets = make_train_targets(self.env_list[0].action_space.one_hot_depth, config.use_pixel_control,
+                                              config.use_value_replay, config.use_reward_prediction)
             self.pc_q_target = pixel_control_q_target(pi.pc_q, self.targets.pixel_control) \
-                if self.use_pixel_control else None
+                if config.use_pixel_control else None
             self.loss, self.loss_summaries = self._make_loss(pi=pi, pi_prime=pi_prime)
-            self.train_op = self._make_train_op(pi, pi_prime, self.network) if self.use_global_network else []
+            self.train_op = self._make_train_op(pi, pi_prime, self.network) if config.use_global_network else []
             self.model_summary_op, self.ep_summary = self._combine_summaries(pi, self.loss_summaries)
-            if self.learner is not None:
-                self.learner.summary_op = self.model_summary_op
+            if self.train_ops is not None:
+                self.learner = Learner(self.train_ops, config, self.targets, pi,
+                                       pi_prime if config.use_target_policy else None, self.model_summary_op,
+                                       self.extra_feed, self.task,
+                                       [getattr(env, 'dataset', None) for env in self.env_list])
 
     def _decayed_learn_rate(self):
         """`opt_learn_rate` decayed linearly to `opt_end_learn_rate` over `opt_decay_steps` global steps."""
-        return decayed_learn_rate(self.global_step, self.opt_learn_rate, self.opt_end_learn_rate, self.opt_decay_steps)
+        config = self.config
+        return decayed_learn_rate(self.global_step, config.opt_learn_rate, config.opt_end_learn_rate,
+                                  config.opt_decay_steps)
 
     def worker_device_callback_0(self):
         """Extension point: called on the worker device, in the trainer's variable scope, after the local policies
@@ -203,7 +208,7 @@ class BaseAAC:
     def _make_policy(self, scope):
         """Builds a policy in `scope`; the global one also gets the step counters, local ones point to them. With a
         global policy the local ones start at zeros: the learner copies their values in before any use."""
-        synced = self.use_global_network and scope in SYNCED_SCOPES
+        synced = self.config.use_global_network and scope in SYNCED_SCOPES
         with tf.variable_scope(scope, custom_getter=copied_in_getter if synced else None):
             policy = self.policy_class(**self.policy_kwargs)
             if scope == 'global' and self.global_step is None:
@@ -234,45 +239,37 @@ class BaseAAC:
             (loss tensor, list of summaries).
         """
         with tf.name_scope(name) if name is not None else contextlib.nullcontext():
-            clip_epsilon = tf.cast(self.clip_epsilon * self.learn_rate_decayed / self.opt_learn_rate, tf.float32)
+            clip_epsilon = tf.cast(self.config.clip_epsilon * self.learn_rate_decayed / self.config.opt_learn_rate,
+                                   tf.float32)
             losses = LossBuilders(self.on_policy_loss, self.off_policy_loss, self.pc_loss, self.vr_loss, self.rp_loss)
             return base_loss(self.config, losses, self.targets, self.pc_q_target, pi, pi_prime, clip_epsilon,
                              verbose)
 
     def _make_train_op(self, pi, pi_prime, pi_global):
-        """Adam on the global variables, the sync ops (see `learner.make_train_ops`; kept as `self.train_ops`, and
-        read as attributes of the same names: `self.sync`, `self.sync_pi`, `self.grads`, ...) and the learner that
-        runs them.
+        """Adam on the global variables and the sync ops (see `learner.make_train_ops`), kept as `self.train_ops`;
+        the trainer's learner runs them.
 
         Returns:
             train op.
         """
         frames = tf.reduce_sum(self.targets.on_policy.mask)
-        ops = make_train_ops(self.loss, pi, pi_prime, pi_global, self.global_step, self._decayed_learn_rate, frames,
-                             self.opt_epsilon)
-        self.train_ops = ops
-
-        def feed(sess, data, is_train):
-            return self.process_data(sess, data, is_train, self.local_network, self.local_network_prime)
-
-        self.learner = Learner(ops, self.config, feed, self.rollout_is_train, self.targets.on_policy.mask,
-                               check_finite=self._check_finite)
-        return ops.train_op
+        self.train_ops = make_train_ops(self.loss, pi, pi_prime, pi_global, self.global_step, frames, self.config)
+        return self.train_ops.train_op
 
     def _combine_summaries(self, policy, model_summaries):
         """Model summary op and episode summaries (see `summaries.make_episode_summaries`)."""
         model_summaries = list(model_summaries or [])
-        if self.use_global_network:
+        if self.train_ops is not None:
             with tf.name_scope('model'):
                 model_summaries += [
-                    tf.summary.scalar('grad_global_norm', self.grads_global_norm),
+                    tf.summary.scalar('grad_global_norm', self.train_ops.grads_global_norm),
                     tf.summary.scalar('learn_rate', self.learn_rate_decayed),
                     tf.summary.scalar('total_loss', self.loss),
                     tf.summary.scalar('var_global_norm', tf.global_norm(policy.var_list)),
                 ]
         model_summary = tf.summary.merge(model_summaries, name='model_summary') if model_summaries else None
         render_modes = list(getattr(self.env_list[0], 'render_modes', [])) + list(self.config.aux_render_modes)
-        return model_summary, make_episode_summaries(render_modes, self.test_mode)
+        return model_summary, make_episode_summaries(render_modes, self.config.test_mode)
 
     # ---------------------------------------------------------------------------------------------- runners
 
@@ -308,11 +305,11 @@ class BaseAAC:
             **kwargs: passed on to every runner's `start_runner` (e.g. `stop_event`: a threading.Event whose setting
                 makes `process` raise RunnerStopped rather than wait for data from a hung environment).
         """
+        self.summary_writer = summary_writer
         if self.learner is not None:
-            self.learner.start(sess)
+            self.learner.start(sess, self._summary_writer())
         for runner in self.runners:
             runner.start_runner(sess, summary_writer, **kwargs)
-        self.summary_writer = summary_writer
 
     def stop(self):
         """Stops the runners (they close nothing: envs belong to the caller), then the acting replica's session."""
@@ -328,10 +325,12 @@ class BaseAAC:
     # -------------------------------------------------------------------------------------------- feeding
 
     def process_data(self, sess, data, is_train, pi, pi_prime=None):
-        """Processes runner data (only its train rollouts) into a train-step feed dict.
+        """The feed dict of a train step of policies `pi` (and `pi_prime`) on merged runner `data` (its train
+        rollouts only; see `learner.train_batches`, `learner.train_feed`). The train step builds its feed itself
+        (`Learner.train_feed`): to feed placeholders of your own, override `extra_feed`.
 
         Args:
-            sess: session.
+            sess: session (unused; the original's signature).
             data: merged runner data (see `get_data`).
             is_train: list of bools, one per on-policy rollout.
             pi, pi_prime: local policies (`pi_prime` is fed only with a target policy).
@@ -349,7 +348,7 @@ class BaseAAC:
         """Extension point: values of a subclass's own placeholders for a train step.
 
         Args:
-            batches: the step's `feeds.TrainBatches` (processed on-policy batch, replayed ones or None).
+            batches: the step's `learner.TrainBatches` (processed on-policy batch, replayed ones or None).
 
         Returns:
             dict placeholder -> value (default: empty).
@@ -361,12 +360,8 @@ class BaseAAC:
     # ---------------------------------------------------------------------------------------------- process
 
     def process(self, sess, **kwargs):
-        """One train iteration (see `_process`)."""
-        return self._process(sess)
-
-    def _process(self, sess):
-        """Takes one rollout from every runner, trains on the train rollouts (`learner.Learner.step`), writes the
-        summaries.
+        """One train step: one rollout from every runner (`get_data`), trained on by the learner
+        (`learner.Learner.train_step`, which also writes the summaries).
 
         Returns:
             number of env frames trained on (0 for a test-only batch).
@@ -374,11 +369,8 @@ class BaseAAC:
         if self.learner is None:
             raise RuntimeError('{} has no learner: it was built without a global network (_use_global_network='
                                'False), or its _make_train_op did not call BaseAAC._make_train_op; a subclass that '
-                               'trains otherwise overrides _process'.format(type(self).__name__))
-        data = self.get_data()
-        frames, model_summary = self.learner.step(sess, data)
-        self.process_summary(sess, data, model_summary)
-        return frames
+                               'trains otherwise overrides process'.format(type(self).__name__))
+        return self.learner.train_step(sess, self.get_data())
 
     @property
     def local_steps(self):
@@ -390,20 +382,16 @@ class BaseAAC:
         """The global step after the latest train step (None before the first, or without a learner)."""
         return self.learner.last_global_step if self.learner is not None else None
 
-    def _check_finite(self, sess, finite, feed_dict):
-        """Raises NonFiniteTrainingError after a train run whose `train_finite` was False, naming the first
-        non-finite input or tensor and what the data checks find in the envs' data."""
-        if finite:
-            return
-        first = first_non_finite(sess, self.finite_checked, feed_dict) or 'a tensor of the train step'
-        explanation = ''.join(dict.fromkeys(data_explanation(getattr(env, 'dataset', None)) for env in self.env_list))
-        raise NonFiniteTrainingError('train step {} of task {}: the loss or its gradients are not finite, first {}; '
-                                     'the step changed no weight and training stops{}'.format(
-                                         self.local_steps, self.task, first, explanation))
+    def _summary_writer(self):
+        """The `RunnerSummaryWriter` of `summary_writer` (None without one)."""
+        if self.summary_writer is None:
+            return None
+        return RunnerSummaryWriter(self.summary_writer, self.ep_summary, self.config.test_mode, self.task == 0,
+                                   self.global_step, self.global_episode)
 
     def process_summary(self, sess, data, model_data=None, step=None, episode=None):
         """Writes episode statistics, renderings (chief only) and the model summary (see
-        `summaries.write_runner_summaries`).
+        `summaries.RunnerSummaryWriter`); the train step writes its own.
 
         Args:
             sess: session.
@@ -411,12 +399,9 @@ class BaseAAC:
             model_data: serialized model summary or None.
             step, episode: summary steps (default: the global step of the last train step, the global episode).
         """
-        if self.summary_writer is None:
-            return
-        if step is None:
-            step = self.last_global_step if self.last_global_step is not None else self.global_step
-        write_runner_summaries(sess, self.summary_writer, self.ep_summary, data, model_data, self.test_mode,
-                               self.task == 0, step, self.global_episode if episode is None else episode)
+        writer = self._summary_writer()
+        if writer is not None:
+            writer.write(sess, data, model_data, self.last_global_step if step is None else step, episode)
 
 
 class Unreal(BaseAAC):

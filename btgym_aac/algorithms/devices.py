@@ -1,5 +1,4 @@
-"""Where a trainer's graph lives: the global (parameter-server) and local copies' devices, the step counters and
-the learn rate.
+"""Where a trainer's graph lives: the global (parameter-server) and local copies' devices, and the step counters.
 
 Between-graph replication: every worker builds the global policy under `replica_device_setter` (its variables on
 the parameter servers) and its own local policy on its worker device; the learner (`learner.make_train_ops`)
@@ -8,8 +7,6 @@ built on the process's default device (one process, one session).
 """
 import collections
 import contextlib
-
-import numpy as np
 
 from btgym_aac.compat import tf
 
@@ -48,9 +45,3 @@ def make_step_counters():
     global_episode = tf.get_variable('global_episode', [], tf.int32, initializer=tf.constant_initializer(0),
                                      trainable=False)
     return StepCounters(global_step, global_step.assign(0), global_episode, global_episode.assign_add(1))
-
-
-def decayed_learn_rate(global_step, start, end, decay_steps):
-    """`start` decayed linearly to `end` over `decay_steps` global steps: float64 tensor."""
-    return tf.train.polynomial_decay(np.float64(start), tf.cast(global_step, tf.float64) + 1.0, float(decay_steps),
-                                     np.float64(end), power=1.0, cycle=False)

@@ -7,11 +7,10 @@ import time
 
 import numpy as np
 
-from btgym_aac.algorithms.common.session_config import session_config
+from btgym_aac.algorithms.common.sessions import session_config
 from btgym_aac.algorithms.learner import train_until
 from btgym_aac.compat import tf
-from btgym_aac.env.construction import build_from_config, env_seed_kwargs, training_env_config
-from btgym_aac.env.episode_recorder import EpisodeRecorder
+from btgym_aac.env.training_envs import EpisodeRecorder, build_from_config, env_seed_kwargs, training_env_config
 from btgym_aac.logs import WARNING
 
 

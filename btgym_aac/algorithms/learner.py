@@ -1,22 +1,18 @@
 """The learner: a worker's train step, built and run.
 
-Built once (`make_train_ops`): the trainer's loss on the local policy → its gradients → clipped at global norm
-`GRADIENT_CLIP_NORM` → replaced by zeros unless loss and gradients are finite → moved packed to the parameter
-servers → Adam applies them to the global variables, and the global step advances by the frames trained on. Sync
+Built once (`make_train_ops`): the trainer's loss on the local policy -> its gradients -> clipped at global norm
+`GRADIENT_CLIP_NORM` -> replaced by zeros unless loss and gradients are finite -> moved packed to the parameter
+servers -> Adam applies them to the global variables, and the global step advances by the frames trained on. Sync
 ops copy the global weights back to the local policy.
 
-Run every step (`Learner.step`), on one rollout from every runner:
-
-    1. copy the local policy to the target policy pi' (PPO), every `pi_prime_update_period` steps;
-    2. keep the train rollouts (a test episode's are not trained on);
-    3. turn them into a feed (`feeds`, through the trainer's `process_data`);
-    4. sync the local policy where the previous step did not end with it;
-    5. run `num_epochs` updates, the last one fetching the new global step (and the model summary every
-       `model_summary_freq` steps); each update's finiteness is checked.
+Run every step (`Learner.train_step`, one method from the rollouts to the summaries): the rollouts of train
+episodes are processed (returns, GAE advantages) into batches (`train_batches`) and fed to the local policy's
+inputs and the loss's targets (`train_feed`); one session run updates the global weights and, in the common case,
+syncs the local policy for the next step.
 
 Without a target policy the sync before an update is run at the end of the previous update, in the same session
-run (`sync_pi_after_train`), which saves a parameter-server round trip per train step; the local policy then
-holds the global weights from the end of its own last update, as in universe-starter-agent's A3C. A step that
+run (`SessionCalls.update_then_sync`), which saves a parameter-server round trip per train step; the local policy
+then holds the global weights from the end of its own last update, as in universe-starter-agent's A3C. A step that
 writes the model summary (its ops read the local weights) and trainers with a target policy (the target copies
 the local policy before the sync) sync before their update instead. With `num_epochs` > 1 every epoch but the
 last ends with that sync too, so each takes its gradient at the weights the previous one made.
@@ -27,12 +23,16 @@ import collections
 
 import numpy as np
 
-from btgym_aac.algorithms.common.finite_guard import zeroed_unless
-from btgym_aac.algorithms.common.placeholders import check_variable_pairing
 from btgym_aac.algorithms.acting import RunnerStopped
-from btgym_aac.algorithms.common.session_callables import CallableCache
+from btgym_aac.algorithms.common.batches import batch_stack
+from btgym_aac.algorithms.common.finite_guard import first_non_finite, zeroed_unless
+from btgym_aac.algorithms.common.rollout import pixel_control_targets
+from btgym_aac.algorithms.common.placeholders import (check_variable_pairing, feed_dict_from_nested,
+                                                      feed_dict_rnn_context)
+from btgym_aac.algorithms.common.sessions import CallableCache
 from btgym_aac.algorithms.common.transfers import moved_to
 from btgym_aac.compat import tf
+from btgym_aac.nonfinite import NonFiniteTrainingError, data_explanation
 
 GRADIENT_CLIP_NORM = 40.0
 
@@ -56,7 +56,13 @@ def copy_op(pairs):
     return tf.group(*[target.assign(value) for (target, _), value in zip(pairs, values)])
 
 
-def make_train_ops(loss, pi, pi_prime, pi_global, global_step, learn_rate_fn, frames, epsilon):
+def decayed_learn_rate(global_step, start, end, decay_steps):
+    """`start` decayed linearly to `end` over `decay_steps` global steps: float64 tensor."""
+    return tf.train.polynomial_decay(np.float64(start), tf.cast(global_step, tf.float64) + 1.0, float(decay_steps),
+                                     np.float64(end), power=1.0, cycle=False)
+
+
+def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config):
     """Adam on the global variables with the local gradients clipped at global norm 40, and the sync ops.
 
     `sync` copies every global variable to the local policy (`sync_pi` and the others); `sync_pi` skips the
@@ -64,18 +70,16 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, learn_rate_fn, fr
     `sync_pi_after_train` is `sync_pi` run after the update (a train step can end with it, saving a
     parameter-server round trip). `sync_pi_prime` copies the local policy to `pi_prime` (None without one).
     Gradients of a step whose loss or gradients are not finite are replaced by zeros (`train_finite` False). The
-    learn rate (times the fed train phase), Adam and the step increment run on the global step's device, the train
-    phase and `frames` travelling packed with the gradients, so a step sends the gradients and gets the new global
-    step back.
+    learn rate (`config.opt_learn_rate` decayed linearly to `opt_end_learn_rate` over `opt_decay_steps`, times the
+    fed train phase), Adam and the step increment run on the global step's device, the train phase and `frames`
+    travelling packed with the gradients, so a step sends the gradients and gets the new global step back.
 
     Args:
         loss: scalar loss of the local policy `pi`.
         pi, pi_prime, pi_global: local, target (or None) and global policies.
         global_step: the global step variable (incremented by `frames`).
-        learn_rate_fn: fn() -> float64 learn-rate tensor (see `decayed_learn_rate`), called on the global step's
-            device so the rate is computed where the step is.
         frames: float32 scalar tensor, env frames of the fed batch.
-        epsilon: Adam's epsilon.
+        config: the trainer's resolved `AacConfig` (its learn rate settings and `opt_epsilon`).
 
     Returns:
         TrainOps.
@@ -97,8 +101,10 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, learn_rate_fn, fr
                      [glob.device for _, glob in pushed] + [global_step.device])
     with tf.device(global_step.device):
         train_phase, moved_frames = tf.unstack(moved[-1])
-        train_learn_rate = learn_rate_fn() * tf.cast(train_phase, tf.float64)
-        optimizer = tf.train.AdamOptimizer(tf.cast(train_learn_rate, tf.float32), epsilon=epsilon)
+        learn_rate = decayed_learn_rate(global_step, config.opt_learn_rate, config.opt_end_learn_rate,
+                                        config.opt_decay_steps)
+        train_learn_rate = learn_rate * tf.cast(train_phase, tf.float64)
+        optimizer = tf.train.AdamOptimizer(tf.cast(train_learn_rate, tf.float32), epsilon=config.opt_epsilon)
         train_op = optimizer.apply_gradients(list(zip(moved[:-1], [glob for _, glob in pushed])))
         inc_step = global_step.assign_add(tf.cast(moved_frames, tf.int32))
     with tf.control_dependencies([train_op]):
@@ -116,81 +122,260 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, learn_rate_fn, fr
         finite_checked=finite_checked, train_learn_rate=train_learn_rate, optimizer=optimizer)
 
 
+# ------------------------------------------------------------------------------------------- feeding
+
+TrainBatches = collections.namedtuple('TrainBatches', ['on_policy', 'off_policy', 'reward_prediction'])
+"""Processed, stacked batches of one train step (see `Rollout.process`); the replayed ones are None when the
+runners gave none or the trainer uses no replay memory."""
+
+
+def rollout_is_train(rollout):
+    """True unless any frame of the rollout comes from a test episode (metadata type != 0)."""
+    try:
+        return not np.any(np.asarray(rollout['state']['metadata']['type']))
+    except KeyError:
+        return True
+
+
+def process_rollouts(rollouts, gamma, gae_lambda, size, time_flat, gamma_pc=None):
+    """Stacked processed rollouts (see `Rollout.process`), with the pixel-control target parts when `gamma_pc` is
+    given."""
+    batches = [rollout.process(gamma=gamma, gae_lambda=gae_lambda, size=size, time_flat=time_flat)
+               for rollout in rollouts]
+    stacked = batch_stack(batches)
+    if gamma_pc is not None:
+        stacked.update(pixel_control_targets(batches, gamma_pc))
+    return stacked
+
+
+def train_batches(config, data, is_train):
+    """The TrainBatches of merged runner `data`: its train rollouts on-policy, its replayed sequences off-policy
+    and for reward prediction (as the settings ask).
+
+    Args:
+        config: the trainer's resolved `AacConfig`.
+        data: merged runner data (see `BaseAAC.get_data`).
+        is_train: list of bools, one per on-policy rollout.
+    """
+    def process(rollouts, size, gamma_pc=None):
+        return process_rollouts(rollouts, config.model_gamma, config.model_gae_lambda, size, config.time_flat,
+                                gamma_pc)
+
+    on_policy = process([rollout for rollout, train in zip(data['on_policy'], is_train) if train],
+                        config.rollout_length)
+    off_policy = reward_prediction = None
+    if config.use_memory:
+        replayed = [rollout for rollout in data['off_policy'] if rollout is not None and rollout.size]
+        if replayed:
+            off_policy = process(replayed, config.replay_rollout_length,
+                                 config.gamma_pc if config.use_pixel_control else None)
+        if config.use_reward_prediction:
+            rp_rollouts = [rollout for rollout in data['off_policy_rp'] if rollout is not None]
+            if rp_rollouts:
+                reward_prediction = batch_stack([rollout.process_rp(config.rp_reward_threshold)
+                                                 for rollout in rp_rollouts])
+    return TrainBatches(on_policy, off_policy, reward_prediction)
+
+
+def policy_inputs_feed(pi, prefix, batch):
+    """Feed of a policy's on- or off-policy inputs (`prefix` 'on' or 'off') from a processed batch."""
+    def inputs(name):
+        return getattr(pi, '{}_{}'.format(prefix, name))
+
+    feed = feed_dict_from_nested(inputs('state_in'), batch['state'])
+    feed.update(feed_dict_rnn_context(inputs('lstm_state_pl_flatten'), batch['context']))
+    feed.update({
+        inputs('last_a_in'): batch['last_action'],
+        inputs('last_reward_in'): batch['last_reward'],
+        inputs('batch_size'): batch['batch_size'],
+        inputs('time_length'): batch['time_steps'],
+    })
+    return feed
+
+
+def policy_targets_feed(targets, batch):
+    """Feed of PolicyTargets `targets` from a processed batch."""
+    return {targets.action: batch['action'], targets.advantage: batch['advantage'], targets.r: batch['r'],
+            targets.mask: batch['mask']}
+
+
+def pixel_control_feed(targets, batch):
+    """Feed of PixelControlTargets `targets` from a processed off-policy batch with the pixel-control parts."""
+    return {targets.action: batch['action'], targets.returns: batch['pc_return'],
+            targets.bootstrap_weight: batch['pc_bootstrap_weight'],
+            targets.bootstrap_row: batch['pc_bootstrap_row'], targets.mask: batch['pc_mask']}
+
+
+def train_feed(targets, batches, pi, pi_prime=None, off_policy_prime=False):
+    """Feed dict of one train step (`pi.train_phase` fed True).
+
+    Args:
+        targets: the trainer's TrainTargets.
+        batches: TrainBatches.
+        pi, pi_prime: local policy and target policy (or None).
+        off_policy_prime: feed `pi_prime`'s off-policy inputs too (the off-policy actor-critic loss reads them).
+
+    Returns:
+        dict placeholder -> value.
+    """
+    feed = policy_inputs_feed(pi, 'on', batches.on_policy)
+    feed.update(policy_targets_feed(targets.on_policy, batches.on_policy))
+    feed[pi.train_phase] = True
+    if pi_prime is not None:
+        feed.update(policy_inputs_feed(pi_prime, 'on', batches.on_policy))
+    off = batches.off_policy
+    if off is not None and pi.off_lstm_state_pl_flatten is not None:  # (no off-policy pass: no loss reads it)
+        feed.update(policy_inputs_feed(pi, 'off', off))
+        feed.update(policy_targets_feed(targets.off_policy, off))
+        if pi_prime is not None and off_policy_prime:
+            feed.update(policy_inputs_feed(pi_prime, 'off', off))
+        if targets.pixel_control is not None:
+            feed.update(pixel_control_feed(targets.pixel_control, off))
+        if targets.value_replay is not None:
+            feed[targets.value_replay] = off['r']
+    rp = batches.reward_prediction
+    if rp is not None:
+        feed.update(feed_dict_from_nested(pi.rp_state_in, rp['state']))
+        feed.update({targets.reward_prediction: rp['rp_target'], pi.rp_batch_size: rp['batch_size']})
+    return feed
+
+
+# ---------------------------------------------------------------------------------------------- running
+
+SessionCall = collections.namedtuple('SessionCall', ['name', 'fetches', 'targets'])
+"""One kind of session run of the train step: what it fetches and which ops it runs besides."""
+
+SessionCalls = collections.namedtuple('SessionCalls', [
+    'copy_to_target', 'sync', 'update_epoch', 'update', 'update_then_sync', 'update_with_summary'])
+"""The train step's session runs (see `session_calls`)."""
+
+
+def session_calls(ops, summary_op):
+    """The named session runs of a train step on TrainOps `ops`.
+
+    `copy_to_target`: the local policy to the target policy pi' (None without one); `sync`: the global weights
+    to the local policy; `update_epoch`: an update that does not advance the global step, then the sync (every
+    epoch but the last); `update`: the update, fetching the new global step and whether it was finite;
+    `update_then_sync`: the same, then the sync in the same run; `update_with_summary`: `update` fetching the
+    model summary too (None without a summary op).
+    """
+    step = [ops.inc_step, ops.train_finite]
+    return SessionCalls(
+        copy_to_target=SessionCall('copy_to_target', None, [ops.sync_pi_prime]) if ops.sync_pi_prime is not None
+        else None,
+        sync=SessionCall('sync', None, [ops.sync_pi]),
+        update_epoch=SessionCall('update_epoch', [ops.train_finite], [ops.sync_pi_after_train]),
+        update=SessionCall('update', step, [ops.train_op]),
+        update_then_sync=SessionCall('update_then_sync', step, [ops.train_op, ops.sync_pi_after_train]),
+        update_with_summary=SessionCall('update_with_summary', step + [summary_op], [ops.train_op])
+        if summary_op is not None else None)
+
+
 class Learner:
-    """Runs a worker's train steps (see the module docstring for the order).
+    """Runs a worker's train steps (`train_step`).
 
     Args:
         ops: TrainOps.
-        config: the trainer's resolved `AacConfig` (`num_epochs`, `pi_prime_update_period`, `model_summary_freq`).
-        feed_fn: fn(sess, data, is_train) -> feed dict of a step (the trainer's `process_data` on its policies).
-        is_train_fn: fn(rollout) -> whether the rollout is trained on.
-        frames_mask: the on-policy mask placeholder; a step's frames are the sum of its fed value.
+        config: the trainer's resolved `AacConfig`.
+        targets: the trainer's TrainTargets.
+        pi, pi_prime: the local policy and the target policy (None without one).
         summary_op: model summary op, or None.
-        check_finite: fn(sess, finite, feed_dict) called after each update with its `train_finite` value.
+        extra_feed: fn(TrainBatches) -> dict of more placeholder values (the trainer's `extra_feed`).
+        task: the worker's index (named in errors).
+        datasets: the envs' datasets (or None), whose data checks explain a non-finite step.
 
     Attributes:
         steps: train steps run (the original's `local_steps`).
         last_global_step: the global step after the latest train step (None before the first).
+        local_policy_synced: whether the local policy holds the global weights of the end of the last update
+            (the previous step ended with the sync).
+        summaries: the `summaries.RunnerSummaryWriter` the step writes with (None: no summaries).
     """
 
-    def __init__(self, ops, config, feed_fn, is_train_fn, frames_mask, summary_op=None, check_finite=None):
-        self.ops, self.config = ops, config
-        self.feed_fn, self.is_train_fn, self.frames_mask = feed_fn, is_train_fn, frames_mask
-        self.summary_op, self.check_finite = summary_op, check_finite
-        self.use_target_policy = ops.sync_pi_prime is not None
+    def __init__(self, ops, config, targets, pi, pi_prime=None, summary_op=None, extra_feed=None, task=0,
+                 datasets=()):
+        self.ops, self.config, self.targets = ops, config, targets
+        self.pi, self.pi_prime = pi, pi_prime
+        self.summary_op, self.extra_feed = summary_op, extra_feed
+        self.task, self.datasets = task, list(datasets)
+        self.calls = session_calls(ops, summary_op)
         self.steps = 0
         self.last_global_step = None
-        self.local_synced = False
+        self.local_policy_synced = False
+        self.summaries = None
         self._callables = CallableCache()
 
-    def start(self, sess):
-        """Copies every global variable to the local policy."""
+    def start(self, sess, summaries=None):
+        """Copies every global variable to the local policy; the steps write with `summaries` (or write none)."""
         sess.run(self.ops.sync)
-        self.local_synced = True
+        self.local_policy_synced = True
+        self.summaries = summaries
 
-    def step(self, sess, data):
-        """One train step on merged runner `data` (one rollout from every runner).
+    def train_feed(self, data, is_train):
+        """The feed dict of a train step on merged runner `data` whose rollouts `is_train` marks for training."""
+        batches = train_batches(self.config, data, is_train)
+        feed = train_feed(self.targets, batches, self.pi, self.pi_prime, self.config.use_off_policy_aac)
+        if self.extra_feed is not None:
+            feed.update(self.extra_feed(batches))
+        return feed
+
+    def train_step(self, sess, data):
+        """One train step on merged runner `data` (one rollout from every runner, see `BaseAAC.get_data`):
+
+        1. every `pi_prime_update_period` steps, copy the local policy to the target policy pi' (PPO);
+        2. keep the rollouts of train episodes; process them into batches and a feed (`train_feed`);
+        3. sync the local policy from the global one, unless the previous step ended with that sync (with a target
+           policy always, after pi' took the local weights);
+        4. `num_epochs` - 1 updates, each followed by the sync; then one session run of the last update, which
+           advances the global step and, every `model_summary_freq` steps, fetches the model summary (and then
+           leaves the sync to the next step); without a target policy and summary it ends with the sync;
+        5. write the episode statistics and the model summary.
+
+        Raises:
+            NonFiniteTrainingError: an update's loss or gradients were not finite (it changed no weight).
 
         Returns:
-            (env frames trained on: 0 when every rollout came from a test episode, serialized model summary or
-            None).
+            env frames trained on (0 when every rollout came from a test episode).
         """
-        if self.use_target_policy and self.steps % self.config.pi_prime_update_period == 0:
-            self._callables.run(sess, 'sync_pi_prime', None, {}, targets=[self.ops.sync_pi_prime])
-        is_train = [self.is_train_fn(rollout) for rollout in data['on_policy']]
-        if not any(is_train):
-            return 0, None
-        feed_dict = self.feed_fn(sess, data, is_train)
-        write_summary = self.summary_op is not None and self.steps % self.config.model_summary_freq == 0
-        self.last_global_step, summary = self._update(sess, feed_dict, self.summary_op if write_summary else None)
-        self.steps += 1
-        return int(np.sum(feed_dict[self.frames_mask])), summary
+        calls, config = self.calls, self.config
+        if calls.copy_to_target is not None and self.steps % config.pi_prime_update_period == 0:
+            self._run(sess, calls.copy_to_target)
+        is_train = [rollout_is_train(rollout) for rollout in data['on_policy']]
+        frames, model_summary = 0, None
+        if any(is_train):
+            feed = self.train_feed(data, is_train)
+            if calls.copy_to_target is not None or not self.local_policy_synced:
+                self._run(sess, calls.sync)
+            for _ in range(config.num_epochs - 1):
+                self._check_finite(sess, self._run(sess, calls.update_epoch, feed)[0], feed)
+            if calls.update_with_summary is not None and self.steps % config.model_summary_freq == 0:
+                last = calls.update_with_summary
+            else:
+                last = calls.update if calls.copy_to_target is not None else calls.update_then_sync
+            fetched = self._run(sess, last, feed)
+            self.local_policy_synced = last is calls.update_then_sync
+            self._check_finite(sess, fetched[1], feed)
+            self.last_global_step = int(fetched[0])
+            model_summary = fetched[2] if last is calls.update_with_summary else None
+            frames = int(np.sum(feed[self.targets.on_policy.mask]))
+            self.steps += 1
+        if self.summaries is not None:
+            self.summaries.write(sess, data, model_summary, step=self.last_global_step)
+        return frames
 
-    def _update(self, sess, feed_dict, summary_op):
-        """Syncs the local policy if needed and runs the `num_epochs` updates.
+    def _run(self, sess, call, feed=None):
+        return self._callables.run(sess, call.name, call.fetches, feed or {}, targets=call.targets)
 
-        Returns:
-            (global step after the update, serialized summary or None).
-        """
-        ops = self.ops
-        if self.use_target_policy or not self.local_synced:
-            self._callables.run(sess, 'sync_pi', None, {}, targets=[ops.sync_pi])
-        for _ in range(self.config.num_epochs - 1):
-            finite = self._callables.run(sess, 'train_epoch', [ops.train_finite], feed_dict,
-                                         targets=[ops.sync_pi_after_train])
-            self._check(sess, finite[0], feed_dict)
-        write_summary = summary_op is not None
-        sync_after = not (write_summary or self.use_target_policy)
-        fetches = [ops.inc_step, ops.train_finite] + ([summary_op] if write_summary else [])
-        fetched = self._callables.run(sess, ('train_last', write_summary, sync_after), fetches, feed_dict,
-                                      targets=[ops.train_op] + ([ops.sync_pi_after_train] if sync_after else []))
-        self.local_synced = sync_after
-        self._check(sess, fetched[1], feed_dict)
-        return int(fetched[0]), fetched[2] if write_summary else None
-
-    def _check(self, sess, finite, feed_dict):
-        if self.check_finite is not None:
-            self.check_finite(sess, finite, feed_dict)
+    def _check_finite(self, sess, finite, feed):
+        """Raises NonFiniteTrainingError after an update whose `train_finite` was False, naming the first
+        non-finite input or tensor and what the data checks find in the envs' data."""
+        if finite:
+            return
+        first = first_non_finite(sess, self.ops.finite_checked, feed) or 'a tensor of the train step'
+        explanation = ''.join(dict.fromkeys(data_explanation(dataset) for dataset in self.datasets))
+        raise NonFiniteTrainingError('train step {} of task {}: the loss or its gradients are not finite, first {}; '
+                                     'the step changed no weight and training stops{}'.format(
+                                         self.steps, self.task, first, explanation))
 
 
 def train_until(trainer, sess, max_env_steps, stop_event=None, after_step=None):

@@ -17,7 +17,7 @@ real frames, 0 for padding)."""
 
 PixelControlTargets = collections.namedtuple('PixelControlTargets', [
     'action', 'returns', 'bootstrap_weight', 'bootstrap_row', 'mask'])
-"""Placeholders of the pixel-control loss (see `pixel_control.pixel_control_targets`): one-hot actions [N, A],
+"""Placeholders of the pixel-control loss (see `rollout.pixel_control_targets`): one-hot actions [N, A],
 discounted pixel changes [N, H, W], bootstrap weights [N] and rows [N], row mask [N]."""
 
 LossBuilders = collections.namedtuple('LossBuilders', ['on_policy', 'off_policy', 'pixel_control', 'value_replay',
@@ -58,7 +58,7 @@ def make_train_targets(depth, use_pixel_control=False, use_value_replay=False, u
 def pixel_control_q_target(pc_q, targets):
     """N-step Q target [N, H, W] of pixel control: the fed discounted pixel changes plus the bootstrap
     `gamma_pc^(L-t) max_a Q(s_L, a)`, read from the Q head's own (gradient-stopped) output at the fed bootstrap
-    rows (see `pixel_control`).
+    rows (see `rollout.pixel_control_targets`).
 
     Args:
         pc_q: the policy's pixel-control Q head [N, H, W, A].

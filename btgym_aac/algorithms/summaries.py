@@ -135,3 +135,32 @@ def _add_scalars(sess, ep_summary, op_key, stats, by_episode, by_step):
 
 def _counter_value(sess, counter):
     return counter if isinstance(counter, (int, np.integer)) else sess.run(counter)
+
+
+class RunnerSummaryWriter:
+    """Writes a worker's train-step summaries (see `write_runner_summaries`) to one FileWriter.
+
+    Args:
+        writer: tf.summary.FileWriter.
+        ep_summary: the dict of `make_episode_summaries`.
+        test_mode: gymnasium test environments (Atari-style tags).
+        chief: whether this worker writes renderings (the chief does).
+        global_step, global_episode: the counters (tensors) a summary is written at by default.
+    """
+
+    def __init__(self, writer, ep_summary, test_mode, chief, global_step, global_episode):
+        self.writer, self.ep_summary, self.test_mode, self.chief = writer, ep_summary, test_mode, chief
+        self.global_step, self.global_episode = global_step, global_episode
+
+    def write(self, sess, data, model_data=None, step=None, episode=None):
+        """Writes the episode statistics and renderings of merged runner `data` and the serialized `model_data`.
+
+        Args:
+            sess: session.
+            data: merged runner data.
+            model_data: serialized model summary or None.
+            step, episode: summary steps (default: the global step, the global episode).
+        """
+        write_runner_summaries(sess, self.writer, self.ep_summary, data, model_data, self.test_mode, self.chief,
+                               self.global_step if step is None else step,
+                               self.global_episode if episode is None else episode)

@@ -8,7 +8,8 @@ import sys
 from btgym_aac.cli.commands import STARTED, STARTUP_PHASES, _startup_phases, _warn_of_changed_data
 from btgym_aac.cli.config_files import _configs_from_args, asset_files, load_config_file
 from btgym_aac.cli.parser import build_parser
-from btgym_aac.run_configs import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS, default_configs, make_launcher
+from btgym_aac.distributed.launcher import make_launcher
+from btgym_aac.distributed.run_config import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS, default_configs
 
 __all__ = ['DEFAULT_LOG_DIR', 'DEFAULT_MAX_STEPS', 'STARTED', 'STARTUP_PHASES', '_configs_from_args',
            '_startup_phases', '_warn_of_changed_data', 'asset_files', 'build_parser', 'default_configs',

@@ -5,8 +5,8 @@ import sys
 import time
 
 from btgym_aac.cli.config_files import _configs_from_args, cost_flags
-from btgym_aac.distributed.task_start import start_forkserver_early
-from btgym_aac.run_configs import make_launcher
+from btgym_aac.distributed.tasks import start_forkserver_early
+from btgym_aac.distributed.launcher import make_launcher
 
 
 def _process_start_time():
@@ -46,7 +46,7 @@ def _warn_of_changed_data(launcher, allow_untrusted=False):
 
 def _stop_by(interrupt):
     """(words, exit status) of a KeyboardInterrupt: SIGTERM (`StopRequested`, 143) or Ctrl-C (130)."""
-    from btgym_aac.distributed.stop_signals import StopRequested
+    from btgym_aac.distributed.supervision import StopRequested
 
     return ('stopped by SIGTERM', 143) if isinstance(interrupt, StopRequested) else ('interrupted', 130)
 
@@ -123,8 +123,7 @@ def _cluster_role(args, cluster_config):
     Raises:
         ValueError: no source of the cluster, or a malformed one (naming the field).
     """
-    from btgym_aac.distributed.cluster import check_cluster_spec
-    from btgym_aac.distributed.scheduler_cluster import role_from_slurm, role_from_tf_config
+    from btgym_aac.distributed.cluster import check_cluster_spec, role_from_slurm, role_from_tf_config
 
     if args.cluster:
         if args.job is None or args.task is None:
@@ -155,12 +154,12 @@ def _cluster_node(args):
     0; an evaluator task exits at once), or by a SLURM job step (the first num_ps tasks are parameter servers).
     Its port is open on every interface of its host (the other nodes must reach it): run the cluster on a network
     that it alone uses, or firewall the ports to the cluster's hosts (docs/distributed.md, "Security"). A worker
-    runs in a child process, started again when a parameter server's loss ends its session (`cluster_node`)."""
-    from btgym_aac.distributed.cluster import address_port, check_own_port
-    from btgym_aac.distributed.cluster_node import run_node_worker
+    runs in a child process, started again when a parameter server's loss ends its session
+    (`supervision.run_node_worker`)."""
+    from btgym_aac.distributed.cluster import EVALUATOR, address_port, check_own_port
     from btgym_aac.distributed.network_namespace import NetworkIsolationError, open_ports_warning
-    from btgym_aac.distributed.scheduler_cluster import EVALUATOR
-    from btgym_aac.distributed.task_process import run_task
+    from btgym_aac.distributed.supervision import run_node_worker
+    from btgym_aac.distributed.worker import run_task
 
     configs = _configs_from_args(args)
     cluster_spec, job, task = _cluster_role(args, configs['cluster_config'])

@@ -5,10 +5,12 @@ import os
 import sys
 import traceback
 
+from btgym_aac.class_refs import ClassRef
 from btgym_aac.cli.order_flags import order_flags
 from btgym_aac.config_modules import load_config_module
 from btgym_aac.logs import error_summary
-from btgym_aac.run_configs import CONFIG_NAMES, default_configs, multi_asset_env_config
+from btgym_aac.distributed.run_config import (CONFIG_NAMES, TRAINER_CLASSES, default_configs, merge_configs,
+                                              multi_asset_env_config)
 
 
 def load_config_file(path):
@@ -49,11 +51,11 @@ def load_config_file(path):
 
 
 def _configs_from_args(args):
-    """The config dicts of a run: the reference configuration of --algo, updated by the config file's dicts
-    (`cluster_config` and `launcher_config` key by key, the others replaced) and then by the flags.
+    """The config dicts of a run: the config file's dicts over the preset's (`run_config.merge_configs`), then the
+    flags, each setting one setting (`--algo` the trainer's class, keeping its kwargs).
 
     Args:
-        args: the parsed flags of `train`, `cluster-node` or `walk-forward`.
+        args: the parsed flags of `train`, `cluster-node`, `walk-forward` or `sweep`.
 
     Returns:
         dict of the config dicts, by name (`env_config`, `cluster_config`, `launcher_config`, ...).
@@ -62,15 +64,11 @@ def _configs_from_args(args):
         FileNotFoundError, ValueError: see `load_config_file`, `asset_files` and `_check_initial_checkpoint`; a
             flag that conflicts with another or with the config file.
     """
-    configs = default_configs(args.algo or 'a3c', import_classes=False)
     file_configs = load_config_file(args.config) if args.config else {}
-    if file_configs:
-        for name, config in file_configs.items():
-            merged = name in ('cluster_config', 'launcher_config')
-            configs[name] = dict(configs[name], **config) if merged else config
-        if args.algo:
-            trainer = default_configs(args.algo, import_classes=False)['trainer_config']['class_ref']
-            configs['trainer_config'] = dict(configs['trainer_config'], class_ref=trainer)
+    configs = merge_configs(default_configs(args.algo or 'a3c', import_classes=False, preset=args.preset),
+                            file_configs)
+    if args.algo:
+        configs['trainer_config']['class_ref'] = ClassRef('btgym_aac.algorithms.aac', TRAINER_CLASSES[args.algo])
     cluster = configs['cluster_config'] = dict(configs['cluster_config'])
     launcher = configs['launcher_config'] = dict(configs.get('launcher_config', {}))
     env_kwargs = dict(configs['env_config'].get('kwargs', {}))

@@ -1,4 +1,4 @@
-"""The flags of orders as actions (`strategy.brackets`): stop-losses, take-profits, trailing stops and sizers set
+"""The flags of orders as actions (`strategy.orders`): stop-losses, take-profits, trailing stops and sizers set
 from the command line, each replacing the config's env kwarg of the same name."""
 import argparse
 
@@ -55,7 +55,7 @@ def order_flags(args):
     given = {name: getattr(args, name) for name in ORDER_FLAGS if getattr(args, name, None) is not None}
     if not given:
         return given
-    from btgym_aac.strategy.brackets import ORDER_PARAMS, check_order_params
+    from btgym_aac.strategy.orders import ORDER_PARAMS, check_order_params
 
     portfolio_actions = None if getattr(args, 'portfolio', False) else DISCRETE_ACTIONS
     try:

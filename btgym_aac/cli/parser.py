@@ -5,7 +5,7 @@ from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _tr
 from btgym_aac.cli.order_flags import add_order_flags
 from btgym_aac.cli.sweep_command import _sweep
 from btgym_aac.cli.trade_command import _trade
-from btgym_aac.run_configs import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS
+from btgym_aac.distributed.run_config import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS, PRESETS, TRAINER_CLASSES
 from btgym_aac.sweep import OBJECTIVES, PRUNERS
 
 COMMAND_DESCRIPTION = ('The `btgym-aac` command: train, evaluate, walk-forward, sweep, cluster-node, export, trade, '
@@ -27,7 +27,10 @@ def _add_run_flags(parser, cluster_spec_given=False):
     """Flags of `train` and `cluster-node` (whose cluster spec fixes the workers and ports: no --workers, --port)."""
     parser.add_argument('config', nargs='?', help='Python file defining env_config, cluster_config, '
                         'policy_config, trainer_config (and optionally launcher_config)')
-    parser.add_argument('--algo', choices=('a3c', 'unreal', 'ppo'), help='trainer (default a3c)')
+    parser.add_argument('--algo', choices=tuple(TRAINER_CLASSES), help='trainer (default a3c)')
+    parser.add_argument('--preset', choices=tuple(PRESETS), default='reference',
+                        help='the configuration the config file and the flags change (default: reference, the '
+                        'original notebook\'s; docs/configuration.md)')
     if not cluster_spec_given:
         parser.add_argument('--workers', type=int, help='number of workers (default 2)')
     parser.add_argument('--envs-per-worker', type=int, help='environments per worker (default 1)')
@@ -179,7 +182,10 @@ def _add_walk_forward_flags(parser, data_use):
     and test."""
     parser.add_argument('config', nargs='?', help='Python file defining the config dicts (default: the reference '
                         'configuration)')
-    parser.add_argument('--algo', choices=('a3c', 'unreal', 'ppo'), help='trainer (default a3c)')
+    parser.add_argument('--algo', choices=tuple(TRAINER_CLASSES), help='trainer (default a3c)')
+    parser.add_argument('--preset', choices=tuple(PRESETS), default='reference',
+                        help='the configuration the config file and the flags change (default: reference, the '
+                        'original notebook\'s; docs/configuration.md)')
     parser.add_argument('--data', nargs='+', metavar='CSV', required=True, help='OHLC CSV files to ' + data_use)
     parser.add_argument('--train-steps', type=int, help='env steps per fold (default: the config\'s max_env_steps)')
     parser.add_argument('--test-episodes', type=int, default=5, help='test episodes per block (default: 5)')

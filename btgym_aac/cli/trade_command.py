@@ -27,7 +27,7 @@ def _trade(args):
     backtrader's broker with the trained cash, commission and order size; shadow: no orders, the intended ones are
     journaled. OUT holds journal.jsonl (one line per decision), state.json and the bars processed; started again on
     the same OUT, the run continues where it stopped. Ctrl-C / SIGTERM finish the current decision and exit 0."""
-    from btgym_aac.deploy.bars import FeedError
+    from btgym_aac.deploy.live_feeds import FeedError
     from btgym_aac.deploy.trading import trade
 
     try:

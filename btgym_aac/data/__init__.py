@@ -9,11 +9,11 @@ from btgym_aac.data.markets import (MarketSpec, make_intraday_pattern_data, make
                                     make_regime_switching_data, oracle_for, read_market_spec, write_market_csv)
 from btgym_aac.data.multi import BTgymMultiData
 from btgym_aac.data.parsing import read_ohlcv
-from btgym_aac.data.sampling_params import DataSampleConfig, EnvResetConfig
+from btgym_aac.data.sampling import DataSampleConfig, EnvResetConfig
 from btgym_aac.data.sequential import BTgymSequentialDataDomain
 from btgym_aac.data.synthetic import (cointegration_spread, make_bent_sine_data, make_cointegrated_pair,
                                       make_correlated_walks, make_random_walk_data, make_sine_data, write_histdata_csv)
-from btgym_aac.lazy import lazy_names
+from btgym_aac.class_refs import lazy_names
 
 __all__ = [
     'BTgymBaseData', 'BTgymCausalDataDomain', 'BTgymCausalTrial', 'BTgymDataTrial', 'BTgymDataset', 'BTgymDataset2',

@@ -14,19 +14,19 @@ import backtrader as bt
 import numpy as np
 import pandas as pd
 
+from btgym_aac.data.backtrader_feeds import ColumnPreloadedData, SpreadPreloadedData
 from btgym_aac.data.columns import OHLCV_COLUMNS, SPREAD_COLUMN
 from btgym_aac.data.datetimes import infer_timeframe
 from btgym_aac.data.errors import DataError
-from btgym_aac.data.feeds import ColumnPreloadedData, SpreadPreloadedData
 from btgym_aac.data.parsing import read_ohlcv, resolve_parsing_params
-from btgym_aac.data.sampling_params import TEST, TRAIN, check_sample_type, resolve_sampling_params
-from btgym_aac.data.statistics import describe_bars
-from btgym_aac.data.windows import ZERO_DURATION, as_timedelta, duration_to_records, first_row_of_day, missing_time
+from btgym_aac.data.sampling import (TEST, TRAIN, ZERO_DURATION, as_timedelta, check_sample_type, duration_to_records,
+                                     first_row_of_day, missing_time, resolve_sampling_params)
 from btgym_aac.logs import WARNING, get_logger
 
 FEED_COLUMNS = dict(datetime=0, open=1, high=2, low=3, close=4, volume=5, openinterest=-1)
 MAX_SAMPLING_ATTEMPTS = 100
 MINUTES_PER_DAY = 1440
+DESCRIBE_ROWS = ('count', 'mean', 'std', 'min', '25%', '50%', '75%', 'max')
 
 
 def _as_datetime(value, name):
@@ -42,6 +42,24 @@ def bt_timeframe(minutes):
     if minutes % MINUTES_PER_DAY == 0:
         return bt.TimeFrame.Days, minutes // MINUTES_PER_DAY
     return bt.TimeFrame.Minutes, minutes
+
+
+def describe_bars(frame):
+    """Count, mean, std (ddof 1), min, quartiles (linear interpolation) and max of every column, as pandas
+    `describe()` gives them, computed with numpy (faster than pandas).
+
+    Args:
+        frame: DataFrame of numeric columns with at least one row.
+
+    Returns:
+        float64 DataFrame with the rows of `DESCRIBE_ROWS` and the columns of `frame`, equal to `frame.describe()`.
+    """
+    values = frame.to_numpy(np.float64)
+    rows = [np.full(values.shape[1], float(len(values))), values.mean(axis=0), values.std(axis=0, ddof=1),
+            values.min(axis=0)]
+    rows.extend(np.percentile(values, [25, 50, 75], axis=0))
+    rows.append(values.max(axis=0))
+    return pd.DataFrame(np.array(rows), index=list(DESCRIBE_ROWS), columns=frame.columns)
 
 
 class BTgymBaseData:
@@ -62,7 +80,7 @@ class BTgymBaseData:
             filename: CSV path or list of paths (concatenated in order), read by `reset()`; see `read_ohlcv`.
             dataframe: DataFrame used as the data instead of files (converted by `read_ohlcv` right away).
             parsing_params: see `parsing.resolve_parsing_params`.
-            sampling_params: see `sampling_params.resolve_sampling_params`.
+            sampling_params: see `sampling.resolve_sampling_params`.
             name: instance name (logger name is '<name>_<task>').
             data_names: names of the data lines; the first is the backtrader feed name.
             task: worker number.
@@ -288,10 +306,10 @@ class BTgymBaseData:
         """Converts the data to a backtrader feed.
 
         Returns:
-            {data_name: `feeds.ColumnPreloadedData` (a backtrader PandasDirectData)} with timeframe Days
+            {data_name: `backtrader_feeds.ColumnPreloadedData` (a backtrader PandasDirectData)} with timeframe Days
             (compression = days per bar) for whole-day bars, else Minutes with compression = minutes per bar; column
             indices datetime=0 (index), open=1, high=2, low=3, close=4, volume=5, no openinterest; bars with a
-            spread column get a `feeds.SpreadPreloadedData`, whose `spread` line is column 6.
+            spread column get a `backtrader_feeds.SpreadPreloadedData`, whose `spread` line is column 6.
         """
         if self.data is None or self.data.empty:
             raise DataError('{}: holds no data; call reset() or sample it from a parent first'.format(self.name))

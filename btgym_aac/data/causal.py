@@ -25,8 +25,7 @@ import pandas as pd
 
 from btgym_aac.data.dataset import BTgymDataTrial, BTgymEpisode, BTgymRandomDataDomain
 from btgym_aac.data.errors import DataError
-from btgym_aac.data.sampling_params import TEST, TRAIN, check_sample_type
-from btgym_aac.data.windows import as_timedelta, duration_to_records, missing_time
+from btgym_aac.data.sampling import TEST, TRAIN, as_timedelta, check_sample_type, duration_to_records, missing_time
 
 
 def bar_seconds(index):

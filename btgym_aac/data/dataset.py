@@ -12,8 +12,7 @@ Typical use::
     feeds = episode.to_btfeed()                # {'default_asset': backtrader PandasDirectData}
 """
 from btgym_aac.data.base import BTgymBaseData
-from btgym_aac.data.sampling_params import TRAIN, check_sample_type
-from btgym_aac.data.windows import as_timedelta
+from btgym_aac.data.sampling import TRAIN, as_timedelta, check_sample_type
 from btgym_aac.logs import WARNING, get_logger
 
 DEFAULT_EPISODE_DURATION = dict(days=0, hours=23, minutes=55)
@@ -85,7 +84,7 @@ class BTgymRandomDataDomain(BTgymBaseData):
                  task=0, data_names=('default_asset',), log_level=WARNING):
         """
         Args:
-            trial_params: trial sampling params (see `sampling_params.resolve_sampling_params`); must contain
+            trial_params: trial sampling params (see `sampling.resolve_sampling_params`); must contain
                 `sample_duration` and `time_gap`. Its `test_period` is the trial's own train/test split.
             episode_params: episode sampling params; must contain `sample_duration` and `time_gap`.
             filename: CSV path or list of paths.

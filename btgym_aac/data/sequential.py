@@ -12,8 +12,7 @@ import datetime
 import math
 
 from btgym_aac.data.dataset import BTgymRandomDataDomain
-from btgym_aac.data.sampling_params import TRAIN
-from btgym_aac.data.windows import as_timedelta, duration_to_records, first_row_of_day
+from btgym_aac.data.sampling import TRAIN, as_timedelta, duration_to_records, first_row_of_day
 
 
 class BTgymSequentialDataDomain(BTgymRandomDataDomain):

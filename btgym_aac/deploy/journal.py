@@ -10,8 +10,8 @@ import datetime
 import json
 import os
 
-from btgym_aac.deploy.bars import Bar
 from btgym_aac.deploy.json_values import to_json
+from btgym_aac.deploy.live_feeds import Bar
 
 JOURNAL_FILE = 'journal.jsonl'
 STATE_FILE = 'state.json'

@@ -1,22 +1,183 @@
-"""Checkpoints: the restore order of a worker, checks of a checkpoint's contents, and exporting a trained model.
+"""A run's checkpoints: the saver that writes them, the state file that lists them, the order a worker restores
+from, checks of their contents, resuming from an earlier one when the latest is damaged, and exporting a trained
+model.
 
 TensorFlow's Saver writes the checkpoint files first and then replaces the `checkpoint` state file atomically,
-so a process killed while saving leaves the previous checkpoint as the latest usable one. TensorFlow is imported
-only by the functions that read or write checkpoint files (the state file is read without it, see
-`checkpoint_state`), so that the launcher process can check a log dir without importing it.
+so a process killed while saving leaves the previous checkpoint as the latest usable one. The launcher process
+checks and reports checkpoints without importing TensorFlow: the state file is read as text
+(`read_checkpoint_state`), and TensorFlow is imported only by the functions that read or write checkpoint files.
 """
+import codecs
+import collections
 import os
 import re
 import shutil
 import tempfile
 
-from btgym_aac.distributed.checkpoint_state import latest_checkpoint, read_checkpoint_state, resumable_checkpoint
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
 from btgym_aac.paths import file_in_the_way
 
 CHECKPOINT_PREFIX = 'model_parameters'
+STATE_FILE = 'checkpoint'
 MISMATCHES_NAMED = 5
+SET_ASIDE_DIR = 'set_aside'
+"""Folder of the checkpoint folder that `resume_from_checkpoint` moves the later checkpoints' files into."""
+_STRING_FIELDS = ('model_checkpoint_path', 'all_model_checkpoint_paths')
+_NUMBER_FIELDS = ('all_model_checkpoint_timestamps', 'last_preserved_timestamp')
+_FIELD = re.compile(r'\s*(\w+)\s*:\s*(.*?)\s*$')
+_QUOTED = re.compile(r'"((?:[^"\\]|\\.)*)"$|\'((?:[^\'\\]|\\.)*)\'$')
 
+
+# ------------------------------------------------------------------------------------------------------ the state file
+
+CheckpointState = collections.namedtuple('CheckpointState', ['model_checkpoint_path', 'all_model_checkpoint_paths'])
+"""The latest checkpoint's path prefix and those of every checkpoint listed (oldest first)."""
+
+
+class CheckpointStateError(ValueError):
+    """A checkpoint folder a run cannot resume from: its state file is unreadable or lists a checkpoint whose files
+    are gone."""
+
+
+def _unquoted(text):
+    """The string of a quoted text-format value (C escapes decoded), or None when `text` is not one."""
+    match = _QUOTED.match(text)
+    if match is None:
+        return None
+    body = match.group(1) if match.group(1) is not None else match.group(2)
+    return codecs.escape_decode(body.encode('utf-8'))[0].decode('utf-8')
+
+
+def read_checkpoint_state(directory):
+    """The state of the checkpoint folder `directory`, as `tf.train.get_checkpoint_state` reads it, without
+    TensorFlow.
+
+    The state file is the text form of TensorFlow's CheckpointState message: `model_checkpoint_path: "..."` (the
+    latest checkpoint), repeated `all_model_checkpoint_paths: "..."` and, from newer savers, their timestamps. Paths
+    are kept relative to the folder when the saver was made with `save_relative_paths`; they are returned joined to
+    it.
+
+    Returns:
+        CheckpointState, or None when there is no state file or it cannot be parsed (an unknown field, a value of
+        the wrong kind, a line that is not `field: value`).
+
+    Raises:
+        ValueError: the file parses but names no latest checkpoint.
+    """
+    path = os.path.join(directory, STATE_FILE)
+    try:
+        with open(path, encoding='utf-8') as state_file:
+            lines = state_file.read().splitlines()
+    except (OSError, UnicodeDecodeError):
+        return None
+    latest, listed = '', []
+    for line in lines:
+        if not line.strip() or line.lstrip().startswith('#'):
+            continue
+        match = _FIELD.match(line)
+        if match is None:
+            return None
+        field, value = match.groups()
+        if field in _STRING_FIELDS:
+            text = _unquoted(value)
+            if text is None:
+                return None
+            if field == 'model_checkpoint_path':
+                latest = text
+            else:
+                listed.append(text)
+        elif field not in _NUMBER_FIELDS or not re.fullmatch(r'[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?', value):
+            return None
+    if not latest:
+        raise ValueError('invalid checkpoint state loaded from {}'.format(directory))
+    return CheckpointState(os.path.join(directory, latest), [os.path.join(directory, name) for name in listed])
+
+
+def latest_checkpoint(directory):
+    """Path prefix of the latest checkpoint in `directory` whose index file exists (as `tf.train.latest_checkpoint`
+    finds it), or None when there is none (or no directory)."""
+    if not directory or not os.path.isdir(directory):
+        return None
+    state = read_checkpoint_state(directory)
+    if state is None or not os.path.isfile(state.model_checkpoint_path + '.index'):
+        return None
+    return state.model_checkpoint_path
+
+
+def checkpoint_step(path):
+    """The global step a checkpoint path prefix `<name>-<step>` was saved at, None for None (or no step)."""
+    step = path.rpartition('-')[2] if path else ''
+    return int(step) if step.isdigit() else None
+
+
+def resumable_checkpoint(directory):
+    """Path prefix of the latest checkpoint in `directory`, None when there is none; raises CheckpointStateError
+    when it holds checkpoints that cannot be resumed from, and changes nothing.
+
+    Without this check a folder whose state file is damaged would read as holding no checkpoint, so a run would
+    start from scratch and its saves would abandon the checkpoints there.
+
+    Args:
+        directory: a checkpoint folder (one without a state file holds none: a chief killed in its first save
+            leaves checkpoint files that no state file lists yet).
+
+    Returns:
+        path prefix or None.
+    """
+    if not directory or not os.path.isfile(os.path.join(directory, STATE_FILE)):
+        return None
+    state_file = os.path.join(directory, STATE_FILE)
+    left = 'it is left as it is: repair or remove it, or train in another log dir (or start fresh)'
+    try:
+        state = read_checkpoint_state(directory)
+    except ValueError:
+        state = None
+    if state is None:
+        raise CheckpointStateError('the checkpoint state file {} cannot be read; {}'.format(state_file, left))
+    if not os.path.isfile(state.model_checkpoint_path + '.index'):
+        raise CheckpointStateError('the latest checkpoint listed in {} ({}) has lost its files; {}'.format(
+            state_file, os.path.basename(state.model_checkpoint_path), left))
+    return state.model_checkpoint_path
+
+
+# ------------------------------------------------------------------------------------------------ saving and restoring
+
+class FastSaver:
+    """The saver of a run's checkpoints: it holds a `tf.train.Saver` (made on construction, so that importing this
+    module imports no TensorFlow) and never writes the meta-graph (writing it stalls the saving worker, and
+    restoring needs only the variables, since every process builds its graph in code).
+
+    Args:
+        var_list: what to save and restore, a list of variables or {checkpoint name: variable} (None: every
+            global variable).
+        **kwargs: the other arguments of `tf.train.Saver`.
+
+    Attributes:
+        variables: {checkpoint name: variable} of what it saves and restores.
+    """
+
+    def __init__(self, var_list=None, **kwargs):
+        from btgym_aac.compat import tf
+
+        self._saver = tf.train.Saver(var_list=var_list, **kwargs)
+        variables = tf.global_variables() if var_list is None else var_list
+        self.variables = dict(variables) if isinstance(variables, dict) else {v.op.name: v for v in variables}
+
+    def save(self, sess, save_path, global_step=None):
+        """Saves the variables as `tf.train.Saver.save` does, without the meta-graph.
+
+        Returns:
+            the path prefix of the checkpoint written.
+        """
+        return self._saver.save(sess, save_path, global_step=global_step, write_meta_graph=False)
+
+    def restore(self, sess, save_path):
+        """Restores the variables from the checkpoint at path prefix `save_path`."""
+        self._saver.restore(sess, save_path)
+
+    def recover_last_checkpoints(self, checkpoint_paths):
+        """Takes over `checkpoint_paths` (oldest first) as the checkpoints it keeps rotating (`max_to_keep`)."""
+        self._saver.recover_last_checkpoints(checkpoint_paths)
 
 def restore_order(sess, saver, reset_global_step, initial_ckpt_dir, current_ckpt_dir, log, resume_step=None):
     """Restores the model from, in this order: a pre-trained model, else the current run, else nothing (scratch).
@@ -99,54 +260,7 @@ def remove_save_leftovers(ckpt_dir, log, prefix=CHECKPOINT_PREFIX):
     return removed
 
 
-def is_within(path, directory):
-    """True if `path` is `directory` or lies inside it (symbolic links resolved)."""
-    path, directory = os.path.realpath(path), os.path.realpath(directory)
-    return path == directory or path.startswith(directory + os.sep)
-
-
-def _holds_only_an_export(directory, extra_entries=()):
-    """True when every entry of `directory` is a file of a checkpoint its state file lists (an earlier export), or
-    one of `extra_entries` (what else an export writes)."""
-    state = read_checkpoint_state(directory)
-    if state is None:
-        return False
-    names = {os.path.basename(path) for path in state.all_model_checkpoint_paths}
-    names.add(os.path.basename(state.model_checkpoint_path))
-    return all(entry in extra_entries
-               or (os.path.isfile(os.path.join(directory, entry))
-                   and (entry == 'checkpoint' or any(entry.startswith(name + '.') for name in names)))
-               for entry in os.listdir(directory))
-
-
-def check_export_target(checkpoint_dir, target_dir, extra_entries):
-    """Raises unless `target_dir` can be replaced by an export of `checkpoint_dir`'s latest checkpoint.
-
-    Args:
-        checkpoint_dir: the checkpoint folder exported.
-        target_dir: the export's folder (absolute).
-        extra_entries: names besides checkpoint files that an earlier export in `target_dir` may hold.
-
-    Raises:
-        NotADirectoryError: the target, or a folder above it, is a file.
-        ValueError: the target holds the exported checkpoints, or lies in a run's log dir.
-        FileExistsError: the target holds files other than an earlier export's.
-    """
-    blocking = file_in_the_way(target_dir)
-    if blocking == target_dir:
-        raise NotADirectoryError('export target {!r} is a file'.format(target_dir))
-    if blocking is not None:
-        raise NotADirectoryError('export target {!r} cannot be made: {!r} is a file'.format(target_dir, blocking))
-    if is_within(checkpoint_dir, target_dir):
-        raise ValueError('export target {!r} holds the checkpoints being exported; choose another folder'.format(
-            target_dir))
-    if os.path.isfile(os.path.join(os.path.dirname(os.path.realpath(target_dir)), RUN_CONFIG_FILE)):
-        raise ValueError('export target {!r} lies in the log dir of a run; choose a folder outside it'.format(
-            target_dir))
-    if os.path.isdir(target_dir) and os.listdir(target_dir) and not _holds_only_an_export(target_dir, extra_entries):
-        raise FileExistsError('export target {!r} is not empty and does not hold an exported checkpoint; '
-                              'refusing to replace it (choose a new or empty folder)'.format(target_dir))
-
+# ------------------------------------------------------------------------------------------------- reading checkpoints
 
 def unreadable_checkpoint_error(path, error):
     """ValueError saying that the checkpoint at `path` cannot be read, with the first line of `error`'s reason."""
@@ -200,6 +314,135 @@ def check_checkpoint_fits(path, variables, model):
         more = len(problems) - MISMATCHES_NAMED
         named = '; '.join(problems[:MISMATCHES_NAMED]) + ('; and {} more'.format(more) if more > 0 else '')
         raise ValueError('checkpoint {!r} does not fit {}: {}'.format(path, model, named))
+
+
+# ---------------------------------------------------------------------------------------- resuming from an earlier one
+
+def checkpoints_on_disk(ckpt_dir):
+    """{step: path prefix} of the run's checkpoints whose index file lies in `ckpt_dir`."""
+    pattern = re.compile(r'{}-(\d+)\.index$'.format(re.escape(CHECKPOINT_PREFIX)))
+    found = {}
+    for name in os.listdir(ckpt_dir):
+        match = pattern.match(name)
+        if match:
+            found[int(match.group(1))] = os.path.join(ckpt_dir, name[:-len('.index')])
+    return found
+
+
+def newest_intact_checkpoint(ckpt_dir, before_step):
+    """Path prefix of the newest checkpoint in `ckpt_dir` saved before `before_step` whose files read in full, or
+    None."""
+    for step, path in sorted(checkpoints_on_disk(ckpt_dir).items(), reverse=True):
+        if step < before_step:
+            try:
+                check_checkpoint_readable(path)
+            except ValueError:
+                continue
+            return path
+    return None
+
+
+def damaged_checkpoint_error(ckpt_dir, path, error):
+    """ValueError for a run whose checkpoint to resume from, `path`, cannot be read (`error`): it names the newest
+    intact earlier checkpoint and how to resume from it."""
+    intact = newest_intact_checkpoint(ckpt_dir, checkpoint_step(path))
+    if intact is None:
+        way_out = ('no earlier checkpoint of the run is intact; nothing was changed: train in another log dir, or '
+                   'start fresh (--fresh)')
+    else:
+        name = os.path.basename(intact)
+        way_out = ('the newest intact one is {name}: `btgym-aac train --resume-from {name}` with the same config and '
+                   'log dir (Launcher(..., resume_from={name!r})) resumes from it, moving the files of the later '
+                   'checkpoints to {aside}; nothing was changed'.format(
+                       name=name, aside=os.path.join(ckpt_dir, SET_ASIDE_DIR)))
+    return ValueError('{}; {}'.format(error, way_out))
+
+
+def resume_from_checkpoint(ckpt_dir, name, log):
+    """Makes checkpoint `name` of `ckpt_dir` the one the run resumes from: checks that it reads in full, moves the
+    files of every later checkpoint of the run into `<ckpt_dir>/set_aside/` and lists `name` as the latest in the
+    state file, with the earlier checkpoints it listed.
+
+    Args:
+        ckpt_dir: the run's checkpoint folder.
+        name: a checkpoint's name, `model_parameters-<step>`.
+        log: logbook logger told of each file moved.
+
+    Raises:
+        ValueError: `ckpt_dir` holds no checkpoint `name`, or its files cannot be read (nothing is changed).
+    """
+    from btgym_aac.compat import tf
+
+    path = os.path.join(ckpt_dir, name)
+    step = checkpoint_step(path)
+    if step is None or not os.path.isfile(path + '.index'):
+        raise ValueError('resume_from {!r}: {} holds no such checkpoint (one of: {})'.format(
+            name, ckpt_dir, ', '.join(os.path.basename(other) for _, other in
+                                      sorted(checkpoints_on_disk(ckpt_dir).items())) or 'none'))
+    check_checkpoint_readable(path)
+    later = [os.path.basename(other) for other_step, other in checkpoints_on_disk(ckpt_dir).items()
+             if other_step > step]
+    aside = os.path.join(ckpt_dir, SET_ASIDE_DIR)
+    for entry in sorted(os.listdir(ckpt_dir)):
+        if any(entry.startswith(other + '.') for other in later):
+            os.makedirs(aside, exist_ok=True)
+            os.replace(os.path.join(ckpt_dir, entry), os.path.join(aside, entry))
+            log.notice('moved {} to {}: the run resumes from {}'.format(entry, aside, name))
+    state = read_checkpoint_state(ckpt_dir)
+    listed = [other for other in (state.all_model_checkpoint_paths if state else [])
+              if (checkpoint_step(other) or 0) < step and os.path.isfile(other + '.index')]
+    tf.train.update_checkpoint_state(ckpt_dir, path, all_model_checkpoint_paths=listed + [path])
+
+
+# -------------------------------------------------------------------------------------------------------------- export
+
+def is_within(path, directory):
+    """True if `path` is `directory` or lies inside it (symbolic links resolved)."""
+    path, directory = os.path.realpath(path), os.path.realpath(directory)
+    return path == directory or path.startswith(directory + os.sep)
+
+
+def _holds_only_an_export(directory, extra_entries=()):
+    """True when every entry of `directory` is a file of a checkpoint its state file lists (an earlier export), or
+    one of `extra_entries` (what else an export writes)."""
+    state = read_checkpoint_state(directory)
+    if state is None:
+        return False
+    names = {os.path.basename(path) for path in state.all_model_checkpoint_paths}
+    names.add(os.path.basename(state.model_checkpoint_path))
+    return all(entry in extra_entries
+               or (os.path.isfile(os.path.join(directory, entry))
+                   and (entry == 'checkpoint' or any(entry.startswith(name + '.') for name in names)))
+               for entry in os.listdir(directory))
+
+
+def check_export_target(checkpoint_dir, target_dir, extra_entries):
+    """Raises unless `target_dir` can be replaced by an export of `checkpoint_dir`'s latest checkpoint.
+
+    Args:
+        checkpoint_dir: the checkpoint folder exported.
+        target_dir: the export's folder (absolute).
+        extra_entries: names besides checkpoint files that an earlier export in `target_dir` may hold.
+
+    Raises:
+        NotADirectoryError: the target, or a folder above it, is a file.
+        ValueError: the target holds the exported checkpoints, or lies in a run's log dir.
+        FileExistsError: the target holds files other than an earlier export's.
+    """
+    blocking = file_in_the_way(target_dir)
+    if blocking == target_dir:
+        raise NotADirectoryError('export target {!r} is a file'.format(target_dir))
+    if blocking is not None:
+        raise NotADirectoryError('export target {!r} cannot be made: {!r} is a file'.format(target_dir, blocking))
+    if is_within(checkpoint_dir, target_dir):
+        raise ValueError('export target {!r} holds the checkpoints being exported; choose another folder'.format(
+            target_dir))
+    if os.path.isfile(os.path.join(os.path.dirname(os.path.realpath(target_dir)), RUN_CONFIG_FILE)):
+        raise ValueError('export target {!r} lies in the log dir of a run; choose a folder outside it'.format(
+            target_dir))
+    if os.path.isdir(target_dir) and os.listdir(target_dir) and not _holds_only_an_export(target_dir, extra_entries):
+        raise FileExistsError('export target {!r} is not empty and does not hold an exported checkpoint; '
+                              'refusing to replace it (choose a new or empty folder)'.format(target_dir))
 
 
 def checkpoint_to_export(source_dir):

@@ -6,13 +6,14 @@ parameter servers are then stopped). A worker that dies is reported with its exi
 dies is restarted too (up to `max_restarts` times): the workers, whose sessions fail with it, are restarted without
 counting, and the chief restores the global variables from the latest checkpoint. Ctrl-C or SIGTERM stops
 everything cleanly (the chief saves first), and no task outlives the launcher. Only processes this launcher
-started are ever stopped. A launcher holds its log dir's lock (`log_dir_lock`) while it empties the folder and
+started are ever stopped. A launcher holds its log dir's lock (`log_dir.LogDirLock`) while it empties the folder and
 while it runs, so a second run on the same log dir is refused instead of overwriting the first one's checkpoints.
 Its tasks run in a private network namespace (`network_namespace`), so their TensorFlow ports, which take any
 graph from anyone, cannot be reached from outside the run. The supervision of the running tasks (restarts, stalls,
 the final stop) is `supervision.TaskSupervision`.
 """
 import contextlib
+import inspect
 import os
 import pickle
 import shutil
@@ -26,16 +27,13 @@ from btgym_aac.config_modules import dumps_with_sources
 from btgym_aac.data.shared import CACHE_DIR, publish
 from btgym_aac.distributed.checkpoints import check_checkpoint_readable, export_checkpoint, latest_checkpoint
 from btgym_aac.distributed.cluster import check_local_task_count, make_cluster_spec
-from btgym_aac.distributed.launcher_config import (check_purge_previous, launcher_configs, positive_seconds,
-                                                   read_data_files)
-from btgym_aac.distributed.log_dir import checkpoint_report, log_dir_state, prepare_log_dir
-from btgym_aac.distributed.log_dir_lock import LogDirLock
+from btgym_aac.distributed.log_dir import LogDirLock, checkpoint_report, log_dir_state, prepare_log_dir
 from btgym_aac.distributed.network_namespace import isolate_cluster
-from btgym_aac.distributed.run_config import pickle_run_config
-from btgym_aac.distributed.stop_signals import ctrl_c_held, signals_handled, stop_on_signal
-from btgym_aac.distributed.supervision import TaskSupervision
-from btgym_aac.distributed.task_start import LauncherSurroundings, task_context
-from btgym_aac.distributed.task_process import run_pickled_task
+from btgym_aac.distributed.run_config import (check_purge_previous, launcher_configs, pickle_run_config,
+                                              positive_seconds, read_data_files)
+from btgym_aac.distributed.supervision import TaskSupervision, signals_handled, stop_on_signal
+from btgym_aac.distributed.tasks import LauncherSurroundings, ctrl_c_held, task_context
+from btgym_aac.distributed.worker import run_pickled_task
 from btgym_aac.logs import get_logger
 from btgym_aac.paths import file_in_the_way
 from btgym_aac.validation import check_whole_number
@@ -52,7 +50,7 @@ class Launcher(TaskSupervision):
             allows it (Linux; see `network_namespace`) and warns where not, 'require' refuses to run without it
             (NetworkIsolationError), 'off' neither isolates nor warns;
             `start_method`: 'forkserver' (default on Linux) forks every task from one process that imported
-            TensorFlow once, 'spawn' (default elsewhere) starts each in a new interpreter (see `task_start`).
+            TensorFlow once, 'spawn' (default elsewhere) starts each in a new interpreter (see `tasks`).
         policy_config: {'class_ref', 'kwargs'} of the policy.
         trainer_config: {'class_ref', 'kwargs'} of the trainer (A3C, Unreal, PPO, ...).
         max_env_steps: training length in env steps over all workers.
@@ -77,7 +75,7 @@ class Launcher(TaskSupervision):
             (`purge_previous` must be 0).
         resume_from: name of an earlier checkpoint of this run (`model_parameters-<step>`) to resume from where
             the latest is damaged: the files of the later checkpoints are moved to `<checkpoint folder>/set_aside`
-            (see `checkpoint_recovery`). Needs `purge_previous` 0 and no `initial_ckpt_dir`.
+            (see `checkpoints.resume_from_checkpoint`). Needs `purge_previous` 0 and no `initial_ckpt_dir`.
     """
 
     def __init__(self, env_config=None, cluster_config=None, policy_config=None, trainer_config=None,
@@ -188,7 +186,7 @@ class Launcher(TaskSupervision):
                     cluster_config=self.cluster_config, test_mode=self.test_mode)
 
     def task_config(self, job_name, task):
-        """Config of one cluster task, as passed to `task_process.run_task`."""
+        """Config of one cluster task, as passed to `worker.run_task`."""
         config = dict(job_name=job_name, task=task, cluster_spec=self.cluster_spec, log_level=self.log_level)
         if job_name == 'worker':
             config.update(
@@ -237,7 +235,7 @@ class Launcher(TaskSupervision):
         Raises:
             RuntimeError: a worker kept crashing or could not set up, or a parameter server kept dying.
             LogDirInUseError (an OSError): another run holds the log dir.
-            KeyboardInterrupt: after stopping everything on Ctrl-C (`stop_signals.StopRequested`, a subclass, on
+            KeyboardInterrupt: after stopping everything on Ctrl-C (`supervision.StopRequested`, a subclass, on
                 SIGTERM).
             NetworkIsolationError (an OSError): `network_isolation` is 'require' and the run cannot be isolated.
         """
@@ -334,3 +332,20 @@ class Launcher(TaskSupervision):
             path prefix of the exported checkpoint.
         """
         return export_checkpoint(self.current_ckpt_dir, save_path)
+
+
+def make_launcher(configs, **overrides):
+    """A Launcher from `configs` (the dicts of `run_config.default_configs`'s layout) and Launcher keyword
+    overrides (over `configs['launcher_config']`).
+
+    Raises:
+        ValueError: `launcher_config` has a key the Launcher does not take.
+    """
+    kwargs = dict(configs.get('launcher_config') or {}, **overrides)
+    known = inspect.signature(Launcher).parameters
+    unknown = sorted(set(kwargs) - set(known))
+    if unknown:
+        raise ValueError('launcher_config has unknown key(s) {}; Launcher takes {}'.format(
+            ', '.join(unknown), ', '.join(name for name in known if not name.endswith('_config'))))
+    return Launcher(env_config=configs['env_config'], cluster_config=configs['cluster_config'],
+                    policy_config=configs['policy_config'], trainer_config=configs['trainer_config'], **kwargs)

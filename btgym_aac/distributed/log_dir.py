@@ -1,21 +1,80 @@
-"""A run's log dir before and after the run: emptying it when asked (only of what runs write), checking that its
-checkpoint can be resumed from, and telling what it holds."""
+"""A run's log dir: the lock that keeps two launchers from training into (or emptying) the same folder, and the
+folder before and after the run: emptying it when asked (only of what runs write), checking that its checkpoint can
+be resumed from, and telling what it holds.
+
+The lock is an advisory `flock` on `<log_dir>/.launcher.lock`, which also holds the PID of its holder. The
+operating system drops it when the holder exits, however it ends, so a killed launcher leaves no stale lock.
+"""
+import fcntl
 import os
 import re
 import shutil
 import sys
 
 from btgym_aac.data.shared import CACHE_DIR
-from btgym_aac.distributed.checkpoint_recovery import damaged_checkpoint_error, resume_from_checkpoint
-from btgym_aac.distributed.checkpoints import (check_checkpoint_readable, is_within, latest_checkpoint,
-                                               resumable_checkpoint)
-from btgym_aac.distributed.log_dir_lock import LOCK_FILE
+from btgym_aac.distributed.checkpoints import (check_checkpoint_readable, damaged_checkpoint_error, is_within,
+                                               latest_checkpoint, resumable_checkpoint, resume_from_checkpoint)
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
+
+LOCK_FILE = '.launcher.lock'
+
+
+class LogDirInUseError(OSError):
+    """Another process holds the log dir's lock."""
+
+
+class LogDirLock:
+    """Exclusive lock on a log dir (made if missing); usable as a context manager.
+
+    Args:
+        log_dir: the run's log dir.
+    """
+
+    def __init__(self, log_dir):
+        self.log_dir = log_dir
+        self.path = os.path.join(log_dir, LOCK_FILE)
+        self._file = None
+
+    def acquire(self):
+        """Takes the lock at once.
+
+        Raises:
+            LogDirInUseError: another process holds it (its PID is named).
+        """
+        os.makedirs(self.log_dir, exist_ok=True)
+        lock_file = open(self.path, 'a+')
+        try:
+            fcntl.flock(lock_file, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            lock_file.seek(0)
+            holder = lock_file.read().strip() or 'unknown'
+            lock_file.close()
+            raise LogDirInUseError('log dir {} is in use by another run (process {}); wait for it to end or choose '
+                                   'another log dir'.format(self.log_dir, holder)) from None
+        lock_file.seek(0)
+        lock_file.truncate()
+        lock_file.write(str(os.getpid()))
+        lock_file.flush()
+        self._file = lock_file
+
+    def release(self):
+        """Drops the lock (the file stays, empty of meaning until the next holder writes its PID)."""
+        if self._file is not None:
+            fcntl.flock(self._file, fcntl.LOCK_UN)
+            self._file.close()
+            self._file = None
+
+    def __enter__(self):
+        self.acquire()
+        return self
+
+    def __exit__(self, *exc_info):
+        self.release()
 
 
 def prepare_log_dir(log_dir, current_ckpt_dir, initial_ckpt_dir, purge_previous, log, resume_from=None):
     """Creates the log dir; empties it when `purge_previous` says so, else checks its checkpoints can be resumed
-    from (after making `resume_from` the latest, see `checkpoint_recovery.resume_from_checkpoint`).
+    from (after making `resume_from` the latest, see `checkpoints.resume_from_checkpoint`).
 
     Args:
         log_dir: the run's log dir.

@@ -1,11 +1,361 @@
-"""The run's configs file, `<log_dir>/run_config.pkl`, read by `btgym_aac.evaluation.load_policy`.
+"""A run's configs: their defaults, the presets, the one rule that stacks them, their checks, their digest and the
+file a run keeps them in.
 
-The chief writes it once its session is ready (its checkpoint restored), so a run that cannot set up leaves the
-file of the run whose checkpoint is in the log dir as it was.
+A run is configured by five dicts (`CONFIG_NAMES`): `env_config`, `policy_config` and `trainer_config` (class
+configs: `{'class_ref': class, 'kwargs': dict}`), `cluster_config` and `launcher_config` (the `Launcher`'s keyword
+arguments). Every default is written once:
+    * the Launcher's: `LAUNCHER_DEFAULTS` (`BTgymEnv`, `BaseAacPolicy`, `A3C`, the cluster settings) and the
+      Launcher's own keyword defaults;
+    * a class config's kwargs: the class's own (a trainer's settings: `algorithms.config.AacConfig`);
+    * a preset (`PRESETS`) is a named layer of overrides of those; 'reference' is the original's notebook
+      configuration that `btgym-aac train` runs.
+
+Layers stack by one rule (`merge_configs`), whether they come from a preset, a config file, a Launcher's
+arguments or the command line: a layer's config dicts update the ones below key by key, a layer's `kwargs`
+update the kwargs below argument by argument (an argument's value, a dict included, replaces the one below), and
+a class config that names its `class_ref` replaces the class config below whole (its kwargs are for its class;
+the class's own defaults fill in the rest). Command-line flags set single settings (`--algo` the trainer's class,
+`--workers` `cluster_config['num_workers']`, ...), keeping the rest of their config.
 """
+import copy
+import hashlib
+import json
 import os
 
+from btgym_aac.class_refs import ClassRef
 from btgym_aac.config_modules import dumps_with_sources
+from btgym_aac.validation import check_whole_number, is_finite_real
+
+CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config', 'launcher_config')
+CLASS_CONFIG_NAMES = ('env_config', 'policy_config', 'trainer_config')
+DEFAULT_LOG_DIR = 'runs/btgym_aac'
+DEFAULT_MAX_STEPS = 20000
+TRAINER_CLASSES = {'a3c': 'A3C', 'unreal': 'Unreal', 'ppo': 'PPO'}
+"""`--algo` names of the trainers of `btgym_aac.algorithms.aac`."""
+
+
+def launcher_defaults():
+    """The Launcher's default configs (`LAUNCHER_DEFAULTS`, fresh dicts); their classes as ClassRefs (the
+    launcher process does not import them)."""
+    from btgym_aac.distributed.tasks import default_start_method
+
+    return dict(
+        env_config={'class_ref': ClassRef('btgym_aac.env.base', 'BTgymEnv'), 'kwargs': {}},
+        cluster_config={'host': '127.0.0.1', 'port': None, 'num_workers': 1, 'num_ps': 1, 'num_envs': 1,
+                        'log_dir': './tmp/btgym_aac_log', 'initial_ckpt_dir': None,
+                        'log_ckpt_subdir': 'current_train_checkpoint', 'network_isolation': 'auto',
+                        'start_method': default_start_method()},
+        policy_config={'class_ref': ClassRef('btgym_aac.algorithms.policy.base', 'BaseAacPolicy'), 'kwargs': {}},
+        trainer_config={'class_ref': ClassRef('btgym_aac.algorithms.aac', 'A3C'), 'kwargs': {}},
+        launcher_config={},
+    )
+
+
+def _reference_preset(algo):
+    """The 'reference' preset: DevStrat_4_11 on the built-in sine data, RL2 stacked-LSTM policy, the original
+    notebook's trainer settings, 2 workers.
+
+    The policy's logits are not layer-normalised (`logits_layer_norm=False`, unlike the original's notebook):
+    normalised logits limit how sure the policy can be of an action (with four actions and no learned offset, at
+    most 0.77), and without them the trainers learn the reference env faster and end higher (docs/performance.md,
+    "Against Stable-Baselines3").
+    """
+    from btgym_aac.env.registration import REFERENCE_ENV_KWARGS
+
+    env_kwargs = copy.deepcopy(REFERENCE_ENV_KWARGS)
+    env_kwargs['strategy'] = ClassRef('btgym_aac.strategy.gen4', 'DevStrat_4_11')
+    return dict(
+        env_config={'class_ref': ClassRef('btgym_aac.env.base', 'BTgymEnv'), 'kwargs': env_kwargs},
+        cluster_config={'num_workers': 2, 'log_dir': DEFAULT_LOG_DIR},
+        policy_config={'class_ref': ClassRef('btgym_aac.algorithms.policy.stacked_lstm', 'AacStackedRL2Policy'),
+                       'kwargs': {'lstm_2_init_period': 60, 'logits_layer_norm': False}},
+        trainer_config={'class_ref': ClassRef('btgym_aac.algorithms.aac', TRAINER_CLASSES[algo]), 'kwargs': dict(
+            opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_beta=0.05, time_flat=True, model_summary_freq=10,
+            episode_summary_freq=1)},
+        launcher_config={'max_env_steps': DEFAULT_MAX_STEPS, 'save_secs': 60},
+    )
+
+
+PRESETS = {'reference': _reference_preset}
+"""Preset name -> fn(algo) -> its layer of configs over `launcher_defaults()`."""
+
+
+def default_configs(algo='a3c', import_classes=True, preset='reference'):
+    """The configs of a preset: `preset`'s layer over the Launcher's defaults, with the trainer of `algo`.
+
+    Args:
+        algo: 'a3c', 'unreal' or 'ppo'.
+        import_classes: False gives the env, strategy, policy and trainer classes as `class_refs.ClassRef`s, which
+            a Launcher passes to its tasks without importing them (TensorFlow, backtrader, matplotlib) itself;
+            `btgym-aac train` does so.
+        preset: a name of `PRESETS`.
+
+    Returns:
+        dict of env_config, cluster_config, policy_config, trainer_config, launcher_config.
+
+    Raises:
+        ValueError: an unknown `algo` or `preset`.
+    """
+    import numpy as np
+
+    if algo not in TRAINER_CLASSES:
+        raise ValueError('unknown algo {!r}; known: {}'.format(algo, ', '.join(TRAINER_CLASSES)))
+    if preset not in PRESETS:
+        raise ValueError('unknown preset {!r}; known: {}'.format(preset, ', '.join(PRESETS)))
+    configs = merge_configs(launcher_defaults(), PRESETS[preset](algo))
+    env_kwargs = configs['env_config']['kwargs']
+    if 'state_ext_scale' in env_kwargs:
+        env_kwargs['state_ext_scale'] = np.asarray(env_kwargs['state_ext_scale'])
+    if import_classes:
+        for name in CLASS_CONFIG_NAMES:
+            configs[name]['class_ref'] = _imported(configs[name]['class_ref'])
+        if 'strategy' in env_kwargs:
+            env_kwargs['strategy'] = _imported(env_kwargs['strategy'])
+    return configs
+
+
+def _imported(ref):
+    return ref.resolve() if isinstance(ref, ClassRef) else ref
+
+
+def merge_config(below, layer):
+    """One config dict of `layer` over the one `below` (see the module docstring for the rule).
+
+    Args:
+        below: config dict (or None).
+        layer: config dict, or None (nothing changes).
+
+    Returns:
+        a new dict (`kwargs` copied; the values themselves are shared).
+
+    Raises:
+        ValueError: `layer` or its `kwargs` is not a dict.
+    """
+    if layer is not None and not isinstance(layer, dict):
+        raise ValueError('expected a config dict, got {!r}'.format(layer))
+    below, layer = dict(below or {}), dict(layer or {})
+    if layer.get('kwargs') is not None and not isinstance(layer['kwargs'], dict):
+        raise ValueError('a config\'s kwargs must be a dict, got {!r}'.format(layer['kwargs']))
+    if 'class_ref' in layer:
+        merged = layer
+    else:
+        merged = dict(below, **layer)
+        if 'kwargs' in layer:
+            merged['kwargs'] = dict(below.get('kwargs') or {}, **(layer['kwargs'] or {}))
+    if 'class_ref' in merged or 'kwargs' in merged:
+        merged['kwargs'] = dict(merged.get('kwargs') or {})
+    return merged
+
+
+def merge_configs(below, layer):
+    """Every config dict of `layer` over the one of `below` of its name (`merge_config`).
+
+    Args:
+        below, layer: dicts config name -> config dict (a name missing from `layer` keeps `below`'s).
+
+    Returns:
+        a new dict of config dicts.
+    """
+    return {name: merge_config(below.get(name), layer.get(name)) for name in dict.fromkeys([*below, *layer])}
+
+
+def launcher_configs(**updates):
+    """The Launcher's configs: the user's over `launcher_defaults()` (`merge_configs`), checked.
+
+    Args:
+        **updates: `env_config`, `cluster_config`, `policy_config`, `trainer_config` as the user gave them (None
+            or missing: the default).
+
+    Returns:
+        dict name -> merged config (a default trainer or policy class is a `class_refs.ClassRef`, imported where it
+        is used); `cluster_config`'s `num_envs`, `num_workers`, `num_ps` and `port` are ints.
+
+    Raises:
+        ValueError: a config without `class_ref`, or a `cluster_config` key unknown or of the wrong kind.
+    """
+    defaults = launcher_defaults()
+    del defaults['launcher_config']
+    configs = merge_configs(defaults, updates)
+    for name in CLASS_CONFIG_NAMES:
+        if configs[name].get('class_ref') is None:
+            raise ValueError('{} needs a `class_ref`'.format(name))
+    cluster_config = configs['cluster_config']
+    _check_cluster_config(cluster_config, defaults['cluster_config'])
+    for key in ('num_envs', 'num_workers', 'num_ps'):
+        cluster_config[key] = check_whole_number('cluster_config {}'.format(key), cluster_config[key], 1)
+    if cluster_config['port']:
+        cluster_config['port'] = check_whole_number('cluster_config port', cluster_config['port'], 1)
+    return configs
+
+
+def _check_cluster_config(config, known):
+    """Raises ValueError naming an unknown `cluster_config` key or a `log_dir`, `log_ckpt_subdir`, `host`,
+    `network_isolation` or `start_method` of the wrong kind."""
+    from btgym_aac.distributed.network_namespace import check_isolation_mode
+    from btgym_aac.distributed.tasks import check_start_method
+
+    unknown = sorted(set(config) - set(known))
+    if unknown:
+        raise ValueError('unknown cluster_config key(s) {}; known: {}'.format(unknown, sorted(known)))
+    if not isinstance(config['log_dir'], (str, os.PathLike)) or not str(config['log_dir']).strip():
+        raise ValueError('cluster_config log_dir is empty or not a path: name the folder for logs and checkpoints, '
+                         'got {!r}'.format(config['log_dir']))
+    subdir = config['log_ckpt_subdir']
+    if not isinstance(subdir, str) or not subdir.strip('/') or os.path.normpath(subdir.strip('/')).startswith('..'):
+        raise ValueError('cluster_config log_ckpt_subdir must be a folder name inside the log dir, got {!r}'.format(
+            subdir))
+    if not isinstance(config['host'], str) or not config['host'].strip():
+        raise ValueError('cluster_config host must be a host name or address, got {!r}'.format(config['host']))
+    check_isolation_mode(config['network_isolation'])
+    check_start_method(config['start_method'])
+
+
+def positive_seconds(name, value):
+    """`value` if it is a finite number of seconds > 0, else ValueError naming the setting."""
+    if not is_finite_real(value) or value <= 0:
+        raise ValueError('{} must be a positive number of seconds, got {!r}'.format(name, value))
+    return value
+
+
+def check_purge_previous(purge_previous, shared_log_dir):
+    """Raises ValueError unless `purge_previous` is 0 (keep), 1 (ask) or 2 (delete), and 0 for a shared log dir."""
+    if purge_previous not in (0, 1, 2) or isinstance(purge_previous, bool):
+        raise ValueError('purge_previous must be 0 (keep), 1 (ask) or 2 (delete), got {!r}'.format(purge_previous))
+    if shared_log_dir and purge_previous:
+        raise ValueError('a log dir shared by hand-started cluster nodes is never emptied: purge_previous must be '
+                         '0, got {!r}'.format(purge_previous))
+
+
+def multi_asset_env_config(assets=None, portfolio=False, **dataset_kwargs):
+    """The env_config of `btgym-aac train --assets`: MultiAssetStrategy trading every asset of a BTgymMultiData,
+    with the reference configuration's broker, episode and reward settings.
+
+    Args:
+        assets: dict asset name -> CSV path(s) or DataFrame, in data line order; None or empty: the built-in
+            cointegrated pair `X`, `Y` (`make_cointegrated_pair(seed=0)`).
+        portfolio: PortfolioEnv (target weights) instead of MultiDiscreteEnv (one discrete action per asset).
+        **dataset_kwargs: more kwargs of every data line's `BTgymDataset` (e.g. `target_period` for test episodes).
+
+    Returns:
+        dict with `class_ref` and `kwargs` (the dataset unloaded: the Launcher reads and aligns its files before
+        any task starts, see `read_data_files`).
+    """
+    import pandas as pd
+
+    from btgym_aac.data import BTgymDataset, BTgymMultiData, make_cointegrated_pair
+    from btgym_aac.env import MultiDiscreteEnv, PortfolioEnv
+    from btgym_aac.env.registration import REFERENCE_ENV_KWARGS
+    from btgym_aac.strategy import MultiAssetStrategy
+
+    assets = dict(assets or make_cointegrated_pair(seed=0))
+    data_config = {name: ({'filename': None, 'dataframe': source} if isinstance(source, pd.DataFrame)
+                          else {'filename': source}) for name, source in assets.items()}
+    dataset = BTgymMultiData(data_class_ref=BTgymDataset, data_config=data_config,
+                             episode_duration=REFERENCE_ENV_KWARGS['episode_duration'],
+                             time_gap=REFERENCE_ENV_KWARGS['time_gap'], **dataset_kwargs)
+    kwargs = {key: REFERENCE_ENV_KWARGS[key] for key in (
+        'start_cash', 'commission', 'leverage', 'drawdown_call', 'target_call', 'gamma', 'reward_scale')}
+    kwargs.update(dataset=dataset, strategy=MultiAssetStrategy, asset_names=list(assets),
+                  render_modes=['episode', 'human'])
+    if not portfolio:
+        kwargs['order_size'] = REFERENCE_ENV_KWARGS['order_size']
+    return {'class_ref': PortfolioEnv if portfolio else MultiDiscreteEnv, 'kwargs': kwargs}
+
+
+# ------------------------------------------------------------------------------------------ the data files
+
+def _data_sources(env_config):
+    """(filename(s), parsing params) of every data source `env_config` names by file: its `filename`, its
+    `dataset`'s, or every data line's of a multi-line dataset."""
+    from btgym_aac.data.multi import BTgymMultiData
+
+    kwargs = env_config.get('kwargs', {})
+    dataset = kwargs.get('dataset')
+    if dataset is None:
+        return [(kwargs.get('filename'), kwargs.get('parsing_params'))]
+    streams = dataset.data.values() if isinstance(dataset, BTgymMultiData) else [dataset]
+    return [(getattr(data, 'filename', None), getattr(data, 'parsing_params', None)) for data in streams]
+
+
+def read_data_files(env_config):
+    """Reads the data files named by `env_config` (its `filename`, or its `dataset`'s, or those of every data line
+    of a `BTgymMultiData`) once, so that a missing or unusable file stops the run here, before any task starts
+    (see `data.parsing.read_ohlcv` and `data.sanity`). The data lines of a `BTgymMultiData` are also aligned, on a
+    copy of it (the config's own stays unloaded: every env loads its own), so lines that cannot be aligned stop
+    the run here too.
+
+    Returns:
+        list of (the bars of a source as a DataFrame, its `data.shared.source_key`), one per source read from files.
+
+    Raises:
+        FileNotFoundError: a data file is not a file here.
+        DataError (a ValueError): a file cannot be read, fails a data check set to 'error', or the data lines of a
+            BTgymMultiData cannot be aligned.
+    """
+    from btgym_aac.data.multi import BTgymMultiData
+    from btgym_aac.data.parsing import read_ohlcv, resolve_parsing_params
+    from btgym_aac.data.shared import source_key
+
+    sources = []
+    for filenames, parsing_params in _data_sources(env_config):
+        if not filenames:
+            continue
+        for filename in [filenames] if isinstance(filenames, (str, os.PathLike)) else filenames:
+            if isinstance(filename, (str, os.PathLike)) and not os.path.isfile(filename):
+                what = 'is a folder, not a file' if os.path.isdir(filename) else 'does not exist'
+                raise FileNotFoundError('data file {!r} (env_config filename) {}'.format(os.fspath(filename), what))
+        sources.append((read_ohlcv(filenames, parsing_params), source_key(filenames,
+                                                                          resolve_parsing_params(parsing_params))))
+    dataset = env_config.get('kwargs', {}).get('dataset')
+    if isinstance(dataset, BTgymMultiData):
+        copy.deepcopy(dataset).read_csv()
+    return sources
+
+
+# ------------------------------------------------------------------------------------------------ digest
+
+DATA_SOURCE_KWARGS = ('dataset', 'dataframe', 'filename')
+"""The env kwargs that give an env its data (evaluations, walk-forwards and sweeps replace them with their own)."""
+UNSEEN_CONFIG_KEYS = {'cluster_config': ('log_dir', 'port', 'network_isolation', 'initial_ckpt_dir'),
+                      'launcher_config': ('show_progress',)}
+"""Config keys that do not change what a run trains (where it logs, how it is watched)."""
+
+
+def config_digest(configs):
+    """SHA-256 (first 16 hex digits) of the config dicts as runs train them, so that a walk-forward or a sweep
+    continued with other configs is told apart from the one it continues: classes by their import paths, arrays
+    as lists, the keys of UNSEEN_CONFIG_KEYS and the env's data source left out (walk-forwards and sweeps supply
+    the data)."""
+    seen = {}
+    for name, config in sorted(configs.items()):
+        config = {key: value for key, value in dict(config).items() if key not in UNSEEN_CONFIG_KEYS.get(name, ())}
+        if name == 'env_config':
+            config['kwargs'] = {key: value for key, value in dict(config.get('kwargs') or {}).items()
+                                if key not in DATA_SOURCE_KWARGS}
+        seen[name] = config
+    text = json.dumps(seen, sort_keys=True, default=_plain)
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _plain(value):
+    """A JSON-ready stand-in for a value json cannot write: a class (or ClassRef) by its path, an array as a list,
+    an object whose repr is object's (it holds a memory address, other in every process) by its class path and
+    attributes, anything else by its repr."""
+    if isinstance(value, ClassRef):
+        return '{}.{}'.format(value.module, value.name)
+    if hasattr(value, 'tolist'):
+        return value.tolist()
+    module, name = getattr(value, '__module__', None), getattr(value, '__qualname__', None)
+    if callable(value) and module and name:
+        return '{}.{}'.format(module, name)
+    if type(value).__repr__ is object.__repr__:
+        kind = type(value)
+        return {'class': '{}.{}'.format(kind.__module__, kind.__qualname__), 'attributes': vars(value)
+                if hasattr(value, '__dict__') else None}
+    return repr(value)
+
+
+# ------------------------------------------------------------------------------------------ run_config.pkl
 
 RUN_CONFIG_FILE = 'run_config.pkl'
 RUN_CONFIG_DICTS = ('env_config', 'policy_config', 'trainer_config', 'cluster_config')
@@ -15,6 +365,10 @@ def pickle_run_config(configs):
     """Pickles the run's configs in the launching process, where classes of its `__main__` have their real names
     (a spawned task knows them as `__mp_main__`'s, which no other process can load), with the sources of the
     config-file modules they refer to (see `config_modules`).
+
+    The chief writes them to `<log_dir>/run_config.pkl` once its session is ready (its checkpoint restored), so a
+    run that cannot set up leaves the file of the run whose checkpoint is in the log dir as it was;
+    `btgym_aac.evaluation.load_policy` reads it.
 
     Args:
         configs: dict with env_config, policy_config, trainer_config, cluster_config, test_mode.

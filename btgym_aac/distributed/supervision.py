@@ -1,25 +1,102 @@
-"""How the launcher watches its task processes while they run (`TaskSupervision`, a base class of `Launcher`).
+"""How task processes are kept running and stopped: the launcher's watch over its tasks (`TaskSupervision`, a base
+class of `Launcher`), the worker of a `btgym-aac cluster-node` kept going through a parameter server's restart
+(`run_node_worker`), and Ctrl-C and SIGTERM, which stop either cleanly and cut neither a task start nor the final
+stop short.
 
-A worker that dies, or stops reporting progress for `stall_seconds`, is restarted up to `max_restarts` times; one
-that could not set up, met NaN or inf values, or died again before training of the error it died of before stops
-the run. A parameter server that dies is restarted up to `max_restarts` times, and the workers that lost their
-cluster session to it are restarted without counting. At the end every task is stopped (`_stop_all`).
+A launcher's worker that dies, or stops reporting progress for `stall_seconds`, is restarted up to `max_restarts`
+times; one that could not set up, met NaN or inf values, or died again before training of the error it died of
+before stops the run. A parameter server that dies is restarted up to `max_restarts` times, and the workers that
+lost their cluster session to it are restarted without counting. At the end every task is stopped (`_stop_all`).
+
+A scheduler (Kubernetes, SLURM) restarts a parameter server that dies, often elsewhere and later; the workers'
+sessions fail with it. A cluster node runs its worker in a spawned child process and starts it again when it exits
+because its cluster session failed: the new process waits for the parameter servers (saying so every
+`worker.PS_WAIT_NOTICE_SECONDS`), and the chief restores the global variables from the latest checkpoint.
 """
+import contextlib
+import multiprocessing
+import os
 import queue
 import signal
+import threading
 import time
 
-from btgym_aac.distributed.checkpoint_state import checkpoint_step
-from btgym_aac.distributed.checkpoints import latest_checkpoint
+from btgym_aac.config_modules import dumps_with_sources
+from btgym_aac.distributed.checkpoints import checkpoint_step, latest_checkpoint
 from btgym_aac.distributed.network_namespace import JOIN_FAILED_EXIT_CODE
-from btgym_aac.distributed.stop_signals import STOP_GRACE_SECONDS, signals_handled, stop_process, terminate_and_wait
-from btgym_aac.distributed.task_process import NON_FINITE_EXIT_CODE, SESSION_LOST_EXIT_CODE, SETUP_FAILED_EXIT_CODE
+from btgym_aac.distributed.tasks import ctrl_c_held
+from btgym_aac.distributed.worker import (NON_FINITE_EXIT_CODE, SESSION_LOST_EXIT_CODE, SETUP_FAILED_EXIT_CODE,
+                                          run_pickled_task)
 from btgym_aac.proc_memory import proc_memory_mb
 
+STOP_GRACE_SECONDS = 60
+"""How long a stopped worker may take to finish its step and, for the chief, save, before it is killed."""
+STOP_SIGNAL_REPEAT_SECONDS = 1.0
+"""How often a stopped process that still runs gets SIGTERM again (see `terminate_and_wait`)."""
 STALL_STOP_SECONDS = 10
 POLL_SECONDS = 0.5
 PS_DEATH_WAIT_SECONDS = 3.0
 
+
+# -------------------------------------------------------------------------------------------------------- stop signals
+
+class StopRequested(KeyboardInterrupt):
+    """SIGTERM reached the launcher during `run()`: the run stops as on Ctrl-C (the chief saves)."""
+
+
+def stop_on_signal(signum, frame):
+    """Handler of Ctrl-C and SIGTERM during `run()`: ignores both from now on (a second one must not cut the
+    stop short) and raises KeyboardInterrupt, or StopRequested for SIGTERM."""
+    for ignored in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(ignored, signal.SIG_IGN)
+    raise StopRequested('SIGTERM') if signum == signal.SIGTERM else KeyboardInterrupt()
+
+
+@contextlib.contextmanager
+def signals_handled(handlers):
+    """Installs `handlers` ({signal number: handler}) for the block; only in the main thread (elsewhere Python
+    cannot set handlers and the block runs as it is)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {signum: signal.signal(signum, handler) for signum, handler in handlers.items()}
+    try:
+        yield
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, signal.SIG_DFL if handler is None else handler)
+
+
+
+
+def terminate_and_wait(processes, grace_seconds):
+    """Sends every one of `processes` (multiprocessing.Process objects) SIGTERM, again every
+    `STOP_SIGNAL_REPEAT_SECONDS` while it runs (a task still starting ignores SIGTERM until it has set its own
+    handling), for up to `grace_seconds`.
+
+    Returns:
+        the processes still alive at the end.
+    """
+    deadline = time.time() + grace_seconds
+    alive = [process for process in processes if process.is_alive()]
+    while alive and time.time() < deadline:
+        for process in alive:
+            process.terminate()
+        repeat_at = min(deadline, time.time() + STOP_SIGNAL_REPEAT_SECONDS)
+        for process in alive:
+            process.join(max(0.0, repeat_at - time.time()))
+        alive = [process for process in alive if process.is_alive()]
+    return alive
+
+
+def stop_process(process, grace_seconds):
+    """Stops `process` (a multiprocessing.Process) with `terminate_and_wait` and kills it if it has not ended."""
+    if terminate_and_wait([process], grace_seconds):
+        process.kill()
+        process.join()
+
+
+# ------------------------------------------------------------------------------------------------ the launcher's tasks
 
 class TaskSupervision:
     """Mixin of `Launcher`: the supervision of the task processes from their start to their stop.
@@ -208,3 +285,42 @@ class TaskSupervision:
                     self.log.warning('{} did not stop in time: killing it'.format(process.name))
                 process.kill()
             process.join(10)
+
+
+# --------------------------------------------------------------------------------------------- a cluster node's worker
+
+def run_node_worker(task_config, max_restarts, log):
+    """Runs worker `task_config['task']` in a child process (which dies with this one), started again up to
+    `max_restarts` times when it loses its cluster session. Ctrl-C or SIGTERM stop it as they stop a worker (the
+    chief saves).
+
+    Args:
+        task_config: the worker's config (`Launcher.task_config`).
+        max_restarts: restarts allowed after lost sessions.
+        log: logbook logger of the node.
+
+    Returns:
+        (stopped, exit status): stopped is True when Ctrl-C or SIGTERM stopped it; the status is the worker's
+        last (0 when it reached `max_env_steps`; see `worker` for the others).
+    """
+    context = multiprocessing.get_context('spawn')
+    task = task_config['task']
+    pickled = dumps_with_sources(dict(task_config, launcher_pid=os.getpid()))
+    restarts = 0
+    while True:
+        process = context.Process(target=run_pickled_task, args=(pickled, None),
+                                  name='btgym_aac-worker-{}'.format(task))
+        with ctrl_c_held():
+            process.start()
+        try:
+            with signals_handled({signal.SIGINT: stop_on_signal, signal.SIGTERM: stop_on_signal}):
+                process.join()
+        except KeyboardInterrupt:
+            with signals_handled({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_IGN}):
+                stop_process(process, STOP_GRACE_SECONDS)  # it finishes its step; the chief saves
+            return True, process.exitcode
+        if process.exitcode != SESSION_LOST_EXIT_CODE or restarts == max_restarts:
+            return False, process.exitcode
+        restarts += 1
+        log.warning('worker {} lost its cluster session (a parameter server is gone or cannot be reached): starting '
+                    'it again ({} of {}); it waits for the parameter servers'.format(task, restarts, max_restarts))

@@ -4,7 +4,7 @@ Importing it registers the trading envs' gymnasium ids (`btgym_aac.env.registrat
 names are imported on first use, so registering imports neither backtrader nor TensorFlow.
 """
 from btgym_aac.env.registration import register_envs
-from btgym_aac.lazy import lazy_names
+from btgym_aac.class_refs import lazy_names
 
 _PUBLIC = {
     'BTgymEnv': 'btgym_aac.env.base',

@@ -4,13 +4,11 @@ import weakref
 
 import gymnasium as gym
 
-from btgym_aac.env.actions import strategy_action
-from btgym_aac.env.components import DATASET_KWARGS, EnvComponents
+from btgym_aac.env.components import DATASET_KWARGS, EnvComponents, check_state, state_arrays, strategy_action
 from btgym_aac.env.engine import Handoff, make_copyable, run_episode
 from btgym_aac.env.episode_setup import EpisodeSetup
-from btgym_aac.env.observations import check_state, state_arrays
 from btgym_aac.legacy.env_api import DataMasterSettings, StepInfo, original_params
-from btgym_aac.env.render_modes import GYM_RENDER_MODES, RenderModes
+from btgym_aac.env.rendering import GYM_RENDER_MODES, RenderModes
 from btgym_aac.logs import get_logger
 from btgym_aac.nonfinite import NonFiniteObservationError, data_explanation, first_non_finite_key
 
@@ -67,7 +65,7 @@ class BTgymEnv(EnvComponents, EpisodeSetup, RenderModes, gym.Env):
     whether it will draw that episode; the picture of an episode not recorded is a message saying so.
 
     Its parts built from the kwargs come from `components.EnvComponents`, the trials, episodes and Cerebros that
-    `reset()` prepares from `episode_setup.EpisodeSetup`, and `render()` from `render_modes.RenderModes`.
+    `reset()` prepares from `episode_setup.EpisodeSetup`, and `render()` from `rendering.RenderModes`.
     """
     metadata = {'render_modes': list(GYM_RENDER_MODES), 'render.modes': ['human', 'episode'], 'render_fps': 4}
     network_address = None

@@ -1,14 +1,19 @@
-"""The parts of a BTgymEnv built from its keyword arguments: the dataset, the backtrader engine, the traded assets
-with their actions, and the observation and action spaces."""
+"""The parts of a BTgymEnv built from its keyword arguments, and what passes through them on every step: the dataset
+and its bars (one data line's DataFrame, or the aligned lines of a `BTgymMultiData` sharing one index), the
+backtrader engine, the traded assets with their actions (an agent's action turned into the strategy's action names
+or target weights), and the observation and action spaces (a strategy state checked against the observation space
+and copied into fresh arrays of its dtypes)."""
 import numbers
 
 import backtrader as bt
+import numpy as np
+import pandas as pd
+from gymnasium import spaces
 
 from btgym_aac.data import BTgymDataset, make_sine_data
+from btgym_aac.data.columns import PRICE_COLUMNS
 from btgym_aac.env.costs import COST_DEFAULTS, cost_broker
-from btgym_aac.env.data_lines import price_bars
-from btgym_aac.env.observations import observation_space, space_dtypes
-from btgym_aac.spaces import ActionDictSpace
+from btgym_aac.spaces import ActionDictSpace, DictSpace
 from btgym_aac.strategy.base import BTgymBaseStrategy
 from btgym_aac.validation import check_number
 
@@ -18,6 +23,35 @@ DATASET_KWARGS = (
     'time_gap_days', 'time_gap_hours',
 )
 ENGINE_DEFAULTS = dict(start_cash=100.0, broker_commission=0.001, fixed_stake=10, **COST_DEFAULTS)
+
+
+def bars(data):
+    """The bars that set an episode's length and timestamps: the data's DataFrame, or the master line's of a
+    multi-line dataset.
+
+    Args:
+        data: a dataset, trial or episode.
+
+    Returns:
+        DataFrame of OHLCV bars.
+    """
+    frame = getattr(data, 'frame', None)
+    return data.data if frame is None else frame
+
+
+def price_bars(data):
+    """The prices of every data line (all lines of a multi-line dataset, one under another).
+
+    Args:
+        data: a dataset, trial or episode.
+
+    Returns:
+        DataFrame of the open, high, low and close columns.
+    """
+    frames = getattr(data, 'frames', None)
+    if frames is None:
+        return data.data[list(PRICE_COLUMNS)]
+    return pd.concat([frame[list(PRICE_COLUMNS)] for frame in frames.values()])
 
 
 def new_engine(strategy, strategy_kwargs, settings):
@@ -46,6 +80,107 @@ def new_engine(strategy, strategy_kwargs, settings):
     engine.broker.apply_commission(settings['broker_commission'])
     engine.addsizer(bt.sizers.SizerFix, stake=settings['fixed_stake'])
     return engine
+
+
+def observation_space(state_shape, data):
+    """The observation space of `state_shape` (dict key -> space); its `raw` Box, if any, takes the range of the
+    prices in `data` (DataFrame of bars) as its bounds."""
+    shapes = dict(state_shape)
+    if 'raw' in shapes:
+        prices = data[list(PRICE_COLUMNS)]
+        raw = shapes['raw']
+        shapes['raw'] = spaces.Box(low=float(prices.min().min()), high=float(prices.max().max()),
+                                   shape=raw.shape, dtype=raw.dtype)
+    return DictSpace(shapes)
+
+
+def space_dtypes(space):
+    """Dict key -> dtype of a Dict space, nested like it."""
+    return {key: (space_dtypes(sub) if isinstance(sub, spaces.Dict) else sub.dtype)
+            for key, sub in space.spaces.items()}
+
+
+def check_state(state, space, path='observation'):
+    """Raises ValueError naming the first key of `space` whose state is missing or not of its space's shape."""
+    for key, subspace in space.spaces.items():
+        where = '{}[{!r}]'.format(path, key)
+        if key not in state:
+            raise ValueError('the strategy gives no {} (its state keys: {}); state_shape must name what '
+                             'the strategy returns'.format(where, sorted(state)))
+        if isinstance(subspace, spaces.Dict):
+            check_state(state[key], subspace, where)
+        elif np.shape(state[key]) != subspace.shape:
+            raise ValueError('{} has shape {} but the state_shape space says {}'.format(
+                where, np.shape(state[key]), subspace.shape))
+
+
+def state_arrays(state, dtypes):
+    """Copies a strategy state into fresh arrays of `dtypes` (see `space_dtypes`), one per key of `dtypes`."""
+    return {key: ({k: np.array(v, dtype=dtype[k]) for k, v in state[key].items()}
+                  if isinstance(dtype, dict) else np.array(state[key], dtype=dtype))
+            for key, dtype in dtypes.items()}
+
+
+def strategy_action(action, action_space, asset_names, portfolio_actions):
+    """The strategy's per-asset action for an agent's action.
+
+    Args:
+        action: dict asset -> action index (in `action_space`), or an integer index applied to every asset.
+        action_space: the env's `ActionDictSpace`.
+        asset_names: the traded assets.
+        portfolio_actions: the strategy's action names (empty: continuous actions, passed as floats).
+
+    Returns:
+        dict asset -> action name (or float).
+
+    Raises:
+        ValueError: the action is outside the action space.
+    """
+    if isinstance(action, dict):
+        if action not in action_space:
+            raise ValueError('action {!r} is not in the action space {}'.format(action, action_space))
+        values = action
+    else:
+        try:
+            index = int(action)
+        except (TypeError, ValueError):
+            raise ValueError('action {!r} is neither a dict in {} nor an integer'.format(action, action_space)) \
+                from None
+        values = {asset: index for asset in asset_names}
+        if np.ndim(action) != 0 or values not in action_space:
+            raise ValueError('action {!r} is outside the action space {}'.format(action, action_space))
+    if portfolio_actions:
+        return {asset: portfolio_actions[int(values[asset])] for asset in asset_names}
+    return {asset: float(np.asarray(values[asset]).reshape(-1)[0]) for asset in asset_names}
+
+
+def normalized_weights(action, keys, cash_name):
+    """The target weights of a continuous (PortfolioEnv) action, checked and normalised to sum 1.
+
+    Args:
+        action: dict key -> weight in [0, 1] (a number or a 1-element array), for exactly `keys`.
+        keys: the action space's keys (the assets and `cash_name`).
+        cash_name: the cash key, which takes the whole weight when every weight is 0.
+
+    Returns:
+        dict key -> float weight.
+
+    Raises:
+        ValueError: a key missing or unknown, or a weight that is not one finite number in [0, 1].
+    """
+    if not isinstance(action, dict) or set(action) != set(keys):
+        raise ValueError('a PortfolioEnv action is a dict of weights for exactly {}, got {!r}'.format(
+            sorted(keys), action))
+    weights = {}
+    for key, value in action.items():
+        array = np.asarray(value, dtype=np.float64).reshape(-1)
+        if array.size != 1 or not np.isfinite(array[0]) or not 0.0 <= array[0] <= 1.0:
+            raise ValueError('the weight of {!r} must be one finite number in [0, 1], got {!r}'.format(key, value))
+        weights[key] = float(array[0])
+    total = sum(weights.values())
+    if total == 0:
+        return {key: float(key == cash_name) for key in weights}
+    return {key: weight / total for key, weight in weights.items()}
 
 
 class EnvComponents:

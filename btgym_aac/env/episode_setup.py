@@ -6,7 +6,7 @@ import backtrader as bt
 
 from btgym_aac.data import EnvResetConfig
 from btgym_aac.env.costs import check_spread_source
-from btgym_aac.env.data_lines import bars
+from btgym_aac.env.components import bars
 from btgym_aac.env.engine import prepare_cerebro
 from btgym_aac.strategy.observers import NormPnL, Position, Reward
 

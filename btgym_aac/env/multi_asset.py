@@ -2,8 +2,8 @@
 `PortfolioEnv` (target weights over cash and the assets)."""
 import numpy as np
 
-from btgym_aac.env.actions import normalized_weights
 from btgym_aac.env.base import BTgymEnv
+from btgym_aac.env.components import normalized_weights
 from btgym_aac.spaces import ActionDictSpace
 from btgym_aac.strategy.base import SKIP_ACTION_KEY, BTgymBaseStrategy
 
@@ -154,7 +154,7 @@ class PortfolioEnv(MultiDiscreteEnv):
         return self._exchange(dict(self.initial_portfolio_action, **{SKIP_ACTION_KEY: True}))
 
     def normalized_weights(self, action):
-        """The weights of `action`, checked and normalised to sum 1 (see `actions.normalized_weights`).
+        """The weights of `action`, checked and normalised to sum 1 (see `components.normalized_weights`).
 
         Args:
             action: see `step`.

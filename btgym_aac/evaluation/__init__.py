@@ -3,7 +3,7 @@ buy-and-hold and random baselines on the same episodes and writes a JSON report 
 
 Names are imported lazily: `import btgym_aac.evaluation` does not import TensorFlow until a name is used.
 """
-from btgym_aac.lazy import lazy_names
+from btgym_aac.class_refs import lazy_names
 
 _PUBLIC = {
     'load_policy': 'btgym_aac.evaluation.loading',

@@ -6,7 +6,7 @@ from btgym_aac.evaluation.episodes import (TEST, episode_sample_type, make_evalu
                                            reset_options)
 from btgym_aac.evaluation.loading import load_policy, read_run_config
 from btgym_aac.evaluation.oracle_agent import oracle_agent
-from btgym_aac.evaluation.plot_files import plot_contents, write_plots
+from btgym_aac.evaluation.plots import plot_contents, write_plots
 from btgym_aac.evaluation.report import build_report, check_output_folder, fraction_of_oracle, write_report
 
 POLICY, BUY_AND_HOLD, RANDOM, ORACLE = 'policy', 'buy_and_hold', 'random', 'oracle'
@@ -41,7 +41,7 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         seed: first episode seed; the random baseline uses it too.
         allow_untrusted: unpickle the run's run_config.pkl even when another user owns it or its log dir, or
             could write them (unpickling runs code).
-        windows: [first_row, stop_row) pairs of the data's rows (see `windows.tile_windows`) played in order as
+        windows: [first_row, stop_row) pairs of the data's rows (see `episodes.tile_windows`) played in order as
             test episodes, one each, instead of `episodes` seeded windows (whose count is then ignored).
         costs: env cost settings replacing the run's (`spread`, `slippage`, `slippage_fixed`, `commission_scheme`,
             `commission`; see `env.costs`), e.g. to see what a spread does to a policy trained without one; the

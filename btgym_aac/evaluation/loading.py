@@ -5,22 +5,24 @@ A run's log dir holds `run_config.pkl` (written by its chief once set up) and th
 under the `global` variable scope with the kwargs the trainer gave it, so variable names and shapes match the
 checkpoint; only the policy's variables are restored (optimizer slots and step counters are left in the file).
 """
+import io
 import os
 import pickle
+import pickletools
 
 import numpy as np
 
-from btgym_aac.action_choice import decision, probability_names
+from btgym_aac.spaces import decision, probability_names
 from btgym_aac.algorithms.config import SETTING_NAMES, AacConfig
-from btgym_aac.algorithms.policy.options import OFF_POLICY_PASS_FLAGS, set_off_policy_pass
-from btgym_aac.algorithms.common.session_config import session_config
+from btgym_aac.algorithms.policy.interface import OFF_POLICY_PASS_FLAGS, set_off_policy_pass
+from btgym_aac.algorithms.common.sessions import session_config
 from btgym_aac.class_refs import resolved
 from btgym_aac.compat import tf
 from btgym_aac.config_modules import ConfigModuleError, load_with_sources
 from btgym_aac.distributed.checkpoints import (check_checkpoint_fits, latest_checkpoint, resumable_checkpoint,
                                                unreadable_checkpoint_error)
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, RUN_CONFIG_FILE
-from btgym_aac.trusted_files import check_trusted
+from btgym_aac.paths import check_trusted
 from btgym_aac.env import BTgymEnv
 from btgym_aac.logs import error_summary
 from btgym_aac.spaces import ActionDictSpace, DictSpace
@@ -28,10 +30,51 @@ from btgym_aac.spaces import ActionDictSpace, DictSpace
 GLOBAL_SCOPE = 'global'
 NOISE_SCALE_NAMES = ('w_sigma', 'b_sigma')
 
+_ALGORITHMS = 'btgym_aac.algorithms.'
+EARLIER_LAYOUT_MODULES = (
+    'btgym_aac.original_paths', 'btgym_aac.env.original_api', 'btgym_aac.data.data_master',
+    *(_ALGORITHMS + name for name in (
+        'trainer_settings', 'batches', 'placeholders', 'session_callables', 'session_config', 'transfers',
+        'finite_guard', 'pixel_control', 'runner.batched', 'runner.aux_renderings', 'policy.replica',
+        'policy.acting', 'sample_cycle', 'trainer_runners')))
+"""Module paths of btgym_aac's own earlier layouts that btgym_aac 0.1.0 up to commit 7413806 still resolved (the
+original btgym's paths stay, see `legacy.module_paths`). A `run_config.pkl` written before the module layout of
+2026-12-04 may name one: `read_run_config` refuses it before unpickling anything, naming the version that reads
+it (and so it refuses a file naming any other `btgym_aac.*` module that does not exist, when unpickling meets it).
+Not aliases: nothing imports these paths."""
+EARLIER_LAYOUT_READER = 'btgym_aac 0.1.0 (git tag/commit 7413806)'
+
+
+def earlier_layout_module(data):
+    """The first module path of `EARLIER_LAYOUT_MODULES` (or below one) that the pickles of `data` (bytes, as
+    `config_modules.dumps_with_sources` writes them) take a class or function from, or hold as a string; None if
+    none, or if `data` is not a readable pickle stream (the unpickler then says what is wrong). Nothing is
+    unpickled."""
+    stream = io.BytesIO(data)
+    try:
+        while stream.tell() < len(data):
+            for opcode, arg, _ in pickletools.genops(stream):
+                if not isinstance(arg, str):
+                    continue
+                name = arg.split(' ')[0] if opcode.name in ('GLOBAL', 'INST') else arg  # (their arg: 'module name')
+                for earlier in EARLIER_LAYOUT_MODULES:
+                    if name == earlier or name.startswith(earlier + '.'):
+                        return earlier
+    except Exception:  # (pickletools raises ValueError and others on a damaged stream)
+        return None
+    return None
+
+
+def earlier_layout_error(path, module):
+    """The ValueError that refuses run config file `path`, which names `module`, a module path btgym_aac no
+    longer has."""
+    return ValueError('{} names module {}, a path of an earlier btgym_aac layout; read this run with {} or train it '
+                      'again'.format(path, module, EARLIER_LAYOUT_READER))
+
 
 def read_run_config(log_dir, allow_untrusted=False):
     """Reads the configs a run saved in `<log_dir>/run_config.pkl`. Unpickling runs code, so the file and the log
-    dir must belong to this user (or root) and be writable by no other (see `trusted_files`).
+    dir must belong to this user (or root) and be writable by no other (see `paths`).
 
     Args:
         log_dir: the run's log dir.
@@ -42,7 +85,9 @@ def read_run_config(log_dir, allow_untrusted=False):
 
     Raises:
         FileNotFoundError: `log_dir` is not a directory or holds no run_config.pkl.
-        ValueError: run_config.pkl cannot be unpickled or lacks one of the config dicts.
+        ValueError: run_config.pkl cannot be unpickled, lacks one of the config dicts, or names a module path of
+            an earlier btgym_aac layout (one of `EARLIER_LAYOUT_MODULES`, found before anything is unpickled, or
+            any `btgym_aac.*` module that does not exist).
         UntrustedFileError (a PermissionError): another user owns the file or its log dir, or could write them.
     """
     if not os.path.isdir(log_dir):
@@ -53,13 +98,19 @@ def read_run_config(log_dir, allow_untrusted=False):
         raise FileNotFoundError('{!r} holds no {} (the chief of a run writes it once it is set up; is this the '
                                 'log dir of a btgym-aac train run?)'.format(log_dir, RUN_CONFIG_FILE))
     check_trusted(path, log_dir, 'unpickling it', allow_untrusted)
+    with open(path, 'rb') as f:
+        data = f.read()
+    earlier = earlier_layout_module(data)
+    if earlier is not None:
+        raise earlier_layout_error(path, earlier)
     try:
-        with open(path, 'rb') as f:
-            run_config = load_with_sources(f)
+        run_config = load_with_sources(data)
     except ConfigModuleError as error:
         raise ValueError('{}: {}'.format(path, error)) from error
     except (pickle.UnpicklingError, EOFError, ImportError, AttributeError, ValueError, TypeError, IndexError,
             KeyError) as error:
+        if isinstance(error, ModuleNotFoundError) and (error.name or '').startswith('btgym_aac.'):
+            raise earlier_layout_error(path, error.name) from error
         raise ValueError('{} cannot be read ({}); it is damaged, or names classes that can no longer be '
                          'imported'.format(path, error_summary(error))) from error
     if not isinstance(run_config, dict):
@@ -176,7 +227,7 @@ class LoadedPolicy:
     Attributes:
         policy, session, checkpoint: as given.
         action_names: names of the entries of `last_probabilities`: the env's `portfolio_actions` (one asset),
-            the joint or per-asset actions (several assets, see `action_choice.probability_names`), or the weight
+            the joint or per-asset actions (several assets, see `spaces.probability_names`), or the weight
             keys (continuous).
         last_probabilities: of the latest `act` (None before the first): the action probabilities (discrete; the
             joint actions of several assets, indexed as the action space's `lookup_table`), or the weights sent

@@ -8,7 +8,7 @@ import collections
 
 import backtrader as bt
 
-from btgym_aac.strategy.brackets import bracket_part
+from btgym_aac.strategy.orders import bracket_part
 
 TRADE_LOG_NAME = 'evaluation_trade_log'
 

@@ -1,7 +1,8 @@
-"""What this package keeps of the original btgym's API, and of its own earlier layout, in one place.
+"""What this package keeps of the original btgym's API, in one place.
 
-- `module_paths`: the original's module paths (`btgym_aac.research.strategy_gen_4`, `btgym_aac.datafeed`, ...) and
-  the earlier paths of moved modules, resolved to this package's modules (installed at `import btgym_aac`).
+- `module_paths`: the original's module paths (`btgym_aac.research.strategy_gen_4`, `btgym_aac.datafeed`,
+  `btgym_aac.algorithms.runner.synchro`, ...), resolved to this package's modules (installed at `import btgym_aac`).
+  This package's own earlier module paths are not kept.
 - `env_api`: the original env's `params` dict of dicts, its list-like step info, its data master settings.
 - `data_master`: the original's data master env, sharing its dataset with `data_master=False` envs.
 - `trainer_arguments`: the original trainers' arguments these trainers ignore, and its hooks they refuse.
@@ -19,5 +20,5 @@ __all__ = ['install']
 
 
 def install():
-    """Makes the original's module paths and the earlier paths of moved modules importable."""
+    """Makes the original's module paths importable."""
     module_paths.install()

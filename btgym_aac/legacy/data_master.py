@@ -6,7 +6,7 @@ this user's own (`<XDG_RUNTIME_DIR or the temp dir>/btgym_aac-<uid>`, mode 0700)
 `data_master=False` and the same `data_port` loads a copy of it and samples its episodes itself, from a random
 generator of its own (the copies would otherwise draw the same windows). The file is removed when the master env
 is closed or its process ends. Loading it unpickles it, so it is read only when the folder and the file are this
-user's and no other user can write them (`trusted_files`).
+user's and no other user can write them (`paths`).
 """
 import os
 import pickle
@@ -14,7 +14,7 @@ import tempfile
 import weakref
 
 from btgym_aac.paths import written_in_place_of
-from btgym_aac.trusted_files import check_trusted
+from btgym_aac.paths import check_trusted
 
 DEFAULT_DATA_PORT = 4999
 

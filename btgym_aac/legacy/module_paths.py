@@ -1,11 +1,11 @@
-"""Module paths that are not this package's layout: the original btgym's, and this package's earlier ones.
+"""Module paths that are not this package's layout: the original btgym's.
 
 Three kinds of path resolve here, all consulted before the file system (a path listed here is never also loaded
 from a file):
 - `ORIGINAL_MODULES`: the original's paths under `btgym_aac` (`from btgym_aac.research.strategy_gen_4 import
   DevStrat_4_11` works as `from btgym.research.strategy_gen_4 import DevStrat_4_11` did). Each is a module made
   on import whose names are this package's objects, imported from their modules on first use.
-- `MOVED_MODULES`: paths of modules that now live elsewhere (the original's `btgym_aac.algorithms.runner.synchro`,
+- `MOVED_MODULES`: the original's paths of modules that now live elsewhere (`btgym_aac.algorithms.runner.synchro`,
   `btgym_aac.algorithms.memory`, ...). The old path is the same module object as the new one, so pickles and
   config files that name a class by its old module path still load it.
 - `causal_names.RENAMED_MODULES`: paths spelled "casual", as the original spelled causal (`btgym_aac.data.casual`,
@@ -19,7 +19,7 @@ import importlib.abc
 import importlib.util
 import sys
 
-from btgym_aac.lazy import lazy_names
+from btgym_aac.class_refs import lazy_names
 from btgym_aac.legacy import causal_names
 
 _DATA = 'btgym_aac.data'
@@ -62,27 +62,16 @@ ORIGINAL_MODULES = {
 
 _ALGORITHMS = 'btgym_aac.algorithms.'
 MOVED_MODULES = dict(
-    {_ALGORITHMS + name: _ALGORITHMS + 'common.' + name for name in (
-        'batches', 'placeholders', 'math_utils', 'rollout', 'memory', 'session_callables', 'session_config',
-        'transfers', 'finite_guard', 'pixel_control')},
+    {_ALGORITHMS + name: _ALGORITHMS + 'common.' + name for name in ('math_utils', 'rollout', 'memory')},
     **{_ALGORITHMS + old: _ALGORITHMS + new for old, new in (
         ('runner', 'acting'),
         ('runner.base', 'acting.env_runner'),
         ('runner.threadrunner', 'acting.thread_runner'),
         ('runner.synchro', 'acting.synchro_runner'),
-        ('runner.batched', 'acting.batched_runner'),
-        ('runner.aux_renderings', 'acting.aux_renderings'),
-        ('policy.replica', 'acting.replica'),
-        ('sample_cycle', 'acting.sample_cycle'),
-        ('trainer_runners', 'acting.construction'),
-        ('policy.acting', 'policy.sampling'),
     )},
-    **{'btgym_aac.original_paths': 'btgym_aac.legacy.module_paths',
-       'btgym_aac.env.original_api': 'btgym_aac.legacy.env_api',
-       'btgym_aac.data.data_master': 'btgym_aac.legacy.data_master',
-       'btgym_aac.algorithms.trainer_settings': 'btgym_aac.legacy.trainer_arguments'},
 )
-"""Earlier path -> the module's path now."""
+"""The original's path -> the module's path now. Only the original's: the paths of this package's own earlier
+layouts are gone (a run whose `run_config.pkl` names one is refused, see `evaluation.loading`)."""
 
 
 _RENAMED = causal_names.RENAMED_MODULES
@@ -90,10 +79,13 @@ _RENAMED = causal_names.RENAMED_MODULES
 
 class LegacyPathFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Finds the modules of `ORIGINAL_MODULES` and `causal_names.RENAMED_MODULES` (built on import) and
-    `MOVED_MODULES` (the modules they name)."""
+    `MOVED_MODULES` (the modules they name). Below a moved package's old path only the paths listed resolve: the
+    package's own files do not load again under it (`btgym_aac.algorithms.runner.aux_renderings` is no module)."""
 
     def find_spec(self, fullname, path=None, target=None):
         if fullname not in ORIGINAL_MODULES and fullname not in MOVED_MODULES and fullname not in _RENAMED:
+            if fullname.rpartition('.')[0] in MOVED_MODULES:
+                raise ModuleNotFoundError('No module named {!r}'.format(fullname), name=fullname)
             return None
         is_package = any(other.startswith(fullname + '.') for other in (*ORIGINAL_MODULES, *MOVED_MODULES, *_RENAMED))
         return importlib.util.spec_from_loader(fullname, self, is_package=is_package)

@@ -1,5 +1,5 @@
-"""What a trainer does with the original's arguments and hooks that it has no use for (the settings themselves
-are `config.AacConfig`)."""
+"""What a trainer does with the original's arguments, hooks and attribute names (the settings themselves are
+`config.AacConfig`)."""
 
 IGNORED_ORIGINAL_ARGUMENTS = {
     'opt_decay': 'an RMSProp setting; the trainers use Adam',
@@ -9,10 +9,12 @@ IGNORED_ORIGINAL_ARGUMENTS = {
 """Arguments of the original's trainers that these trainers accept and ignore, with why (logged as a warning)."""
 
 REMOVED_HOOKS = {
-    '_get_main_feeder': 'override process_data, or extra_feed for placeholders of your own',
-    '_process_rollouts': 'override process_data (see feeds.train_batches)',
+    '_get_main_feeder': 'override extra_feed for placeholders of your own',
+    '_process_rollouts': 'override extra_feed for placeholders of your own (the batches are learner.TrainBatches)',
+    'process_data': 'the train step builds its feed in Learner.train_feed; override extra_feed for placeholders of '
+                    'your own',
 }
-"""Hooks of the original's BaseAAC with no counterpart here, and what to override instead."""
+"""Hooks of the original's BaseAAC that the train step does not call, and what to override instead."""
 
 
 def check_removed_hooks(cls, base):
@@ -22,3 +24,25 @@ def check_removed_hooks(cls, base):
             raise TypeError('{} overrides {}, a hook of the original trainer that BaseAAC no longer calls; {} '
                             '(see docs/custom-algorithms.md)'.format(cls.__name__, name, instead))
 
+
+
+def original_attributes(setting_names, op_names):
+    """A base class giving a trainer the original BaseAAC's attribute names of its settings
+    (`trainer.model_gamma`, `trainer.use_memory`, ...) and train-step ops (`trainer.sync`, `trainer.grads`, ...):
+    read-only views of `trainer.config` and `trainer.train_ops`, for code ported from the original.
+
+    Args:
+        setting_names: names read from `config`.
+        op_names: names read from `train_ops`.
+
+    Returns:
+        class.
+    """
+    def view(source, name):
+        return property(lambda self: getattr(getattr(self, source), name),
+                        doc='`{}.{}` (the original\'s attribute name).'.format(source, name))
+
+    namespace = {name: view('config', name) for name in setting_names}
+    namespace.update({name: view('train_ops', name) for name in op_names})
+    namespace['__doc__'] = 'The original BaseAAC\'s attribute names, read from `config` and `train_ops`.'
+    return type('OriginalTrainerAttributes', (), namespace)

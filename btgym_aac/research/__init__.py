@@ -6,7 +6,7 @@ The DevStrat_4_x strategies are importable from here too, as from the original's
 
 Names are imported lazily: importing the package imports neither TensorFlow nor matplotlib.
 """
-from btgym_aac.lazy import lazy_names
+from btgym_aac.class_refs import lazy_names
 
 _PUBLIC = {'VerboseEnvRunnerFn': '{}.verbose_env_runner'.format(__name__)}
 _PUBLIC.update((name, 'btgym_aac.strategy') for name in (

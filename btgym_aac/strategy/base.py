@@ -3,23 +3,129 @@
 The environment engine drives it: on every bar the strategy updates its broker statistics and executes the
 pending action; every `skip_frame` bars the engine asks it for `get_state()`, `get_reward()`, `get_info()` and
 `_get_done()` and hands the agent's next action back through `self.action`.
+
+Beside the strategy: the `metadata` observation (its space, `metadata_space`, and its values for one episode), and
+the per-bar info dicts of a step, kept as small records while the episode runs and made into dicts when read
+(`BarInfos`): training reads the latest bar's info of a step and seldom the others, so most are never built.
 """
+from collections.abc import Sequence
 from datetime import timezone
 
 import backtrader as bt
 import numpy as np
 from gymnasium import spaces
 
-from btgym_aac.strategy.bar_info import BarInfos, bar_info
-from btgym_aac.strategy.brackets import ORDER_PARAMS, BracketOrders, bracket_part, check_order_params
+from btgym_aac.spaces import DictSpace
 from btgym_aac.strategy.broker_statistics import BrokerStatistics
-from btgym_aac.strategy.drawdown import DrawdownLines
-from btgym_aac.strategy.metadata import episode_metadata, metadata_space
-from btgym_aac.strategy.order_size import check_order_size, order_sizes
-from btgym_aac.strategy.orders import OrderExecution
+from btgym_aac.strategy.observers import DrawdownLines
+from btgym_aac.strategy.orders import ORDER_PARAMS, BracketOrders, OrderExecution, bracket_part, check_order_params
+from btgym_aac.strategy.sizers import check_order_size, order_sizes
 from btgym_aac.validation import check_number
 
 SKIP_ACTION_KEY = '_skip_this'
+_COUNTER_HIGH = 10 ** 10
+
+
+def metadata_space():
+    """Episode metadata observation space.
+
+    Integer fields are int64 boxes (the counters' bound 1e10 does not fit uint32, and the data layer produces
+    int64 values); `timestamp` is the bar's POSIX time, float64.
+
+    Returns:
+        DictSpace with keys first_row, sample_num, timestamp, trial_num, trial_type, type.
+    """
+    return DictSpace({
+        'type': spaces.Box(low=0, high=1, shape=(), dtype=np.int64),
+        'trial_num': spaces.Box(low=0, high=_COUNTER_HIGH, shape=(), dtype=np.int64),
+        'trial_type': spaces.Box(low=0, high=1, shape=(), dtype=np.int64),
+        'sample_num': spaces.Box(low=0, high=_COUNTER_HIGH, shape=(), dtype=np.int64),
+        'first_row': spaces.Box(low=0, high=_COUNTER_HIGH, shape=(), dtype=np.int64),
+        'timestamp': spaces.Box(low=0, high=np.finfo(np.float64).max, shape=(), dtype=np.float64),
+    })
+
+
+def episode_metadata(meta):
+    """Metadata values of an episode, from the episode sample's `metadata` dict (missing fields are 0).
+
+    Args:
+        meta: dict with optional type, parent_sample_num, parent_sample_type, sample_num, first_row.
+
+    Returns:
+        dict of `metadata_space()`'s keys -> numpy scalars; `timestamp` is 0 until the strategy sets it per bar.
+    """
+    return {
+        'type': np.array(int(meta.get('type') or 0), dtype=np.int64),
+        'trial_num': np.array(int(meta.get('parent_sample_num') or 0), dtype=np.int64),
+        'trial_type': np.array(int(meta.get('parent_sample_type') or 0), dtype=np.int64),
+        'sample_num': np.array(int(meta.get('sample_num') or 0), dtype=np.int64),
+        'first_row': np.array(int(meta.get('first_row') or 0), dtype=np.int64),
+        'timestamp': np.array(0.0, dtype=np.float64),
+    }
+
+
+def bar_info(record, tz):
+    """The info dict of one bar.
+
+    Args:
+        record: tuple (step, datetime number, action, broker message, cash, value, (drawdown, max drawdown), position)
+            from `BTgymBaseStrategy.bar_record`; position is a size or a dict asset -> size.
+        tz: the time zone of the data's datetime line (None for naive times).
+
+    Returns:
+        dict with step, time, action, broker_message, broker_cash, broker_value, drawdown, max_drawdown and
+        positions (a dict of sizes) or position (one size).
+    """
+    step, time, action, message, cash, value, (drawdown, max_drawdown), position = record
+    info = {
+        'step': step,
+        'time': bt.num2date(time, tz=tz, naive=True),
+        'action': dict(action),
+        'broker_message': message,
+        'broker_cash': cash,
+        'broker_value': value,
+        'drawdown': drawdown,
+        'max_drawdown': max_drawdown,
+    }
+    if isinstance(position, dict):
+        info['positions'] = dict(position)
+    else:
+        info['position'] = position
+    return info
+
+
+class BarInfos(Sequence):
+    """The info dicts of the bars of one step, in order; each is built by `bar_info` the first time it is read.
+
+    Args:
+        records: list of `bar_info` records.
+        tz: the time zone of the data's datetime line.
+    """
+
+    def __init__(self, records, tz):
+        self._records = records
+        self._tz = tz
+        self._infos = [None] * len(records)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self[position] for position in range(len(self))[index]]
+        position = range(len(self._records))[index]
+        info = self._infos[position]
+        if info is None:
+            info = self._infos[position] = bar_info(self._records[position], self._tz)
+        return info
+
+    def __len__(self):
+        return len(self._records)
+
+    def __eq__(self, other):
+        if isinstance(other, (BarInfos, list, tuple)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __repr__(self):
+        return 'BarInfos({!r})'.format(list(self))
 
 
 class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution, BracketOrders):
@@ -35,7 +141,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution, BracketOr
     Broker statistics are kept for max(avg_period, 2 * skip_frame) bars: the reward needs two skip_frame
     windows, so a shorter `avg_period` still gives finite rewards. The statistics come from the
     `broker_statistics.BrokerStatistics` mixin, the orders of the actions from `orders.OrderExecution` and
-    `brackets.BracketOrders`.
+    `orders.BracketOrders`.
 
     Params (backtrader `params`, set with `cerebro.addstrategy(cls, **kwargs)` or as env kwargs):
         state_shape: dict of gymnasium spaces, one per observation key (default: `raw` OHLC window and metadata).
@@ -49,7 +155,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution, BracketOr
         skip_frame: bars between two agent decisions.
         order_size: dict asset -> stake, a scalar, or None to take the stake of the cerebro's fixed sizer (> 0).
         stop_loss, take_profit, distance_unit, pip_size, atr_period, trailing_stop, sizer: orders as actions
-            (brackets, trailing stops, sizers; all off by default), see `brackets.BracketOrders`.
+            (brackets, trailing stops, sizers; all off by default), see `orders.BracketOrders`.
         metadata, dataset_stat, episode_stat, trial_stat, trial_metadata: set by the engine per episode.
         initial_action, initial_portfolio_action: set by the environment.
     """
@@ -192,7 +298,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution, BracketOr
         return None
 
     order_sizes = staticmethod(order_sizes)
-    """Order size per asset (see `order_size.order_sizes`; the env calls it at construction to check the engine's
+    """Order size per asset (see `sizers.order_sizes`; the env calls it at construction to check the engine's
     sizer)."""
 
     def _required_method(self, name):
@@ -373,7 +479,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution, BracketOr
         return bar_info(self.bar_record(), self.data.datetime._tz)
 
     def bar_record(self):
-        """What `get_info()` reads on this bar, as a `bar_info.bar_info` record (built into the dict later)."""
+        """What `get_info()` reads on this bar, as a `bar_info` record (built into the dict later)."""
         return (self.iteration, self.data.datetime[0], self.action, self.broker_message, self.broker.get_cash(),
                 self.broker.get_value(), self.drawdown_tracker.seen(),
                 self._sizes if self.asset_stat else self.position.size)

@@ -6,7 +6,7 @@ from itertools import islice
 
 import numpy as np
 
-from btgym_aac.strategy.drawdown import DrawdownTracker
+from btgym_aac.strategy.observers import DrawdownTracker
 from btgym_aac.strategy.utils import decayed_result, norm_value
 
 

@@ -4,9 +4,8 @@ import numpy as np
 from gymnasium import spaces
 
 from btgym_aac.spaces import DictSpace
-from btgym_aac.strategy.base import BTgymBaseStrategy
+from btgym_aac.strategy.base import BTgymBaseStrategy, metadata_space
 from btgym_aac.strategy.indicators import SimpleMovingAverage
-from btgym_aac.strategy.metadata import metadata_space
 
 PORTFOLIO_STATS = ('value', 'unrealized_pnl', 'realized_pnl', 'cash', 'exposure')
 ASSET_STATS = ('exposure', 'pos_direction')

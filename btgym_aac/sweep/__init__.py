@@ -4,10 +4,10 @@ walk-forward, the best tested once on a lockbox), search spaces (`space`) and th
 
 Names are imported lazily: `import btgym_aac.sweep` does not import TensorFlow or Optuna until a name is used.
 """
-from btgym_aac.lazy import lazy_names
+from btgym_aac.class_refs import lazy_names
 
 OBJECTIVES = ('vs-buy-and-hold', 'return', 'sharpe')
-"""What a sweep can maximise (see `objective`); the first is the default."""
+"""What a sweep can maximise (see `trial.score`); the first is the default."""
 PRUNERS = ('median', 'none')
 
 _PUBLIC = {

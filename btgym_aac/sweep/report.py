@@ -7,8 +7,8 @@ import warnings
 from optuna.trial import TrialState
 
 from btgym_aac.sweep.deflation import deflated_sharpe_ratio
-from btgym_aac.sweep.objective import episode_sharpe
 from btgym_aac.sweep.study import CONTINUES, INTERRUPTED, counted_numbers
+from btgym_aac.sweep.trial import episode_sharpe
 from btgym_aac.walk_forward.runner import FOLD_FILE
 
 REPORT_FILE = 'sweep.json'
@@ -22,7 +22,7 @@ SEARCH_ONLY_LINE = ('search only: the lockbox test, the verdict and the report a
 
 def trial_rows(study):
     """Every trial of the study as a JSON-ready dict: number, state, params, value, seed, folder, per-fold metrics,
-    per-episode out-of-sample returns of the objective (see `objective.episode_returns`), seconds, error, whether a
+    per-episode out-of-sample returns of the objective (see `trial.episode_returns`), seconds, error, whether a
     stop cut it off and which trial it continues."""
     rows = []
     trials = study.get_trials(deepcopy=False)

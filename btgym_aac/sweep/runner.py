@@ -1,10 +1,12 @@
 """`sweep`: an Optuna search over a configuration's settings, every trial a walk-forward over the validation data,
 the best trial then tested once on a lockbox no trial has seen, its score deflated for the number of trials.
 
-Everything goes under `out`: `data/` (the validation part and the lockbox), `sweep.db` (the embedded study),
-`trials/trial_<n>/` (each trial's walk-forward), `lockbox/trial_<n>/` (the best trial's lockbox test),
-`sweep.json` and the plots. Started again on the same `out` (or the same storage and study), a sweep goes on: a
-trial a stop cut off runs again with its values, from its last finished fold.
+The lockbox, the last stretch of the data's time span, is set aside before the search, so that no trial ever sees
+it; the rest, the validation data, is what the trials' walk-forwards cut into folds. Everything goes under `out`:
+`data/` (the validation part and the lockbox), `sweep.db` (the embedded study), `trials/trial_<n>/` (each trial's
+walk-forward), `lockbox/trial_<n>/` (the best trial's lockbox test), `sweep.json` and the plots. Started again on
+the same `out` (or the same storage and study), a sweep goes on: a trial a stop cut off runs again with its values,
+from its last finished fold.
 """
 import multiprocessing
 import os
@@ -16,20 +18,24 @@ import optuna
 
 from btgym_aac.config_modules import dumps_with_sources, load_with_sources
 from btgym_aac.data.markets import read_market_spec
-from btgym_aac.distributed.log_dir_lock import LogDirLock
-from btgym_aac.distributed.stop_signals import STOP_GRACE_SECONDS, signals_handled, stop_on_signal, terminate_and_wait
+from btgym_aac.data.parsing import read_ohlcv
+from btgym_aac.distributed.log_dir import LogDirLock
+from btgym_aac.distributed.supervision import STOP_GRACE_SECONDS, signals_handled, stop_on_signal, terminate_and_wait
 from btgym_aac.sweep import PRUNERS
 from btgym_aac.sweep import report as reports
-from btgym_aac.sweep.identity import check_owner, claim_out, sweep_settings
-from btgym_aac.sweep.lockbox import read_sweep_data, write_sweep_data
-from btgym_aac.sweep.objective import DEFAULT_OBJECTIVE, check_objective
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
-from btgym_aac.sweep.study import (DEFAULT_STUDY, fail_orphans, open_study, run_interrupted_again, running_elsewhere,
-                                   safe_url, storage_url, wants_another)
-from btgym_aac.sweep.trial import ENVIRONMENT_ERROR, TrialObjective, TrialPlan, equity_record
-from btgym_aac.validation import check_whole_number
+from btgym_aac.sweep.study import (DEFAULT_STUDY, check_owner, claim_out, fail_orphans, open_study,
+                                   run_interrupted_again, running_elsewhere, safe_url, storage_url, sweep_settings,
+                                   wants_another)
+from btgym_aac.sweep.trial import (DEFAULT_OBJECTIVE, ENVIRONMENT_ERROR, TrialObjective, TrialPlan, check_objective,
+                                   equity_record)
+from btgym_aac.validation import check_number, check_whole_number
+from btgym_aac.walk_forward.blocks import block_windows, whole_block, write_block_file
 
 LOCKBOX_DIR = 'lockbox'
+DATA_DIR = 'data'
+VALIDATION_FILE = 'validation.csv'
+LOCKBOX_FILE = 'lockbox.csv'
 OTHERS_POLL_SECONDS = 5
 
 
@@ -39,7 +45,7 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
     """Searches `space` for the settings of `configs` that score best out of sample (see the module docstring).
 
     Args:
-        configs: the config dicts the trials start from (`run_configs.default_configs()`'s layout).
+        configs: the config dicts the trials start from (`run_config.default_configs()`'s layout).
         data: CSV path or list of paths.
         trials: the number of trials the study should hold (done, pruned or failed; those cut off by a stop do not
             count): a study holding them already only gets its lockbox test and report.
@@ -52,7 +58,7 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
         study_name: the study's name in the storage (default 'sweep').
         folds, train_steps, test_episodes, seed, embargo, episode_plots: each trial's walk-forward's (see
             `walk_forward`); the seed is the same for every trial, so that trials differ by their settings alone.
-        objective: 'vs-buy-and-hold' (default), 'return' or 'sharpe' (see `objective`).
+        objective: 'vs-buy-and-hold' (default), 'return' or 'sharpe' (see `trial.score`).
         lockbox: the share of the data's time span, at its end, that no trial sees (0: none).
         pruner: 'median' (Optuna's MedianPruner, after every fold) or 'none'.
         parallel: trials run at a time by this command (each in a process of its own, each with its cluster).
@@ -93,6 +99,64 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
         return _finish(study, plan, settings, url, market, (validation, held_out) if lockbox_file else None)
 
 
+def split_lockbox(frame, fraction):
+    """Cuts `frame` in time: the bars of the last `fraction` of its time span form the lockbox.
+
+    Args:
+        frame: OHLCV DataFrame sorted by time.
+        fraction: in [0, 1); 0: no lockbox.
+
+    Returns:
+        (validation DataFrame, lockbox DataFrame; empty for fraction 0).
+
+    Raises:
+        ValueError: `fraction` out of range, or a part without bars.
+    """
+    check_number('lockbox', fraction, 0, 1)
+    if fraction == 1:
+        raise ValueError('lockbox must be below 1 (a share of the time span), got 1')
+    whole = whole_block(0, frame)
+    cut = whole.stop - (whole.stop - whole.start) * fraction
+    validation, lockbox = frame[frame.index < cut], frame[frame.index >= cut]
+    if not len(validation) or (fraction > 0 and not len(lockbox)):
+        raise ValueError('a lockbox of {} of the time span leaves {} bars to search on and {} in the lockbox: give '
+                         'a fraction that leaves bars on both sides'.format(fraction, len(validation), len(lockbox)))
+    return validation, lockbox
+
+
+def read_sweep_data(paths, parsing_params, fraction):
+    """Reads the data files and sets the lockbox aside (see `split_lockbox`).
+
+    Args:
+        paths: the data's CSV files.
+        parsing_params: the env's `parsing_params` (how to read them).
+        fraction: the lockbox's share of the time span.
+
+    Returns:
+        (validation DataFrame, lockbox DataFrame).
+    """
+    return split_lockbox(read_ohlcv(paths, parsing_params), fraction)
+
+
+def write_sweep_data(validation, lockbox, out, market=None):
+    """Writes both parts of the data under `<out>/data/` (kept when they exist: written by a sweep of the same
+    settings, which the study checks first).
+
+    Args:
+        validation, lockbox: the parts (`read_sweep_data`).
+        out: the sweep's folder.
+        market: the data's known-edge `MarketSpec` (written beside both parts), or None.
+
+    Returns:
+        (validation file, lockbox file or None).
+    """
+    folder = os.path.join(out, DATA_DIR)
+    os.makedirs(folder, exist_ok=True)
+    validation_file = write_block_file([validation], os.path.join(folder, VALIDATION_FILE), market)
+    lockbox_file = write_block_file([lockbox], os.path.join(folder, LOCKBOX_FILE), market) if len(lockbox) else None
+    return validation_file, lockbox_file
+
+
 def _checked_data(data, train_steps, configs, lockbox, folds, test_episodes, embargo):
     """The data files and the steps per fold (`data_and_steps`), the data less its lockbox, the lockbox and the
     embargo, checked before anything is written: the lockbox's share, the folds of the rest and the lockbox each
@@ -113,8 +177,6 @@ def _checked_data(data, train_steps, configs, lockbox, folds, test_episodes, emb
 
 def _check_lockbox(held_out, env_kwargs, test_episodes):
     """Raises ValueError naming --lockbox when the lockbox holds no episode window (checked before any trial)."""
-    from btgym_aac.walk_forward.blocks import block_windows, whole_block
-
     if len(held_out):
         try:
             block_windows(whole_block(1, held_out), env_kwargs, test_episodes)

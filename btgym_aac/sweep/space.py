@@ -127,6 +127,10 @@ def _name_problem(name, configs):
         if parts[-1] in kwargs or _class_takes(parts[0], _class_of(config), kwargs, parts[-1]):
             return None
         known = set(kwargs) | _init_parameters(_class_of(config))
+        if parts[0] == 'trainer_config':
+            from btgym_aac.algorithms.config import SETTING_NAMES
+
+            known |= SETTING_NAMES
     elif parts[0] in FLAT_CONFIGS:
         known = _launcher_arguments()
         if len(parts) == 2 and parts[1] in known:
@@ -155,7 +159,7 @@ def _class_takes(config_name, cls, kwargs, key):
 
         return key in SETTING_NAMES or key in _init_parameters(cls)
     if config_name == 'policy_config':
-        from btgym_aac.algorithms.policy.options import unread_policy_kwargs
+        from btgym_aac.algorithms.policy.interface import unread_policy_kwargs
 
         return key not in unread_policy_kwargs(cls, dict(kwargs, **{key: None}))
     return key in _env_kwargs(cls, kwargs)
@@ -174,7 +178,7 @@ def _env_kwargs(env_class, kwargs):
 
 def _init_parameters(cls):
     """The named parameters of the `__init__`s of `cls` and its bases (none without a class)."""
-    from btgym_aac.algorithms.policy.options import init_parameters
+    from btgym_aac.algorithms.policy.interface import init_parameters
 
     return init_parameters(cls) if cls is not None else set()
 

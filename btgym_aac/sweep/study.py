@@ -1,6 +1,9 @@
 """The Optuna study of a sweep: its storage (SQLite in the sweep's folder by default, any RDB URL such as
-PostgreSQL's to share it across processes and hosts), the settings it was started with, and its trials' book-keeping:
-which count towards the number asked for, and which were cut off and run again."""
+PostgreSQL's to share it across processes and hosts), the settings it was started with, which make a sweep run again
+the same search (data checksums, the walk-forward's settings, the objective, the space and a digest of the configs),
+the `--out` folder it owns (its trial folders are named by trial number, so one folder serves one study), and its
+trials' book-keeping: which count towards the number asked for, and which were cut off and run again."""
+import json
 import os
 import time
 
@@ -8,7 +11,9 @@ import optuna
 import sqlalchemy.exc
 from optuna.trial import TrialState
 
-from btgym_aac.paths import sha256_file
+from btgym_aac.distributed.run_config import config_digest
+from btgym_aac.paths import sha256_file, write_json
+from btgym_aac.sweep.space import describe_space
 from btgym_aac.validation import setting_differences
 
 STUDY_FILE = 'sweep.db'
@@ -21,6 +26,7 @@ GRACE_SECONDS = 300
 INTERRUPTED = 'interrupted'
 CONTINUES = 'continues'
 SETTINGS = 'settings'
+OWNER_FILE = 'study.json'
 
 
 def storage_url(storage, out):
@@ -85,6 +91,40 @@ def safe_url(url):
 def file_checksums(paths):
     """[[file name, SHA-256]] of the data files (a study is the same search on any host holding the same data)."""
     return [[os.path.basename(path), sha256_file(path)] for path in paths]
+
+
+def sweep_settings(paths, configs, space, **walk_forward):
+    """The settings a sweep's study records and compares: the data files' checksums, `walk_forward` (lockbox,
+    folds, train_steps, test_episodes, seed, embargo, objective), the space and the configs' digest."""
+    return dict(walk_forward, data=file_checksums(paths), space=describe_space(space), configs=config_digest(configs))
+
+
+def check_owner(out, url, name):
+    """Raises ValueError when `out` holds the trials of another study than `name` in the storage at `url`.
+
+    Returns:
+        whether `out` is already claimed by that study (see `claim_out`).
+    """
+    path = os.path.join(out, OWNER_FILE)
+    if not os.path.exists(path):
+        return False
+    with open(path) as f:
+        previous = json.load(f)
+    if previous != {'storage': safe_url(url), 'study': name}:
+        raise ValueError('{} holds the trials of study {!r} in {}: give study {!r} another --out (a study\'s '
+                         'trial folders are named by trial number)'.format(out, previous.get('study'),
+                                                                            previous.get('storage'), name))
+    return True
+
+
+def claim_out(out, url, name):
+    """Records that `out` holds the trials of study `name` in the storage at `url`, or checks that it does.
+
+    Raises:
+        ValueError: `out` holds another study's trials.
+    """
+    if not check_owner(out, url, name):
+        write_json({'storage': safe_url(url), 'study': name}, os.path.join(out, OWNER_FILE))
 
 
 def root_number(trial):

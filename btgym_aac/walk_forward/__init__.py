@@ -2,7 +2,7 @@
 
 Names are imported lazily: `import btgym_aac.walk_forward` does not import TensorFlow until a name is used.
 """
-from btgym_aac.lazy import lazy_names
+from btgym_aac.class_refs import lazy_names
 
 _PUBLIC = {'walk_forward': 'btgym_aac.walk_forward.runner', 'holdout_test': 'btgym_aac.walk_forward.runner'}
 

@@ -10,8 +10,7 @@ from btgym_aac.data.datetimes import infer_timeframe
 from btgym_aac.data.errors import DataError
 from btgym_aac.data.markets import write_market_spec
 from btgym_aac.env.base import DATASET_KWARGS
-from btgym_aac.evaluation.episodes import DATA_SOURCE_KWARGS
-from btgym_aac.evaluation.windows import tile_windows
+from btgym_aac.evaluation.episodes import DATA_SOURCE_KWARGS, tile_windows
 from btgym_aac.paths import written_in_place_of
 from btgym_aac.validation import check_whole_number
 
@@ -113,7 +112,7 @@ def fold_env_kwargs(env_kwargs, filename):
 
 
 def block_windows(block, env_kwargs, max_windows=None):
-    """Evaluation windows of a block (`evaluation.windows.tile_windows`) under the env's dataset settings.
+    """Evaluation windows of a block (`evaluation.episodes.tile_windows`) under the env's dataset settings.
 
     Raises:
         ValueError: the block holds no window.

@@ -15,10 +15,10 @@ import os
 
 import pandas as pd
 
-from btgym_aac.config_digest import config_digest
+from btgym_aac.distributed.run_config import config_digest
 from btgym_aac.data.markets import read_market_spec
 from btgym_aac.data.parsing import read_ohlcv
-from btgym_aac.distributed.checkpoint_state import STATE_FILE
+from btgym_aac.distributed.checkpoints import STATE_FILE
 from btgym_aac.evaluation.evaluator import evaluate
 from btgym_aac.paths import write_json
 from btgym_aac.validation import check_whole_number, setting_differences
@@ -128,7 +128,7 @@ def data_and_steps(data, train_steps, configs):
     Raises:
         FileNotFoundError: a data file is missing. ValueError: steps that are not a whole number >= 1.
     """
-    from btgym_aac.run_configs import DEFAULT_MAX_STEPS
+    from btgym_aac.distributed.run_config import DEFAULT_MAX_STEPS
 
     paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
     missing = [path for path in paths if not os.path.isfile(path)]
@@ -161,7 +161,7 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
 
     Args:
         configs: dict of env_config, cluster_config, policy_config, trainer_config and optionally
-            launcher_config, as `run_configs.default_configs()` returns (the env's data source is replaced by the
+            launcher_config, as `run_config.default_configs()` returns (the env's data source is replaced by the
             folds' files; its other dataset settings, e.g. `episode_duration`, apply).
         data: CSV path or list of paths (read with the env config's `parsing_params`).
         folds: K >= 1: K+1 blocks, K folds.
@@ -188,7 +188,7 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
         FileNotFoundError: a data file is missing.
         RuntimeError: a fold's training did not finish.
     """
-    from btgym_aac.run_configs import make_launcher
+    from btgym_aac.distributed.launcher import make_launcher
 
     folds = check_whole_number('folds', folds, 1)
     paths, train_steps = data_and_steps(data, train_steps, configs)
@@ -233,7 +233,7 @@ def holdout_test(configs, train_frame, test_frame, out, train_steps, test_episod
     Returns:
         {'fold': the fold record, 'summary': `summary.summarize` of it}.
     """
-    from btgym_aac.run_configs import make_launcher
+    from btgym_aac.distributed.launcher import make_launcher
 
     blocks = [whole_block(number, frame) for number, frame in enumerate((train_frame, test_frame))]
     gap = parse_embargo(embargo, blocks)

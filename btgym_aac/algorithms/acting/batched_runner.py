@@ -16,9 +16,9 @@ import time
 
 import numpy as np
 
-from btgym_aac.algorithms.acting.env_runner import _EnvRunner, env_task, logged_runner_data, make_memory
-from btgym_aac.algorithms.acting.episode import positive_int
-from btgym_aac.algorithms.acting.rollout_assembly import RolloutAssembler
+from btgym_aac.algorithms.acting.env_runner import (
+    RolloutAssembler, _EnvRunner, env_task, logged_runner_data, make_memory, positive_int,
+)
 from btgym_aac.algorithms.acting.thread_runner import POLL_INTERVAL, PUT_TIMEOUT, QUEUE_SIZE, QueueReader, RunnerThread
 
 def _stacked_inputs(slots):

@@ -10,10 +10,9 @@ The replica copies the local policy's variables from the worker session every `r
 own) within one rollout. Everything that is not acting (the trainer's episode counter and sample config, policy
 callbacks) is the local policy's, run in the worker session.
 """
-from btgym_aac.algorithms.policy.sampling import resolve_session
-from btgym_aac.algorithms.common.session_callables import CallableCache, feed_callable
+from btgym_aac.algorithms.policy.calls import resolve_session
+from btgym_aac.algorithms.common.sessions import CallableCache, feed_callable, session_config
 from btgym_aac.algorithms.common.placeholders import check_variable_pairing, copied_in_getter
-from btgym_aac.algorithms.common.session_config import session_config
 from btgym_aac.compat import tf
 
 

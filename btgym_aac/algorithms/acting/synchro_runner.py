@@ -6,16 +6,13 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-from btgym_aac.algorithms.acting.aux_renderings import (  # noqa: F401  (lstm_h_history, min_max_255: re-exported)
-    AUX_RENDER_MODES, check_aux_render_modes, draw_aux_renderings, lstm_h_history, min_max_255,
-    new_episode_accumulator,
+from btgym_aac.algorithms.acting.aux_renderings import (
+    AUX_RENDER_MODES, check_aux_render_modes, draw_aux_renderings, new_episode_accumulator,
 )
-from btgym_aac.algorithms.acting.env_runner import make_memory
-from btgym_aac.algorithms.acting.episode import (
-    EpisodeStatistics, act_and_step, count_episode, initial_action_code, positive_int, render_env, reset_env,
-    should_render,
+from btgym_aac.algorithms.acting.env_runner import (
+    EpisodeStatistics, act_and_step, collect_rollout, count_episode, initial_action_code, make_memory, positive_int,
+    render_env, reset_env, should_render,
 )
-from btgym_aac.algorithms.acting.rollout_assembly import collect_rollout
 from btgym_aac.algorithms.common.batches import is_subdict
 from btgym_aac.env.rendering import BTgymRendering
 from btgym_aac.logs import WARNING, get_logger

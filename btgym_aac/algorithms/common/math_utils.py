@@ -1,5 +1,5 @@
 """Numeric helpers: discounted sums, log-uniform draws (numpy) and categorical entropy / KL (TF graph); softmax and
-action draws live in `btgym_aac.action_choice`."""
+action draws live in `btgym_aac.spaces`."""
 import numpy as np
 
 from btgym_aac.compat import tf

@@ -1,4 +1,5 @@
-"""The policy interface trainers and runners rely on, and the conv-LSTM policies `BaseAacPolicy`, `Aac1dPolicy`.
+"""The conv-LSTM policies `BaseAacPolicy`, `Aac1dPolicy`, and the graph layout every policy builds on (the contract
+it implements is `interface.AacPolicy`).
 
 Every policy builds, when constructed, in the current variable scope:
 
@@ -8,7 +9,8 @@ Every policy builds, when constructed, in the current variable scope:
   plus `pc_q`, `pc_target`) and reward prediction (`rp_*`).
 
 Frames are fed sequence-major: N = B_rnn·T frames, all T frames of sequence 1 first, every sequence padded to the
-same T; `*_batch_size` is B_rnn and `*_time_length` the true sequence lengths [B_rnn].
+same T; `*_batch_size` is B_rnn and `*_time_length` the true sequence lengths [B_rnn]. `flatten_frames` and
+`to_sequences` reshape them for the encoders and the LSTMs of every policy.
 
 Sessions: `act`, `get_value`, `get_initial_features` and `get_pc_target` run in the `sess` keyword argument when
 given, else in the default session (`tf.get_default_session()`, e.g. inside `with sess.as_default():`). None of
@@ -18,6 +20,7 @@ import collections
 import copy
 import re
 
+import numpy as np
 
 from btgym_aac.algorithms.nn.layers import noisy_linear
 from btgym_aac.algorithms.nn.rnn import BasicLSTMCell
@@ -27,8 +30,7 @@ from btgym_aac.algorithms.nn.networks import (
 )
 from btgym_aac.algorithms.common.placeholders import nested_placeholders
 from btgym_aac.algorithms.policy.calls import PolicyCalls
-from btgym_aac.algorithms.policy.checks import check_spaces, checked_layers
-from btgym_aac.algorithms.policy.frames import flatten_frames, static_width, to_sequences
+from btgym_aac.algorithms.policy.interface import check_spaces, checked_layers
 from btgym_aac.compat import tf
 
 AacGraph = collections.namedtuple(
@@ -40,6 +42,28 @@ context placeholders."""
 
 _AUX_ALIASED_INPUTS = ('state_in', 'last_a_in', 'last_reward_in', 'batch_size', 'time_length',
                        'lstm_state_pl_flatten')
+
+
+def static_width(x):
+    """Product of the static non-batch dims of `x` (1 for a [N] tensor).
+
+    Raises:
+        ValueError: a non-batch dim is unknown.
+    """
+    dims = x.get_shape().as_list()[1:]
+    if None in dims:
+        raise ValueError('policy: tensor {} needs static non-batch dims, got shape {}'.format(x.name, x.get_shape()))
+    return int(np.prod(dims))
+
+
+def flatten_frames(x):
+    """Reshapes frames [N, ...] to [N, D]."""
+    return tf.reshape(x, [-1, static_width(x)])
+
+
+def to_sequences(x, batch_size, max_seq_len):
+    """Reshapes sequence-major frames [N, ...] to [batch_size, max_seq_len, D]."""
+    return tf.reshape(x, [batch_size, max_seq_len, static_width(x)])
 
 
 class BaseAacPolicy(PolicyCalls):
@@ -71,7 +95,7 @@ class BaseAacPolicy(PolicyCalls):
     @classmethod
     def kwargs_readers(cls, kwargs):
         """The builders that get the leftover `**kwargs` of `__init__` (a trainer warns of kwargs that neither
-        they nor an `__init__` name; see `options.unread_policy_kwargs`). Subclasses that send kwargs elsewhere
+        they nor an `__init__` name; see `interface.unread_policy_kwargs`). Subclasses that send kwargs elsewhere
         override it.
 
         Args:

@@ -2,15 +2,43 @@
 
 `PolicyCalls` is a mixin of `BaseAacPolicy`: it reads the tensors the policy's constructor made (`on_*`, `pc_*`,
 `ac_space`) and never adds ops, so every call works on a finalized graph. Each call runs in the `sess` keyword
-argument when given, else in the default session.
+argument when given, else in the default session (`resolve_session`). A batched call (`act_batch`,
+`get_value_batch`) stacks the inputs of K envs into one acting batch and splits the contexts it returns.
 """
 import numpy as np
 
-from btgym_aac.action_choice import action_packs
+from btgym_aac.algorithms.common.batches import map_nested
 from btgym_aac.algorithms.common.placeholders import feed_dict_from_nested, feed_dict_rnn_context
-from btgym_aac.algorithms.common.session_callables import CallableCache
-from btgym_aac.algorithms.policy.batching import split_context, stack_contexts, stack_observations
-from btgym_aac.algorithms.policy.sampling import resolve_session
+from btgym_aac.algorithms.common.sessions import CallableCache
+from btgym_aac.compat import tf
+from btgym_aac.spaces import action_packs
+
+
+def resolve_session(sess=None):
+    """Returns `sess`, or the default session when `sess` is None.
+
+    Raises:
+        RuntimeError: no session given and no default session set.
+    """
+    session = sess if sess is not None else tf.get_default_session()
+    if session is None:
+        raise RuntimeError('policy: no TensorFlow session; pass sess=... or call inside `with sess.as_default():`')
+    return session
+
+
+def stack_observations(observations):
+    """Stacks K observations (identically nested dicts) leaf by leaf into arrays with a new batch axis [K, ...]."""
+    return map_nested(lambda *leaves: np.stack([np.asarray(leaf) for leaf in leaves]), *observations)
+
+
+def stack_contexts(contexts):
+    """Concatenates K RNN contexts (nested tuples of [1, units] arrays) along their batch axis: leaves [K, units]."""
+    return map_nested(lambda *leaves: np.concatenate([np.asarray(leaf) for leaf in leaves], axis=0), *contexts)
+
+
+def split_context(context, count):
+    """The K single-env contexts (leaves [1, units]) of a batched context (leaves [K, units])."""
+    return [map_nested(lambda leaf, index=index: leaf[index:index + 1], context) for index in range(count)]
 
 
 class PolicyCalls:
@@ -63,7 +91,7 @@ class PolicyCalls:
         return feed
 
     def _action_packs(self, logits, deterministic):
-        """Chooses one action per row of logits [K, A] (`action_choice.action_packs`); returns K action packs."""
+        """Chooses one action per row of logits [K, A] (`spaces.action_packs`); returns K action packs."""
         cache = self.__dict__.setdefault('_category_packs', {})  # made here: subclasses need not call an __init__
         return action_packs(self.ac_space, logits, deterministic, getattr(self, 'action_dp_alpha', None), cache)
 

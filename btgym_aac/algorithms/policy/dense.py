@@ -2,9 +2,8 @@
 environments such as CartPole with `{'external': Box(shape=(4,))}`)."""
 from btgym_aac.algorithms.nn.layer_norm import layer_norm
 from btgym_aac.algorithms.nn.layers import linear
-from btgym_aac.algorithms.policy.base import BaseAacPolicy
-from btgym_aac.algorithms.policy.checks import checked_layers
-from btgym_aac.algorithms.policy.frames import flatten_frames
+from btgym_aac.algorithms.policy.base import BaseAacPolicy, flatten_frames
+from btgym_aac.algorithms.policy.interface import checked_layers
 from btgym_aac.compat import tf
 
 

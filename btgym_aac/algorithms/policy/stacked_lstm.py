@@ -4,9 +4,8 @@ from btgym_aac.algorithms.nn.layers import noisy_linear
 from btgym_aac.algorithms.nn.networks import (
     conv_2d_network, dense_aac_network, duelling_pc_network, lstm_network, pixel_change_2d_estimator,
 )
-from btgym_aac.algorithms.policy.base import AacGraph, BaseAacPolicy
-from btgym_aac.algorithms.policy.checks import checked_layers
-from btgym_aac.algorithms.policy.frames import flatten_frames, to_sequences
+from btgym_aac.algorithms.policy.base import AacGraph, BaseAacPolicy, flatten_frames, to_sequences
+from btgym_aac.algorithms.policy.interface import checked_layers
 from btgym_aac.compat import tf
 
 ENCODED_MODES = ('external', 'internal')

@@ -4,7 +4,7 @@ WaveNet-style dilated convolution helpers (`layers`) and `CausalConvPolicy_0_0` 
 
 Names are imported lazily: the strategies and the wavelet transform do not import TensorFlow.
 """
-from btgym_aac.lazy import lazy_names
+from btgym_aac.class_refs import lazy_names
 
 _NAMES_BY_MODULE = {
     'wavelets': ('ricker', 'cwt'),

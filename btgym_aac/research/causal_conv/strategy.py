@@ -12,8 +12,8 @@ from gymnasium import spaces
 
 from btgym_aac.research.causal_conv.wavelets import cwt, ricker
 from btgym_aac.spaces import DictSpace
+from btgym_aac.strategy.base import metadata_space
 from btgym_aac.strategy.gen4 import DevStrat_4_6, DevStrat_4_12, _box, _check_scale
-from btgym_aac.strategy.metadata import metadata_space
 from btgym_aac.strategy.utils import gradient, tanh
 
 

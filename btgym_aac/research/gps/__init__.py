@@ -4,7 +4,7 @@ policy towards it, trained by `GuidedAAC`.
 
 Names are imported lazily: the strategy and the experts do not import TensorFlow.
 """
-from btgym_aac.lazy import lazy_names
+from btgym_aac.class_refs import lazy_names
 
 _NAMES_BY_MODULE = {
     'oracle': ('Oracle', 'Oracle2'),

@@ -13,9 +13,7 @@ import logbook
 import pytest
 
 from btgym_aac.data.parsing import read_ohlcv
-from btgym_aac.deploy.bar_guards import FEED_SILENT, GuardedFeed
-from btgym_aac.deploy.bars import Bar, FeedError
-from btgym_aac.deploy.feeds import FEED_ENDED, open_feed
+from btgym_aac.deploy.live_feeds import FEED_ENDED, FEED_SILENT, Bar, FeedError, GuardedFeed, open_feed
 
 T0 = datetime.datetime(2024, 1, 2, 3, 0)
 MINUTE = datetime.timedelta(minutes=1)
@@ -121,7 +119,7 @@ USER_MODULE = '''
 import datetime
 import threading
 
-from btgym_aac.deploy.bars import Bar
+from btgym_aac.deploy.live_feeds import Bar
 
 GATE = threading.Event()
 T0 = datetime.datetime(2024, 1, 2, 3, 0)

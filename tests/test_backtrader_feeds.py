@@ -8,7 +8,7 @@ import pytest
 
 from btgym_aac.data import BTgymDataset, make_sine_data
 from btgym_aac.data.base import FEED_COLUMNS
-from btgym_aac.data.feeds import ColumnPreloadedData
+from btgym_aac.data.backtrader_feeds import ColumnPreloadedData
 
 
 def preloaded_lines(feed_class, frame, **kwargs):

@@ -1,5 +1,8 @@
-"""Callables that run a fixed set of fetches with a fixed list of fed placeholders, for graphs run over and over (the
-acting graph on every env step, the train step on every rollout).
+"""The TensorFlow sessions of the package: the options every session is made with, and callables that run a fixed
+set of fetches with a fixed list of fed placeholders, for graphs run over and over (the acting graph on every env
+step, the train step on every rollout).
+
+`session_config` turns TensorFlow's graph optimiser (grappler) off in every session the package makes.
 
 `Session.run` converts every fed value and rebuilds its fetch handling on each call, and `Session.make_callable`
 hands every call that has feeds back to `Session.run`. For the acting graph (one small run per env step) that
@@ -11,6 +14,22 @@ part). `feed_callable` builds the callable from `CallableOptions` instead, throu
 import numpy as np
 
 from btgym_aac.compat import CallableOptions, tf
+
+
+def session_config(**kwargs):
+    """`tf.ConfigProto(**kwargs)` with TensorFlow's graph optimiser (grappler) turned off.
+
+    Grappler rewrites the graph of every new set of fetches and feeds before its first run. On a worker this
+    delays the first train step and again the second (fetched without the model summary), on the critical path of
+    start-up (`benchmarks/startup.py` measures start-up), and training ran no faster with it. The graphs here are
+    small ops on small tensors, which grappler's rewrites do not speed up.
+
+    Returns:
+        the ConfigProto.
+    """
+    config = tf.ConfigProto(**kwargs)
+    config.graph_options.rewrite_options.disable_meta_optimizer = True
+    return config
 
 
 def feed_callable(session, fetches, placeholders, targets=()):

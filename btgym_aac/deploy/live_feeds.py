@@ -1,17 +1,164 @@
-"""Live bar feeds named by a spec string: a CSV replayed on a clock, an exchange polled through ccxt, or a user's
-Python iterator. A feed's `next_bar(timeout)` returns a `Bar`, None when none came within `timeout` seconds, or
-`FEED_ENDED` once the feed has ended for good; `close()` stops it."""
+"""Live bar feeds: the `Bar` they deliver and their error and sentinels, the feeds a spec string names (a CSV
+replayed on a clock, an exchange polled through ccxt, or a user's Python iterator), and `GuardedFeed`, which stands
+between a feed and the trading loop.
+
+A feed's `next_bar(timeout)` returns a `Bar`, None when none came within `timeout` seconds, or `FEED_ENDED` once the
+feed has ended for good; `close()` stops it. `GuardedFeed` drops duplicate, out-of-order and unsound bars with a
+warning, and signals a feed silent for too long with `FEED_SILENT`.
+"""
+import datetime
 import importlib
+import math
 import os
 import queue
 import re
 import threading
 import time
+import typing
 import urllib.parse
 
 from btgym_aac.data.parsing import read_ohlcv
-from btgym_aac.deploy.bars import FEED_ENDED, Bar, FeedError, closed_bars, to_bar, to_epoch_ms
 from btgym_aac.logs import error_summary, get_logger
+
+BAR_FIELDS = ('time', 'open', 'high', 'low', 'close', 'volume')
+_EPOCH = datetime.datetime(1970, 1, 1)
+
+
+class Bar(typing.NamedTuple):
+    """One OHLCV bar; `time` is its open time, a naive datetime in UTC."""
+    time: datetime.datetime
+    open: float
+    high: float
+    low: float
+    close: float
+    volume: float = 0.0
+
+
+class FeedError(RuntimeError):
+    """A live feed failed for good: its source raised, or an exchange kept failing after the retries."""
+
+
+class _Sentinel:
+    """A named marker returned by `next_bar` instead of a bar (compare with `is`)."""
+
+    def __init__(self, name):
+        self._name = name
+
+    def __repr__(self):
+        return self._name
+
+
+FEED_ENDED = _Sentinel('FEED_ENDED')
+"""`next_bar` returns it when the feed has ended for good (and on every later call)."""
+FEED_SILENT = _Sentinel('FEED_SILENT')
+"""`GuardedFeed.next_bar` returns it once per silence longer than its `max_bar_delay`."""
+
+
+def utc_naive(value):
+    """Converts a bar time to a naive UTC datetime.
+
+    Args:
+        value: datetime (naive: taken as UTC; aware: converted), pandas Timestamp, numpy datetime64 or ISO 8601
+            string.
+
+    Returns:
+        datetime.datetime without tzinfo.
+
+    Raises:
+        TypeError / ValueError: the value is no time.
+    """
+    if isinstance(value, str):
+        value = datetime.datetime.fromisoformat(value)
+    elif not isinstance(value, datetime.datetime) and type(value).__name__ == 'datetime64':
+        value = _EPOCH + datetime.timedelta(microseconds=int(value.astype('datetime64[us]').astype('int64')))
+    if not isinstance(value, datetime.datetime):
+        raise TypeError('bar time {!r} is not a datetime'.format(value))
+    if value.tzinfo is not None:
+        value = value.astimezone(datetime.timezone.utc).replace(tzinfo=None)
+    if hasattr(value, 'to_pydatetime'):  # pandas Timestamp
+        value = value.to_pydatetime()
+    return value
+
+
+def from_epoch_ms(milliseconds):
+    """Naive UTC datetime of a time in milliseconds since the epoch (as exchanges give bar times)."""
+    return _EPOCH + datetime.timedelta(milliseconds=int(milliseconds))
+
+
+def to_epoch_ms(value):
+    """Milliseconds since the epoch of a bar time (see `utc_naive` for the forms accepted)."""
+    return (utc_naive(value) - _EPOCH) // datetime.timedelta(milliseconds=1)
+
+
+def closed_bars(rows, floor_ms, step_ms):
+    """The closed bars of OHLCV rows as ccxt gives them, whose newest row is the bar still forming.
+
+    Args:
+        rows: [time in ms, open, high, low, close, volume] lists; None values: missing (prices become NaN, which
+            the guards refuse; volume 0).
+        floor_ms: the earliest bar time kept, ms; None: no limit.
+        step_ms: the bar size, ms.
+
+    Returns:
+        list of Bar, oldest first: the bars from `floor_ms` on that end by the open time of the newest row.
+    """
+    rows = sorted((row for row in rows or () if row and row[0] is not None), key=lambda row: row[0])
+    return [Bar(from_epoch_ms(row[0]), *(math.nan if value is None else float(value) for value in row[1:5]),
+                float(row[5] or 0.0))
+            for row in rows if row[0] + step_ms <= rows[-1][0] and (floor_ms is None or row[0] >= floor_ms)]
+
+
+def to_bar(item):
+    """Converts a feed item to a `Bar`.
+
+    Args:
+        item: `Bar`; tuple / list (time, open, high, low, close[, volume]); or dict with keys time, open, high,
+            low, close and optionally volume (default 0).
+
+    Returns:
+        Bar with a naive UTC time and float fields.
+
+    Raises:
+        TypeError / ValueError: the item has another form or a field does not convert.
+    """
+    if isinstance(item, dict):
+        missing = [key for key in BAR_FIELDS[:5] if key not in item]
+        if missing:
+            raise ValueError('bar dict {!r} lacks key(s) {}'.format(item, missing))
+        values = [item[key] for key in BAR_FIELDS[:5]] + [item.get('volume', 0.0)]
+    elif isinstance(item, (tuple, list)) and len(item) in (5, 6):
+        values = list(item) + [0.0] * (6 - len(item))
+    else:
+        raise TypeError('feed item {!r} is not a Bar, a (time, open, high, low, close[, volume]) tuple or a dict '
+                        'with those keys'.format(item))
+    return Bar(utc_naive(values[0]), *(float(value) for value in values[1:]))
+
+
+def bad_field(bar):
+    """Names what makes a bar unusable, or None for a sound one.
+
+    Args:
+        bar: Bar.
+
+    Returns:
+        str such as 'high=nan is not finite' or 'open=3.0 is outside [low=1.0, high=2.0]'; None when sound.
+    """
+    for name in BAR_FIELDS[1:5]:
+        value = getattr(bar, name)
+        if not math.isfinite(value):
+            return '{}={} is not finite'.format(name, value)
+        if value <= 0:
+            return '{}={} is not positive'.format(name, value)
+    if not math.isfinite(bar.volume) or bar.volume < 0:
+        return 'volume={} is not a finite non-negative number'.format(bar.volume)
+    if bar.high < bar.low:
+        return 'high={} is below low={}'.format(bar.high, bar.low)
+    for name in ('open', 'close'):
+        value = getattr(bar, name)
+        if not bar.low <= value <= bar.high:
+            return '{}={} is outside [low={}, high={}]'.format(name, value, bar.low, bar.high)
+    return None
+
 
 SPEC_FORMS = 'replay:FILE[:SPEED], ccxt:EXCHANGE:SYMBOL:TIMEFRAME or python:MODULE:CALLABLE'
 OPTIONS = {'replay': {'parsing_params', 'clock', 'sleep'},
@@ -299,3 +446,93 @@ class CcxtFeed(PythonFeed):
                     return None
         raise FeedError('{}: {} tries failed, the last with {}'.format(
             self.name, self._retries + 1, error_summary(last))) from last
+
+
+class GuardedFeed:
+    """A feed that returns only sound bars in strictly increasing time order, and `FEED_SILENT` once per silence.
+
+    Attributes:
+        silent: True from a silence's `FEED_SILENT` until the next accepted bar.
+        last_time: time of the last accepted bar (None before the first).
+        accepted, dropped: counts of the bars returned, and of those dropped or refused.
+    """
+
+    def __init__(self, feed, max_bar_delay=None, log=None, clock=time.monotonic):
+        """Args:
+            feed: anything with `next_bar(timeout)` and `close()`, such as a feed of `open_feed`.
+            max_bar_delay: seconds without an accepted bar (since the last one, or since the guard was made) after
+                which `next_bar` returns FEED_SILENT, once per silence; None: no watch.
+            log: logbook logger; None: the package's 'BarGuards' logger.
+            clock: monotonic seconds.
+        """
+        if max_bar_delay is not None and not max_bar_delay > 0:
+            raise ValueError('max_bar_delay must be a number of seconds > 0 or None, not {!r}'.format(max_bar_delay))
+        self.feed, self.max_bar_delay = feed, max_bar_delay
+        self._log = log if log is not None else get_logger('BarGuards')
+        self._clock = clock
+        self.silent, self.last_time, self.accepted, self.dropped = False, None, 0, 0
+        self._last_at = clock()  # when the last bar was accepted, or the guard made
+
+    def _silence_in(self):
+        """Seconds until the feed counts as silent (<= 0: it does); None: not watched now."""
+        if self.max_bar_delay is None or self.silent:
+            return None
+        return self._last_at + self.max_bar_delay - self._clock()
+
+    def next_bar(self, timeout=None):
+        """Args:
+            timeout: seconds to wait at most; None: until a bar or a silence comes.
+
+        Returns:
+            Bar; None when none came within `timeout`; FEED_SILENT when the feed has gone silent (once per
+            silence); or what else the feed returns, such as FEED_ENDED.
+
+        Raises:
+            FeedError: the feed failed.
+        """
+        deadline = None if timeout is None else self._clock() + timeout
+        while True:
+            silence_in = self._silence_in()
+            if silence_in is not None and silence_in <= 0:
+                return self._signal_silence()
+            waits = [wait for wait in (silence_in, None if deadline is None else deadline - self._clock())
+                     if wait is not None]
+            item = self.feed.next_bar(max(0.0, min(waits)) if waits else None)
+            if item is None:
+                silence_in = self._silence_in()
+                if silence_in is not None and silence_in <= 0:
+                    continue  # the wait ended at the silence's due time
+                return None
+            if not isinstance(item, Bar) or self._accept(item):
+                return item  # else the next item is asked for, within the time left
+
+    def _signal_silence(self):
+        self.silent = True
+        since = 'the last bar, at {}'.format(self.last_time) if self.last_time is not None else 'the start'
+        self._log.warning('feed silent: no bar for {:.1f} s since {} (max_bar_delay {} s)',
+                          self._clock() - self._last_at, since, self.max_bar_delay)
+        return FEED_SILENT
+
+    def _accept(self, bar):
+        """Whether a bar is returned: it is dropped or refused, with a warning, when it is no later than the last
+        accepted one or unsound (see `bad_field`)."""
+        if self.last_time is not None and bar.time <= self.last_time:
+            kind = 'a duplicate' if bar.time == self.last_time else 'an out-of-order'
+            self._log.warning('dropped {} bar at {}: the last accepted bar is at {}', kind, bar.time, self.last_time)
+            self.dropped += 1
+            return False
+        problem = bad_field(bar)
+        if problem is not None:
+            self._log.warning('refused the bar at {}: {}', bar.time, problem)
+            self.dropped += 1
+            return False
+        now = self._clock()
+        if self.silent:
+            self._log.notice('feed resumed: a bar at {} after {:.1f} s of silence', bar.time, now - self._last_at)
+        self.silent, self.last_time, self._last_at = False, bar.time, now
+        self.accepted += 1
+        return True
+
+    def close(self):
+        """Closes the feed."""
+        self.feed.close()

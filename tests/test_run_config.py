@@ -1,0 +1,113 @@
+"""A run's configs: one default per setting, presets as overrides of them, and the one rule that stacks the
+layers (preset, config file, Launcher arguments, flags)."""
+import inspect
+
+import pytest
+
+from btgym_aac.algorithms.config import AacConfig
+from btgym_aac.class_refs import ClassRef
+from btgym_aac.cli import _configs_from_args, build_parser
+from btgym_aac.distributed.run_config import (PRESETS, default_configs, launcher_configs, launcher_defaults,
+                                              merge_config, merge_configs)
+
+REFERENCE_TRAINER_SETTINGS = dict(
+    opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99, model_gae_lambda=1.0,
+    model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=10, episode_summary_freq=1,
+    env_render_freq=10)
+"""The original notebook's trainer settings, as the reference configuration has always run them."""
+
+
+def argument_defaults(cls):
+    """Default of every constructor argument of `cls`, its base classes' included (a subclass's first)."""
+    defaults = {}
+    for klass in cls.__mro__:
+        if '__init__' in vars(klass):
+            for name, parameter in inspect.signature(klass.__init__).parameters.items():
+                if parameter.default is not inspect.Parameter.empty:
+                    defaults.setdefault(name, parameter.default)
+    return defaults
+
+
+def test_a_layer_updates_config_dicts_key_by_key_and_kwargs_argument_by_argument():
+    below = {'class_ref': 'A', 'kwargs': {'x': 1, 'duration': {'days': 1, 'hours': 2}}}
+    merged = merge_config(below, {'kwargs': {'duration': {'hours': 8}, 'y': 2}})
+    assert merged == {'class_ref': 'A', 'kwargs': {'x': 1, 'duration': {'hours': 8}, 'y': 2}}
+    assert below == {'class_ref': 'A', 'kwargs': {'x': 1, 'duration': {'days': 1, 'hours': 2}}}  # left alone
+    assert merge_config({'num_workers': 2, 'log_dir': 'a'}, {'log_dir': 'b'}) == {'num_workers': 2, 'log_dir': 'b'}
+
+
+def test_a_class_config_that_names_its_class_replaces_the_one_below_whole():
+    below = {'class_ref': 'A', 'kwargs': {'x': 1}}
+    assert merge_config(below, {'class_ref': 'A', 'kwargs': {'y': 2}}) == {'class_ref': 'A', 'kwargs': {'y': 2}}
+    assert merge_config(below, {'class_ref': 'B'}) == {'class_ref': 'B', 'kwargs': {}}
+    assert merge_config(below, None) == below and merge_config(below, None)['kwargs'] is not below['kwargs']
+
+
+@pytest.mark.parametrize('layer, message', [(['a'], 'expected a config dict'), ({'kwargs': 3}, 'kwargs must be')])
+def test_a_layer_that_is_not_a_config_dict_is_refused(layer, message):
+    with pytest.raises(ValueError, match=message):
+        merge_config({'class_ref': 'A', 'kwargs': {}}, layer)
+
+
+def test_the_launcher_and_a_config_file_stack_by_the_same_rule(tmp_path):
+    user = {'policy_config': {'kwargs': {'lstm_layers': (8,)}}, 'trainer_config': {'class_ref': 'mine.T'},
+            'cluster_config': {'num_workers': 3}}
+    defaults = launcher_defaults()
+    expected = merge_configs(defaults, user)
+    configs = launcher_configs(**user)
+    for name in ('policy_config', 'trainer_config', 'cluster_config'):
+        assert configs[name] == expected[name]
+    assert configs['policy_config']['class_ref'] == defaults['policy_config']['class_ref']
+    config_file = tmp_path / 'run.py'
+    config_file.write_text("trainer_config = {'kwargs': {'rollout_length': 7}}\n"
+                           "policy_config = {'class_ref': 'mine.P', 'kwargs': {'width': 3}}\n"
+                           "cluster_config = {'num_workers': 3}\n")
+    from_file = _configs_from_args(build_parser().parse_args(['train', str(config_file), '--algo', 'ppo']))
+    preset = default_configs('ppo', import_classes=False)
+    assert from_file['trainer_config']['kwargs'] == dict(preset['trainer_config']['kwargs'], rollout_length=7)
+    assert from_file['trainer_config']['class_ref'] == ClassRef('btgym_aac.algorithms.aac', 'PPO')
+    assert from_file['policy_config'] == {'class_ref': 'mine.P', 'kwargs': {'width': 3}}
+    assert from_file['cluster_config'] == dict(preset['cluster_config'], num_workers=3)
+
+
+def test_the_algo_flag_sets_the_class_and_keeps_the_config_files_trainer_kwargs(tmp_path):
+    config_file = tmp_path / 'run.py'
+    config_file.write_text("trainer_config = {'class_ref': 'mine.T', 'kwargs': {'rollout_length': 7}}\n")
+    configs = _configs_from_args(build_parser().parse_args(['train', str(config_file), '--algo', 'unreal']))
+    assert configs['trainer_config'] == {'class_ref': ClassRef('btgym_aac.algorithms.aac', 'Unreal'),
+                                         'kwargs': {'rollout_length': 7}}
+
+
+@pytest.mark.parametrize('algo', ['a3c', 'unreal', 'ppo'])
+def test_the_reference_preset_gives_the_original_notebooks_settings(algo):
+    configs = default_configs(algo)
+    trainer = AacConfig(**configs['trainer_config']['kwargs'])
+    assert {name: getattr(trainer, name) for name in REFERENCE_TRAINER_SETTINGS} == REFERENCE_TRAINER_SETTINGS
+    policy = configs['policy_config']
+    assert policy['class_ref'].__name__ == 'AacStackedRL2Policy'
+    assert argument_defaults(policy['class_ref'])['lstm_layers'] == (256, 256)
+    assert policy['kwargs'] == {'lstm_2_init_period': 60, 'logits_layer_norm': False}
+    assert configs['cluster_config']['num_workers'] == 2 and configs['launcher_config']['max_env_steps'] == 20000
+
+
+@pytest.mark.parametrize('preset', sorted(PRESETS))
+def test_a_preset_overrides_defaults_and_never_restates_one(preset):
+    """A preset's trainer settings are AacConfig fields whose values differ from AacConfig's defaults, and its
+    cluster settings differ from the Launcher's: every default is written once."""
+    layer = PRESETS[preset]('a3c')
+    trainer_defaults = AacConfig()
+    for name, value in layer['trainer_config']['kwargs'].items():
+        assert getattr(trainer_defaults, name) != value, name
+    cluster_defaults = launcher_defaults()['cluster_config']
+    for name, value in layer['cluster_config'].items():
+        assert name in cluster_defaults and cluster_defaults[name] != value, name
+    policy_defaults = argument_defaults(layer['policy_config']['class_ref'].resolve())
+    for name, value in layer['policy_config']['kwargs'].items():
+        assert policy_defaults.get(name, inspect.Parameter.empty) != value, name
+
+
+def test_an_unknown_preset_or_algo_is_refused_naming_the_known_ones():
+    with pytest.raises(ValueError, match="unknown preset 'fast'; known: reference"):
+        default_configs(preset='fast')
+    with pytest.raises(ValueError, match="unknown algo 'dqn'; known: a3c, unreal, ppo"):
+        default_configs('dqn')
