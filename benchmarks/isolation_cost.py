@@ -2,8 +2,8 @@
 `--network-isolation auto` (a private network namespace) and `off`, on the same seed.
 
 For every run: seconds from the command's start to the first trained step (as the command prints it); env steps/s,
-the least-squares slope of the progress lines' steps against their arrival times once training runs (the first
-trained line and the last line left out: start-up and shut-down); and the CPU seconds of the command and all its
+the least-squares slope of the progress lines' steps (one every 2 s, `--progress-seconds 2`) against their arrival
+times once training runs (the first trained line and the last line left out: start-up and shut-down); and the CPU seconds of the command and all its
 processes per env step, start-up included (from `wait4`). Pairs alternate which mode runs first. Writes
 `isolation_cost.json` to --out.
 
@@ -29,7 +29,7 @@ MODES = ('auto', 'off')
 def train_once(mode, max_steps, log_dir):
     """Runs `btgym-aac train` once and returns its start-up seconds and steady env steps/s."""
     command = [sys.executable, '-m', 'btgym_aac.cli', 'train', '--max-steps', str(max_steps), '--log-dir', log_dir,
-               '--fresh', '--seed', '0', '--network-isolation', mode]
+               '--fresh', '--seed', '0', '--network-isolation', mode, '--progress-seconds', '2']
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     progress, output = [], []
     for line in process.stdout:

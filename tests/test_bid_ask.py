@@ -65,7 +65,7 @@ def test_a_spread_column_is_read_as_given(tmp_path):
     (lambda path: bid_ask_csv(path, drop=('Ask_Low',)),
      'has bid/ask price column.*Bid_Open|bid_open.*but not ask_low'),
     (lambda path: bid_ask_csv(path, frame_ask=ASK.assign(open=ASK['open'] - [0, 0, 0.0005, 0])),
-     r'bar at 2017-01-02 09:02:00 has a negative spread -0.000\d+ \(its ask is below its bid\)'),
+     r'bad.csv>: bar at line 4 \(2017-01-02 09:02:00\) has a negative spread -0.000\d+ \(its ask is below its bid\)'),
 ])
 def test_bad_bid_ask_data_is_refused_naming_the_problem(tmp_path, make, message):
     with pytest.raises(DataError, match=message):
@@ -120,7 +120,8 @@ def test_bad_ticks_and_bar_sizes_are_refused_naming_them(tmp_path):
     with pytest.raises(DataError, match='ticks.csv>: has a bid column but no ask column'):
         read_ticks(str(path))
     path.write_text('20170102 090000123,1.05150,oops,0\n')
-    with pytest.raises(DataError, match='tick at 2017-01-02 09:00:00.123000 has a missing or non-numeric price'):
+    with pytest.raises(DataError, match=r'tick at line 1 \(2017-01-02 09:00:00.123000\) has a missing or '
+                                        r'non-numeric price'):
         read_ticks(str(path))
     with pytest.raises(ValueError, match='minutes must be a whole number >= 1, got 0'):
         tick_bars(pd.DataFrame({'bid': [1.0], 'ask': [1.1]}, index=TIMES[:1]), minutes=0)

@@ -580,6 +580,53 @@ def test_bad_cost_flags_stop_before_anything_runs(tmp_path, capsys, flags, messa
     assert not (tmp_path / 'run').exists()
 
 
+PIP_HINT = 'the spread is in price units (one pip of EURUSD is 0.0001); costs above 1 % of the price are refused'
+
+
+SPREAD_OF_5 = "env_config = {'kwargs': {'spread': 5}}"
+"""A config file setting a spread of 5 on the built-in data."""
+
+
+@pytest.mark.parametrize('command, config, message', [
+    (['train', '--spread', '1'], None, r'spread 1 is 9[\d.]+ % of the median close 1\.\d+ of {data}: ' +
+     re.escape(PIP_HINT)),
+    (['train', '--slippage', '0.5'], None, re.escape('slippage 0.5 is 50 % of the price: slippage is a fraction of '
+                                                     'the price, not a percent (0.0001 is 0.01 %)')),
+    (['train'], SPREAD_OF_5, r'spread 5 is 45\d % of the median close 1\.1 of the built-in sine data: ' +
+     re.escape(PIP_HINT)),
+    (['walk-forward', '--folds', '1', '--spread', '1'], 'small', r'spread 1 is 9[\d.]+ % of the median close 1\.\d+ '
+     r'of the bars from 2017-01-01 00:00:00 to 2017-01-03 23:59:00: ' + re.escape(PIP_HINT)),
+    (['sweep', '--trials', '1', '--folds', '1', '--slippage-fixed', '0.05'], 'small',
+     r'slippage_fixed 0.05 is 4\.\d+ % of the median close 1\.\d+ of the bars from 2017-01-01 00:00:00 to'),
+], ids=['train-spread', 'train-slippage', 'train-config-file', 'walk-forward', 'sweep'])
+def test_costs_out_of_all_proportion_to_the_data_stop_a_run_before_it_starts(tmp_path, capsys, monkeypatch, command,
+                                                                              config, message):
+    """A cost a unit mistake gives (a spread of 1 meant as one pip, a slippage of 0.5 meant as half a percent) is
+    refused, flag or config file, naming the data's median price and the unit, before anything is written (the
+    walk-forward and the sweep with the tests' small configuration, whose episodes fit the data)."""
+    from btgym_aac.distributed import launcher as launcher_module
+    from btgym_aac.sweep import runner as sweep_runner
+    from small_runs import CONFIG_FILE, three_days_csv
+
+    def started(*_, **__):
+        pytest.fail('the run started')
+
+    monkeypatch.setattr(launcher_module.Launcher, 'run', started)
+    monkeypatch.setattr(sweep_runner, 'LogDirLock', started)
+    out = tmp_path / 'out'
+    arguments, data = list(command), None
+    if config is not None:
+        (tmp_path / 'config.py').write_text(CONFIG_FILE if config == 'small' else config)
+        arguments.insert(1, str(tmp_path / 'config.py'))
+    if config != SPREAD_OF_5:
+        data = three_days_csv(tmp_path)
+        arguments += ['--data', data]
+    arguments += ['--log-dir' if command[0] == 'train' else '--out', str(out)]
+    assert cli_main(arguments) == 2
+    assert re.search(message.format(data=re.escape(str(data))), capsys.readouterr().err)
+    assert not out.exists()
+
+
 def test_a_spread_that_is_no_number_nor_data_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as stopped:
         cli_main(['train', '--log-dir', str(tmp_path / 'run'), '--spread', 'wide'])

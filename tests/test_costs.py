@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from btgym_aac import BTgymEnv
+from btgym_aac.data import make_sine_data
 from btgym_aac.env.costs import COST_DEFAULTS, check_costs, cost_broker
 from btgym_aac.evaluation.metrics import episode_metrics
 from btgym_aac.evaluation.trade_log import TRADE_LOG_NAME, TradeLog
@@ -172,13 +173,93 @@ def test_env_costs_lower_the_broker_value_by_what_the_fills_paid():
         return values, log, costs_paid
 
     plain_values, plain_log, plain_costs = episode()
-    values, log, costs_paid = episode(spread=0.02, slippage=0.0005)
+    values, log, costs_paid = episode(spread=0.01, slippage=0.0005)
     assert len(log['fills']) == len(plain_log['fills']) > 4
     assert [fill['size'] for fill in log['fills']] == [fill['size'] for fill in plain_log['fills']]
     assert plain_costs == {'commission': 0.0, 'spread': 0.0, 'slippage': 0.0}
-    assert costs_paid['spread'] == pytest.approx(0.01 * sum(abs(fill['size']) for fill in log['fills']))
+    assert costs_paid['spread'] == pytest.approx(0.005 * sum(abs(fill['size']) for fill in log['fills']))
     assert costs_paid['slippage'] > 0
     assert sum(fill['spread_cost'] + fill['slippage_cost'] for fill in log['fills']) == pytest.approx(
         costs_paid['spread'] + costs_paid['slippage'])
     # every position is closed at the end: the difference in value is exactly what the fills paid
     assert plain_values[-1] - values[-1] == pytest.approx(costs_paid['spread'] + costs_paid['slippage'], rel=1e-9)
+
+
+# ----------------------------------------------------------------------------------- costs against the prices
+
+EURUSD_LIKE = make_sine_data(num_bars=2000, base=1.0523)
+"""Bars whose median close is 1.0523 (the sine swings symmetrically about it)."""
+
+
+@pytest.mark.parametrize('costs, message', [
+    ({'spread': 1}, 'spread 1 is 95 % of the median close 1.0523 of a DataFrame: the spread is in price units (one '
+                    'pip of EURUSD is 0.0001); costs above 1 % of the price are refused'),
+    ({'slippage': 0.5}, 'slippage 0.5 is 50 % of the price: slippage is a fraction of the price, not a percent '
+                        '(0.0001 is 0.01 %)'),
+    ({'slippage_fixed': 0.05}, 'slippage_fixed 0.05 is 4.75 % of the median close 1.0523 of a DataFrame: '
+                               'slippage_fixed is in price units'),
+    ({'commission': 0.05, 'commission_scheme': 'per_unit'},
+     'commission 0.05 (per_unit scheme) is 4.75 % of the median close 1.0523 of a DataFrame: a per_unit commission '
+     'is money per unit traded, in price units'),
+    ({'broker_commission': 0.02}, 'commission 0.02 (percent scheme) is 2 % of the traded value: a percent commission '
+                                  'is a fraction of the traded value, not a percent'),
+])
+def test_costs_out_of_all_proportion_to_the_price_are_refused_naming_the_price_and_the_unit(costs, message):
+    with pytest.raises(ValueError) as refused:
+        BTgymEnv(strategy=DevStrat_4_11, dataframe=EURUSD_LIKE, render_enabled=False, **costs)
+    assert message in str(refused.value)
+
+
+def test_large_costs_are_warned_of_and_usual_ones_pass_in_silence(capfd):
+    """A spread of 20 pips on EURUSD (0.19 % of the price) builds the env with a warning naming it (from task 0's env
+    alone: a run's other envs keep quiet); a 1-pip spread, a spread from the data and a typical slippage and
+    commission build it without a word."""
+    BTgymEnv(strategy=DevStrat_4_11, dataframe=EURUSD_LIKE, render_enabled=False, spread=0.002)
+    err = capfd.readouterr().err
+    assert 'WARNING BTgymEnv_0: spread 0.002 is 0.19 % of the median close 1.0523 of a DataFrame, a large cost ' \
+           '(above 0.1 % of the price): the spread is in price units (one pip of EURUSD is 0.0001)' in err
+    BTgymEnv(strategy=DevStrat_4_11, dataframe=EURUSD_LIKE, render_enabled=False, spread=0.002, task=1)
+    assert capfd.readouterr().err == ''
+    for costs in ({'spread': 0.0001, 'slippage': 0.0001, 'commission': 0.0001},
+                  {'spread': 'data', 'slippage_fixed': 0.00002, 'commission': 0.00005,
+                   'commission_scheme': 'per_unit'}):
+        BTgymEnv(strategy=DevStrat_4_11, dataframe=EURUSD_LIKE.assign(spread=0.0001), render_enabled=False, **costs)
+        assert capfd.readouterr().err == ''
+
+
+def test_the_env_reports_the_costs_its_broker_charges():
+    """`cost_settings` holds the broker's settings, with the strategy's commission over the broker's."""
+    env = BTgymEnv(strategy=DevStrat_4_11, dataframe=EURUSD_LIKE, render_enabled=False, spread=0.0002,
+                   slippage_fixed=0.00001, broker_commission=0.0003, commission_scheme='per_unit')
+    assert env.cost_settings() == {'spread': 0.0002, 'slippage': 0.0, 'slippage_fixed': 0.00001,
+                                   'commission': 0.0003, 'commission_scheme': 'per_unit'}
+    env = BTgymEnv(strategy=DevStrat_4_11, dataframe=EURUSD_LIKE, render_enabled=False, slippage=0.0001,
+                   commission=0.0001)
+    assert env.cost_settings() == {'spread': 0.0, 'slippage': 0.0001, 'slippage_fixed': 0.0, 'commission': 0.0001,
+                                   'commission_scheme': 'percent'}
+
+
+def test_a_multi_asset_env_weighs_a_spread_against_its_lowest_priced_data_line():
+    from btgym_aac.distributed.run_config import multi_asset_env_config
+
+    config = multi_asset_env_config()
+    with pytest.raises(ValueError, match=r"spread 0.05 is 4\.\d+ % of the median close 1\.0957 of data line 'Y' \(a "
+                                         r'DataFrame\): the spread is in price units'):
+        config['class_ref'](**dict(config['kwargs'], spread=0.05))
+
+
+def test_a_launcher_weighs_the_costs_against_the_env_dataframe_or_dataset():
+    """`check_data_costs` (the Launcher's check before any task starts) reads the prices of the env's `dataframe`,
+    or of its `dataset` made from DataFrames (the lowest-priced data line of a multi-asset one)."""
+    from btgym_aac.data import BTgymDataset
+    from btgym_aac.distributed.run_config import check_data_costs, multi_asset_env_config
+
+    with pytest.raises(ValueError, match="spread 1 is 95 % of the median close 1.0523 of the env's dataframe"):
+        check_data_costs({'kwargs': {'dataframe': EURUSD_LIKE, 'spread': 1}}, [])
+    check_data_costs({'kwargs': {'dataframe': EURUSD_LIKE, 'spread': 0.0001}}, [])
+    with pytest.raises(ValueError, match='spread 1 is 95 % of the median close 1.0523 of a DataFrame'):
+        check_data_costs({'kwargs': {'dataset': BTgymDataset(dataframe=EURUSD_LIKE), 'spread': 1}}, [])
+    pair = multi_asset_env_config()
+    with pytest.raises(ValueError, match=r"slippage_fixed 0.02 is 1\.\d+ % of the median close 1\.0957 of data line "
+                                         r"'Y' \(a DataFrame\)"):
+        check_data_costs(dict(pair, kwargs=dict(pair['kwargs'], slippage_fixed=0.02)), [])

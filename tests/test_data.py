@@ -159,7 +159,8 @@ def test_nan_bar_error_names_first_bad_timestamp(tmp_path):
     with pytest.raises(DataError, match=r"nan.csv.*2017-01-01 00:01:00.*\['high'\]"):
         read_ohlcv(_write(tmp_path / 'nan.csv', text))
     text = 'Date,Open,High,Low,Close\n2017-01-01 00:00,1,2,0.5,1.5\n2017-01-01 00:01,1,2,0.5,inf\n'
-    with pytest.raises(DataError, match=r"inf.csv.*00:01:00 has missing, non-numeric or infinite \['close'\]"):
+    with pytest.raises(DataError, match=r"inf.csv>: bar at line 3 \(2017-01-01 00:01:00\) has missing, non-numeric or "
+                                        r"infinite \['close'\]"):
         read_ohlcv(_write(tmp_path / 'inf.csv', text))
 
 

@@ -39,11 +39,13 @@ def test_a_non_positive_price_is_refused_naming_file_column_and_first_row(tmp_pa
     frame.iloc[41:45, frame.columns.get_loc('close')] = 0.0  # the low of row 42 comes first (column order)
     frame.iloc[200, frame.columns.get_loc('open')] = -1.0
     path = written(tmp_path, frame)
-    with pytest.raises(DataError, match=r'data file <{}>: low -0.5 is not positive at data row 42 \({}\); 5 bar\(s\) '
-                                        r"like it \(data check 'nonpositive_prices'".format(path, frame.index[41])):
+    with pytest.raises(DataError, match=r'data file <{}>: low -0.5 is not positive at line 42 \({}\); 5 bar\(s\) '
+                                        r"like it \(data check 'nonpositive_prices': correct the data, or set "
+                                        r"parsing_params\['checks'\]\['nonpositive_prices'\] to 'warn' or 'off' in "
+                                        r"the env config to accept it\)$".format(path, frame.index[41])):
         read_ohlcv(path)
     loaded, warnings = warnings_of(path, checks={'nonpositive_prices': 'warn'})
-    assert len(loaded) == 500 and any('low -0.5 is not positive at data row 42' in text for text in warnings)
+    assert len(loaded) == 500 and any('low -0.5 is not positive at line 42' in text for text in warnings)
 
 
 @pytest.mark.parametrize('scale', [1e300, 1e-12])
@@ -51,7 +53,7 @@ def test_prices_of_a_degenerate_scale_are_refused(tmp_path, scale):
     frame = bars()
     frame[['open', 'high', 'low', 'close']] *= scale
     path = written(tmp_path, frame)
-    with pytest.raises(DataError, match=r'data file <{}>: open \S+ lies outside 1e-08 \.\. 1e\+12 at data row 1 '
+    with pytest.raises(DataError, match=r'data file <{}>: open \S+ lies outside 1e-08 \.\. 1e\+12 at line 1 '
                                         r'.*; 500 bar'.format(path)):
         read_ohlcv(path)
 
@@ -74,9 +76,9 @@ def test_unsorted_rows_are_sorted_with_a_warning_or_refused(tmp_path):
     path = written(tmp_path, frame.iloc[order])
     loaded, warnings = warnings_of(path)
     assert list(loaded.index) == list(frame.index)
-    assert warnings == ['data file <{}>: datetime of data row 101 ({}) is earlier than the bar before it; the bars '
+    assert warnings == ['data file <{}>: datetime of line 101 ({}) is earlier than the bar before it; the bars '
                         'are sorted by time'.format(path, frame.index[99])]
-    with pytest.raises(DataError, match=r'datetime of data row 101 .* earlier .*unsorted_timestamps'):
+    with pytest.raises(DataError, match=r'datetime of line 101 .* earlier .*unsorted_timestamps'):
         read_ohlcv(path, {'checks': {'unsorted_timestamps': 'error'}})
 
 
@@ -88,7 +90,7 @@ def test_duplicated_timestamps_keep_the_first_bar_with_a_warning_or_are_refused(
     loaded, warnings = warnings_of(path)
     np.testing.assert_array_equal(loaded['close'].to_numpy(), frame['close'].to_numpy())
     assert len(warnings) == 1 and 'dropped 10 bar(s) with duplicated timestamps' in warnings[0]
-    assert 'data row 252 ({})'.format(frame.index[250]) in warnings[0]
+    assert 'line 252 ({})'.format(frame.index[250]) in warnings[0]
     with pytest.raises(DataError, match='duplicated_timestamps'):
         read_ohlcv(path, {'checks': {'duplicated_timestamps': 'error'}})
 

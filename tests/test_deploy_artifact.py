@@ -16,7 +16,8 @@ from test_evaluation_multi_asset import env_config as multi_asset_env_config
 
 import btgym_aac
 from btgym_aac.cli import main as cli_main
-from btgym_aac.deploy.manifest import ArtifactError, sha256_file
+from btgym_aac.data import BTgymDataset, make_random_walk_data, write_histdata_csv
+from btgym_aac.deploy.manifest import ArtifactError, data_description, sha256_file
 from btgym_aac.deploy.runtime import load_artifact
 from btgym_aac.distributed.checkpoints import latest_checkpoint
 from btgym_aac.evaluation.loading import load_policy, make_env, read_run_config
@@ -55,6 +56,7 @@ def test_the_artifact_holds_checkpoint_graphs_and_a_manifest_of_every_file(refer
     assert manifest['data']['data']['bars'] == len(data)
     assert manifest['data']['data']['first_bar'] == data.index[0].isoformat()
     assert manifest['data']['data']['last_bar'] == data.index[-1].isoformat()
+    assert manifest['data']['data']['files'] == []  # trained on a DataFrame
 
 
 def play_in_parity(log_dir, artifact, steps, seed=1):
@@ -110,6 +112,31 @@ def test_a_multi_asset_policy_exports_and_acts_as_its_checkpoint(tmp_path):
     with open(str(tmp_path / 'artifact' / 'manifest.json')) as f:
         manifest = json.load(f)
     assert manifest['action_space']['assets'] == ['A', 'B'] and set(manifest['data']) == {'A', 'B'}
+
+
+def test_the_data_record_names_each_training_file_with_its_checksum(tmp_path):
+    bars = make_random_walk_data(num_bars=200, seed=3)
+    paths = [str(write_histdata_csv(bars.iloc[:120], tmp_path / 'DAT_ASCII_EURUSD_M1_201701.csv')),
+             str(write_histdata_csv(bars.iloc[120:], tmp_path / 'DAT_ASCII_EURUSD_M1_201702.csv'))]
+    several = BTgymDataset(filename=paths, episode_duration={'hours': 1})
+    several.read_csv()
+    record = data_description(several)['data']
+    assert record['files'] == [{'path': path, 'sha256': sha256_file(path)} for path in paths]
+    assert record['bars'] == 200 and record['first_bar'] == bars.index[0].isoformat()
+    one = BTgymDataset(filename=tmp_path / 'DAT_ASCII_EURUSD_M1_201701.csv', episode_duration={'hours': 1})
+    one.read_csv()
+    assert data_description(one)['data']['files'] == [{'path': paths[0], 'sha256': sha256_file(paths[0])}]
+
+
+def test_a_manifest_with_the_earlier_data_record_still_loads(reference_artifact, tmp_path):
+    def earlier_record(manifest):  # a data line's record as export wrote it before the list of files
+        manifest['data']['data'].pop('files', None)
+        manifest['data']['data'].update(path="['a.csv', 'b.csv']", sha256=None)
+
+    folder = copy_of(reference_artifact[1], tmp_path)
+    edit_manifest(folder, earlier_record)
+    with load_artifact(folder) as policy:
+        assert policy.manifest['data']['data']['path'] == "['a.csv', 'b.csv']"
 
 
 NO_TENSORFLOW = """

@@ -12,6 +12,7 @@ import urllib.parse
 import logbook
 import pytest
 
+from btgym_aac.data.errors import DataError
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.deploy.live_feeds import FEED_ENDED, FEED_SILENT, Bar, FeedError, GuardedFeed, open_feed
 
@@ -103,6 +104,16 @@ def test_a_path_with_colons_is_split_only_at_a_speed(tmp_path, histdata_csv):
     path.write_text(histdata_csv.read_text())
     assert len(drain(open_feed('replay:{}'.format(path)))) == 4
     assert len(drain(open_feed('replay:{}:max'.format(path)))) == 4
+
+
+def test_a_replayed_bar_failing_a_data_check_is_named_by_its_line_with_what_trade_can_do(tmp_path):
+    path = tmp_path / 'bars.csv'
+    path.write_text('\n'.join(HISTDATA_ROWS[:2] + ['', HISTDATA_ROWS[2].replace('1.05198', '-1.05198', 1)]) + '\n')
+    with pytest.raises(DataError, match=r'data file <{}>: open -1.05198 is not positive at line 4 \(2017-01-02 '
+                                        r'01:02:00\)'.format(path)) as refused:
+        open_feed('replay:{}'.format(path))
+    assert refused.match(r"\(data check 'nonpositive_prices': a replayed file must pass it; correct the file\)$")
+    assert 'parsing_params' not in str(refused.value)  # `btgym-aac trade` takes no parsing_params
 
 
 def test_a_closed_replay_has_ended(histdata_csv):

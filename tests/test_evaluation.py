@@ -379,7 +379,7 @@ def test_cli_writes_the_same_report_and_prints_a_table(run, report, tmp_path, ca
 def test_without_episode_plots_the_report_is_the_same_and_alone(run, report, tmp_path, capsys):
     out = tmp_path / 'no_plots'
     assert cli_main(['evaluate', run['log_dir'], '--episodes', str(EPISODES), '--seed', str(SEED),
-                     '--out', str(out), '--no-episode-plots']) == 0
+                     '--out', str(out), '--no-episode-plots', '--no-tearsheet']) == 0
     assert capsys.readouterr().out.endswith('report: {}\n'.format(out))
     assert os.listdir(out) == ['report.json']
     with open(out / 'report.json') as f:
@@ -437,6 +437,17 @@ def test_evaluate_on_a_known_edge_market_adds_its_oracle_and_the_policys_fractio
     assert 'of the oracle' in capsys.readouterr().out
 
 
+def test_evaluate_refuses_a_spread_out_of_all_proportion_to_the_data_before_any_episode(run, tmp_path, capsys):
+    """`evaluate --spread 1` (one pip meant) stops with exit 2 naming the data's median price and the unit; nothing
+    is written."""
+    out = tmp_path / 'report'
+    assert cli_main(['evaluate', run['log_dir'], '--episodes', '1', '--no-episode-plots', '--out', str(out),
+                     '--spread', '1']) == 2
+    assert re.search(r'btgym-aac evaluate: spread 1 is 9[\d.]+ % of the median close 1\.1 of a DataFrame: the spread '
+                     r'is in price units \(one pip of EURUSD is 0\.0001\)', capsys.readouterr().err)
+    assert not out.exists()
+
+
 def test_cli_names_a_data_folder_and_an_output_path_that_is_a_file(run, tmp_path, capsys):
     """`--data DIR` is named as a folder and `--out FILE` (or a folder under a file) as a file, before any episode
     is played; the file is left as it was."""
@@ -452,16 +463,29 @@ def test_cli_names_a_data_folder_and_an_output_path_that_is_a_file(run, tmp_path
     assert taken.read_text() == 'notes'
 
 
-def test_cost_flags_replace_the_runs_costs_for_the_evaluation(run, report, tmp_path):
+def test_cost_flags_replace_the_runs_costs_for_the_evaluation(run, report, tmp_path, capsys):
     """`evaluate --spread` plays the same windows with a spread: every fill pays it, the baselines (whose actions do
-    not depend on the observations) trade the same and end lower by what their fills paid, and the report names the
-    costs."""
+    not depend on the observations) trade the same and end lower by what their fills paid, and the report and the
+    printed table give the costs charged as numbers, each with where it came from, and the costs paid."""
     out = tmp_path / 'spread'
     assert cli_main(['evaluate', run['log_dir'], '--episodes', str(EPISODES), '--seed', str(SEED), '--out', str(out),
                      '--spread', '0.001']) == 0
     with open(out / 'report.json') as f:
         costly = json.load(f)
-    assert costly['costs'] == {'spread': 0.001} and report['costs'] == 'run settings'
+    charged = {'slippage': 0.0, 'slippage_fixed': 0.0, 'commission': COMMISSION, 'commission_scheme': 'percent'}
+    run_settings = dict.fromkeys(['slippage', 'slippage_fixed', 'commission', 'commission_scheme'], 'run settings')
+    assert costly['costs'] == dict(charged, spread=0.001, **{'from': dict(run_settings, spread='evaluate flags')})
+    assert report['costs'] == dict(charged, spread=0.0, **{'from': dict(run_settings, spread='run settings')})
+    printed = capsys.readouterr().out.splitlines()
+    assert 'costs: spread 0.001 (evaluate flags); slippage 0, slippage_fixed 0, commission 0.0001, commission_scheme ' \
+           'percent (run settings)' in printed
+    header = next(line for line in printed if line.startswith('agent'))
+    assert header.endswith('costs paid')
+    for name in AGENTS:
+        row = next(line for line in printed if line.startswith(name + ' '))
+        mean = costly['agents'][name]['mean']
+        assert float(row.split()[-1]) == pytest.approx(mean['commission'] + mean['spread_cost'] +
+                                                       mean['slippage_cost'], abs=0.006)
     for name in AGENTS:
         plain, paid = report['agents'][name]['per_episode'], costly['agents'][name]['per_episode']
         assert all(cost == 0.0 for cost in plain['spread_cost'])

@@ -14,7 +14,7 @@ from btgym_aac.legacy.module_paths import MOVED_MODULES
 PACKAGE = pathlib.Path(__file__).resolve().parent.parent / 'btgym_aac'
 
 LAYERS = (
-    ('class_refs', 'compat', 'config_modules', 'logs', 'paths', 'proc_memory', 'spaces', 'validation'),
+    ('class_refs', 'compat', 'config_modules', 'logs', 'paths', 'proc_memory', 'progress', 'spaces', 'validation'),
     ('data', 'nonfinite'),
     ('strategy',),
     ('env',),

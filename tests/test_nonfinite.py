@@ -89,7 +89,7 @@ def test_a_nan_observation_is_named_with_what_the_data_checks_find():
         with pytest.raises(NonFiniteObservationError, match=r"observation\['raw'\] holds NaN or inf at step \d+ of "
                                                             r"episode 0 \(the strategy NanAfterWarmupStrategy .*"
                                                             r"the data explains it: the data: low -1.0 is not "
-                                                            r"positive at data row 101"):
+                                                            r"positive at {};".format(bars.index[100])):
             for _ in range(20):
                 env.step(0)
     finally:

@@ -2,7 +2,10 @@
 and a tiny sweep on generated data (3 trials x 2 folds x 200 steps) through the API and the CLI."""
 import json
 import os
+import re
 import shutil
+import warnings
+from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
@@ -128,8 +131,73 @@ def _study(tmp_path, settings=None):
 def test_a_study_started_with_other_settings_is_refused_naming_them(tmp_path):
     _study(tmp_path, {'folds': 2, 'objective': 'return'})
     assert _study(tmp_path, {'folds': 2, 'objective': 'return'}).user_attrs['settings']['folds'] == 2
-    with pytest.raises(ValueError, match=r"other settings \(folds 2, not 3; seed None, not 1\)"):
+    with pytest.raises(ValueError) as error:
         _study(tmp_path, {'folds': 3, 'objective': 'return', 'seed': 1})
+    assert str(error.value).splitlines()[1:4] == ['  setting  then  now', '  --folds  2     3', '  --seed   none  1']
+
+
+def test_a_sweep_continued_with_other_flags_is_refused_with_a_table_of_them(tmp_path, capsys, monkeypatch):
+    from btgym_aac.sweep import runner
+
+    # the study records its settings, and nothing is run
+    monkeypatch.setattr(runner, '_search_in_processes', lambda *args, **kwargs: None)
+    monkeypatch.setattr(runner, '_finish', lambda *args: {'lines': []})
+    config = tmp_path / 'config.py'
+    config.write_text(CONFIG_FILE)
+    command = ['sweep', str(config), '--data', three_days_csv(tmp_path), '--trials', '2', '--out',
+               str(tmp_path / 'sweep'), '--train-steps', '200', '--test-episodes', '2']
+    assert cli_main(command) == 0
+    capsys.readouterr()
+    assert cli_main(command + ['--algo', 'ppo', '--lockbox', '0.25']) == 2
+    refusal = capsys.readouterr().err
+    assert 'was started with other settings:\n' in refusal, refusal
+    lines = refusal.split('was started with other settings:\n')[1].splitlines()
+    assert [line.split() for line in lines[:5]] == [
+        ['setting', 'then', 'now'],
+        ['--lockbox', '0.2', '0.25'],
+        ['space', 'trainer_config.kwargs.clip_epsilon', 'not', 'searched', 'float', '[0.05,', '0.3]'],
+        ['space', 'trainer_config.kwargs.num_epochs', 'not', 'searched', 'int', '[1,', '4]'],
+        ['trainer_config.class_ref', '(--algo)', 'btgym_aac.algorithms.aac.A3C', 'btgym_aac.algorithms.aac.PPO']]
+    assert lines[5].startswith('continue it with the same ones')
+
+
+def test_the_table_of_changed_settings_names_each_change_and_nothing_else(tmp_path):
+    from btgym_aac.sweep.settings import CONFIG_DICTS, changed_settings, changes_table, sweep_settings
+
+    paths = [str(tmp_path / 'a.csv'), str(tmp_path / 'b.csv')]
+    for path in paths:
+        Path(path).write_text(path)
+    configs = default_configs(import_classes=False)
+    configs['env_config']['kwargs']['scale'] = float('nan')  # NaN is the same NaN in both
+    walk = dict(lockbox=0.2, folds=2, train_steps=200, test_episodes=2, seed=0, embargo=None, objective='return')
+    then = sweep_settings(paths, configs, dict(TINY_SPACE, **{'trainer_config.kwargs.rollout_length':
+                                                              CategoricalDistribution([10, 20])}), **walk)
+    assert changed_settings(then, json.loads(json.dumps(then))) == []
+    other = default_configs(import_classes=False)
+    other['env_config']['kwargs'].update(scale=float('nan'), reward_scale=2.0)
+    del other['policy_config']['kwargs']['logits_layer_norm']
+    space = {LEARN_RATE: FloatDistribution(1e-5, 1e-2, log=True),
+             'launcher_config.save_secs': IntDistribution(10, 60, step=10)}
+    now = sweep_settings(paths[::-1], other, space, **dict(walk, embargo='0 days 02:00:00'))
+    rows = changed_settings(then, now)
+    files = [['{} (SHA-256 {}...)'.format(name, checksum[:12]) for name, checksum in settings['data']]
+             for settings in (then, now)]
+    assert rows == [
+        ('--data file 1', files[0][0], files[1][0]), ('--data file 2', files[0][1], files[1][1]),
+        ('--embargo', 'none', '0 days 02:00:00'),
+        ('space launcher_config.save_secs', 'not searched', 'int [10, 60] step 10'),
+        ('space trainer_config.kwargs.opt_learn_rate', 'float [1e-05, 0.001] log', 'float [1e-05, 0.01] log'),
+        ('space trainer_config.kwargs.rollout_length', 'one of [10, 20]', 'not searched'),
+        ('env_config.kwargs.reward_scale', '7', '2.0'),
+        ('policy_config.kwargs.logits_layer_norm', 'False', 'not set')]
+    table = changes_table(rows).splitlines()
+    assert table[0].split() == ['setting', 'then', 'now'] and len(table) == len(rows) + 1
+    assert {line.index(then, len(setting) + 2) for line, (setting, then, _) in zip(table[1:], rows)} == {
+        table[0].index('then')}  # the column of the values before starts at one place
+    before = {key: value for key, value in then.items() if key != CONFIG_DICTS}  # a study that predates them
+    assert changed_settings(before, dict(then, configs='0123456789abcdef')) == [
+        ('configs (digest)', then['configs'], '0123456789abcdef')]
+    assert changed_settings(before, then) == []  # continued by a command that records them: the same search
 
 
 def test_cut_off_trials_run_again_once_and_do_not_count(tmp_path):
@@ -231,11 +299,11 @@ def test_a_trial_below_the_median_after_a_fold_is_pruned_and_keeps_its_fold(tmp_
 
 def test_the_verdict_needs_both_the_lockbox_and_the_deflation():
     best = SimpleNamespace(number=4)
-    above = {'excess_return_pct': {'ci_low': 0.1}}
-    across = {'excess_return_pct': {'ci_low': -0.1}}
+    above = {'excess_return_pct': {'ci_low': 0.1, 'ci_high': 0.3}}
+    across = {'excess_return_pct': {'ci_low': -0.1, 'ci_high': 0.3}}
     assert verdict(best, above, {'dsr': 0.97, 'trials': 12})[0] is True
     survives, words = verdict(best, across, {'dsr': 0.97, 'trials': 12})
-    assert not survives and 'reaches down to -0.100 %' in words
+    assert not survives and 'interval of policy minus buy-and-hold includes zero [-0.100 %, +0.300 %]' in words
     survives, words = verdict(best, above, {'dsr': 0.5, 'trials': 12})
     assert not survives and 'deflated Sharpe ratio 0.500 over 12 trials is below 0.95' in words
     assert verdict(best, None, {'dsr': 0.99, 'trials': 3})[0] is False
@@ -243,6 +311,62 @@ def test_the_verdict_needs_both_the_lockbox_and_the_deflation():
     assert verdict(best, above, {'dsr': 0.97, 'trials': 12}, tested=[4])[0] is True
     survives, words = verdict(best, above, {'dsr': 0.97, 'trials': 12}, tested=[2, 4])
     assert not survives and 'the lockbox has been tested with 2 trials (2, 4): after its first test' in words
+
+
+def test_the_verdict_says_where_the_lockbox_interval_lies():
+    best, dsr = SimpleNamespace(number=4), {'dsr': 0.97, 'trials': 12}
+    below = verdict(best, {'excess_return_pct': {'ci_low': -2.043, 'ci_high': -0.5}}, dsr)
+    assert below == (False, 'the edge of trial 4 does not survive: on the lockbox the interval of policy minus '
+                            'buy-and-hold lies entirely below zero [-2.043 %, -0.500 %]')
+    across = verdict(best, {'excess_return_pct': {'ci_low': -2.043, 'ci_high': 0.5}}, dsr)[1]
+    assert across.endswith('on the lockbox the interval of policy minus buy-and-hold includes zero [-2.043 %, '
+                           '+0.500 %]')
+    above = verdict(best, {'excess_return_pct': {'ci_low': 0.25, 'ci_high': 0.5}}, dsr)
+    assert above == (True, 'the edge of trial 4 survives: on the lockbox the interval of policy minus buy-and-hold '
+                           'lies entirely above zero [+0.250 %, +0.500 %], and its deflated Sharpe ratio is 0.970 over '
+                           '12 trials')
+
+
+def test_one_fold_one_episode_and_one_trial_are_counted_in_the_singular():
+    from btgym_aac.sweep.report import trials_line
+    from btgym_aac.walk_forward.summary import summarize
+
+    assert summarize([_fold_record([0.5, -0.5, 0.2], [1.0, 1.0, 0.1])])['lines'][0] == \
+        'out of sample: 3 test episodes over 1 fold'  # a lockbox test
+    assert summarize([_fold_record([0.5], [1.0])])['lines'][0] == 'out of sample: 1 test episode over 1 fold'
+    assert summarize([_fold_record([0.5], [1.0])] * 2)['lines'][0] == 'out of sample: 2 test episodes over 2 folds'
+    row = {'counted': True, 'state': 'COMPLETE', 'interrupted': False}
+    assert trials_line([row]) == '1 trial (1 complete)'
+    assert trials_line([row, dict(row, state='PRUNED')]) == '2 trials (1 complete, 1 pruned)'
+
+
+def test_the_experimental_features_a_sweep_uses_warn_of_nothing(tmp_path):
+    from optuna.exceptions import ExperimentalWarning
+
+    from btgym_aac.sweep.report import write_plots
+    from btgym_aac.sweep.study import running_elsewhere
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        study = _study(tmp_path)  # the heartbeat
+        _study(tmp_path)  # opened again, as every search process does
+        running_elsewhere(study)  # failing a lost host's trials
+        for value in (1.0, 2.0):
+            trial = study.ask({'x': FloatDistribution(0, 1), 'y': FloatDistribution(0, 1)})
+            study.tell(trial, value)
+        assert sorted(write_plots(study, str(tmp_path), [])[0]) == ['optimisation_history.png',
+                                                                     'parameter_importances.png']
+        optuna.storages.RDBStorage('sqlite:///{}'.format(tmp_path / 'study.db'), heartbeat_interval=30)  # not ours
+    assert [str(warning.message) for warning in caught if warning.category is ExperimentalWarning] == [
+        'Argument ``heartbeat_interval`` is an experimental feature. The interface can change in the future.']
+
+
+def test_the_docs_name_the_keys_of_a_trials_fold_record():
+    from btgym_aac.sweep.trial import fold_metrics
+
+    docs = (Path(__file__).parents[1] / 'docs' / 'sweep.md').read_text()
+    per_fold = re.search(r'`folds` \(per fold: ([^)]*)\)', docs).group(1)  # the report's list of a trial's keys
+    assert sorted(re.findall(r'`(\w+)`', per_fold)) == sorted(fold_metrics(_fold_record([0.5], [0.1]), 'return'))
 
 
 # ------------------------------------------------------------------------------------------- tiny sweeps
@@ -301,12 +425,13 @@ def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_pa
     assert spent['lockbox_tests'] == [99, best['number']] and spent['survives'] is False
     assert 'the lockbox has been tested with 2 trials (99, {})'.format(best['number']) in spent['verdict']
     shutil.rmtree(out / 'lockbox' / 'trial_99')
-    with pytest.raises(ValueError, match=r"other settings \(test_episodes 2, not 3\)"):
+    with pytest.raises(ValueError, match=r"other settings:\n  setting +then +now\n  --test-episodes +2 +3\ncontinue"):
         sweep(small_configs(), data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=3,
               space=TINY_SPACE, seed=3)
     wider = small_configs()
     wider['policy_config']['kwargs']['lstm_layers'] = (32, 32)
-    with pytest.raises(ValueError, match=r"other settings \(configs '\w{16}', not '\w{16}'\)"):
+    with pytest.raises(ValueError, match=r"other settings:\n  setting +then +now\n  "
+                                         r"policy_config\.kwargs\.lstm_layers +\[16, 16\] +\[32, 32\]\ncontinue"):
         sweep(wider, data, trials=3, out=str(out), folds=2, train_steps=200, test_episodes=2, space=TINY_SPACE,
               seed=3)
     with pytest.raises(ValueError, match="holds the trials of study 'sweep' in sqlite:///.+: give study 'other' "

@@ -132,8 +132,8 @@ def test_two_sweeps_share_one_postgres_study_and_a_third_with_other_settings_is_
         statuses = run_at_once([sweep_command(tmp_path, postgres_url, refused_out, **{'--test-episodes': 3})],
                                [refused_log], 240)
         assert statuses == [2], output_of(refused_log)
-        assert "study 'shared' in {} was started with other settings (test_episodes 2, not 3)".format(
-            postgres_url) in refused_log.read_text()
+        assert "study 'shared' in {} was started with other settings:\n  setting          then  now\n  " \
+               "--test-episodes  2     3\n".format(postgres_url) in refused_log.read_text()
         assert trial_folders(refused_out) == set()
         assert len(optuna.load_study(study_name=STUDY, storage=storage).get_trials()) == TRIALS
     finally:

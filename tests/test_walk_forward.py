@@ -192,6 +192,10 @@ def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(t
         assert last_train_bar >= test_block.start - pd.Timedelta(hours=2, minutes=1)  # and no more left out
         assert pd.Timestamp(fold['train_window']['last_bar']) == last_train_bar
         assert fold['global_step'] >= 200 and fold['episodes'] == 3
+        assert fold['costs'] == {'spread': 0.0, 'slippage': 0.0, 'slippage_fixed': 0.0, 'commission': 0.0001,
+                                 'commission_scheme': 'percent', 'from': dict.fromkeys(
+                                     ['spread', 'slippage', 'slippage_fixed', 'commission', 'commission_scheme'],
+                                     'run settings')}
         assert list(fold['agents']) == ['policy', 'buy_and_hold', 'random', 'oracle']
         for agent in ('policy', 'buy_and_hold', 'random', 'oracle'):
             record = fold['agents'][agent]
@@ -209,6 +213,7 @@ def test_walk_forward_of_two_folds_writes_a_complete_report_without_look_ahead(t
         assert all(pd.Timestamp(last) < block.start - pd.Timedelta(hours=2) for _, _, _, last in trained)
         assert all(block.start <= pd.Timestamp(first) <= pd.Timestamp(last) < block.stop
                    for _, _, first, last in tested)
+    assert report['costs'] == report['folds'][-1]['costs']
     summary = report['summary']
     assert summary['episodes'] == 6 and len(summary['lines']) == 5
     assert ('includes zero' in summary['lines'][3]) == summary['excess_return_pct']['includes_zero']

@@ -135,13 +135,15 @@ def test_a_walk_forward_of_an_earlier_version_continues_without_the_configs_chec
         _check_settings(str(tmp_path), dict(settings, folds=3, configs='0123456789abcdef'))
 
 
-def test_continuing_trains_the_next_fold_from_the_previous_folds_checkpoint(interrupted):
+def test_continuing_trains_the_next_fold_from_the_previous_folds_checkpoint(interrupted, capsys):
     """Fold 0 is read back; fold 1, stopped before its first checkpoint, starts again from fold 0's: it records that
-    checkpoint folder and, barely trained, ends with its weights."""
+    checkpoint folder and, barely trained, ends with its weights. The printed results name the costs."""
     command, out, _, _ = interrupted
     fold_0 = (out / 'fold_0' / 'fold.json').read_text()
     code, stderr = cli(command)
     assert code == 0, stderr
+    assert 'costs: spread 0, slippage 0, slippage_fixed 0, commission 0.0001, commission_scheme percent (run ' \
+           'settings)' in capsys.readouterr().out.splitlines()
     report = json.loads((out / 'walk_forward.json').read_text())
     assert (out / 'fold_0' / 'fold.json').read_text() == fold_0  # read back, not redone
     previous_checkpoints = str(out / 'fold_0' / 'run' / 'current_train_checkpoint')

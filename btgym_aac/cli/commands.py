@@ -7,6 +7,7 @@ import time
 from btgym_aac.cli.config_files import _configs_from_args, cost_flags
 from btgym_aac.distributed.tasks import start_forkserver_early
 from btgym_aac.distributed.launcher import make_launcher
+from btgym_aac.evaluation.tearsheet import TEARSHEET_FILE
 
 
 def _process_start_time():
@@ -77,6 +78,11 @@ def _train(args):
     configs = _configs_from_args(args)
     purge = 2 if args.fresh else 0
     launcher = make_launcher(configs, purge_previous=purge, resume_from=args.resume_from)
+    reached = launcher.already_trained()
+    if reached is not None:
+        print('the run is at step {} already, at or past --max-steps {}: nothing to train (a larger --max-steps '
+              'trains on)'.format(reached, launcher.max_env_steps))
+        return 0
     _warn_of_changed_data(launcher, args.allow_untrusted_config)
     print('logs and checkpoints: {} (tensorboard --logdir {} --host 127.0.0.1)'.format(launcher.log_dir,
                                                                                        launcher.log_dir))
@@ -217,7 +223,8 @@ def _export(args):
 
 def _evaluate(args):
     """Evaluates a run's latest checkpoint against buy-and-hold and random baselines on the same episodes; writes
-    report.json and PNG plots to --out (default LOG_DIR/evaluation) and prints the mean metrics."""
+    report.json, PNG plots and tearsheet.html (one HTML page of it all) to --out (default LOG_DIR/evaluation) and
+    prints the mean metrics."""
     from btgym_aac.evaluation import evaluate
     from btgym_aac.evaluation.report import format_table, oracle_line
 
@@ -226,7 +233,7 @@ def _evaluate(args):
     try:
         report = evaluate(args.log_dir, data=args.data, episodes=args.episodes, out=args.out, seed=args.seed,
                           allow_untrusted=args.allow_untrusted_config, costs=cost_flags(args),
-                          plots=not args.no_episode_plots)
+                          plots=not args.no_episode_plots, show_progress=True, tearsheet=not args.no_tearsheet)
     except EngineError as error:
         print('btgym-aac evaluate: {}'.format(error), file=sys.stderr)
         return 2
@@ -236,6 +243,8 @@ def _evaluate(args):
     if 'fraction_of_oracle' in report:
         print(oracle_line(report['fraction_of_oracle']))
     print('report{}: {}'.format('' if args.no_episode_plots else ' and plots', report['out']))
+    if not args.no_tearsheet:
+        print('tearsheet: {}'.format(os.path.join(report['out'], TEARSHEET_FILE)))
     return 0
 
 
@@ -243,14 +252,16 @@ def _walk_forward(args):
     """Walk-forward test: cuts the data's time span into FOLDS+1 blocks; fold k trains on blocks 0..k only, less
     their last --embargo (from scratch, or continuing fold k-1 with --continue) and evaluates the policy,
     buy-and-hold and a random policy on block k+1. Writes OUT/walk_forward.json and plots; run it again to continue
-    a stopped walk-forward."""
+    a stopped walk-forward. Writes OUT/tearsheet.html, one HTML page of the results."""
+    from btgym_aac.evaluation.report import costs_line
     from btgym_aac.walk_forward import walk_forward
+    from btgym_aac.walk_forward.tearsheet import write_walk_forward_tearsheet
 
     configs = _configs_from_args(args)
     report, status = run_resumable('walk-forward', lambda: walk_forward(
         configs, args.data, args.folds, train_steps=args.train_steps, test_episodes=args.test_episodes, out=args.out,
         continue_training=args.continue_training, seed=args.seed or 0, embargo=args.embargo,
-        episode_plots=not args.no_episode_plots))
+        episode_plots=not args.no_episode_plots, show_progress=True))
     if report is None:
         return status
     for fold in report['folds']:
@@ -259,7 +270,12 @@ def _walk_forward(args):
                   fold=fold['fold'], train=fold['train_window'], test=fold['test_window'], steps=fold['global_step'],
                   policy=fold['agents']['policy']['mean']['return_pct'],
                   hold=fold['agents']['buy_and_hold']['mean']['return_pct']))
+    if report['costs']:
+        print(costs_line(report['costs']))
     print('\n'.join(report['summary']['lines']))
+    if not args.no_tearsheet:
+        print('tearsheet: {}'.format(write_walk_forward_tearsheet(
+            os.path.join(os.path.abspath(args.out), TEARSHEET_FILE), report, configs)))
     print('report and plots: {}'.format(os.path.abspath(args.out)))
     return 0
 

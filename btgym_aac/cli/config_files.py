@@ -81,6 +81,8 @@ def _configs_from_args(args):
         _check_initial_checkpoint(args.initial_ckpt_dir)
     if getattr(args, 'max_steps', None) is not None:
         launcher['max_env_steps'] = args.max_steps
+    if getattr(args, 'progress_seconds', None) is not None:
+        launcher['progress_seconds'] = args.progress_seconds
     if getattr(args, 'seed', None) is not None:
         launcher['root_random_seed'] = args.seed
     if getattr(args, 'assets', None) is not None:

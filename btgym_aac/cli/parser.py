@@ -4,12 +4,14 @@ import argparse
 from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _train, _walk_forward
 from btgym_aac.cli.order_flags import add_order_flags
 from btgym_aac.cli.sweep_command import _sweep
+from btgym_aac.cli.tearsheet_command import _tearsheet
 from btgym_aac.cli.trade_command import _trade
 from btgym_aac.distributed.run_config import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS, PRESETS, TRAINER_CLASSES
+from btgym_aac.progress import PLAIN_LINE_SECONDS
 from btgym_aac.sweep import OBJECTIVES, PRUNERS
 
 COMMAND_DESCRIPTION = ('The `btgym-aac` command: train, evaluate, walk-forward, sweep, cluster-node, export, trade, '
-                       'demo.')
+                       'tearsheet, demo.')
 
 
 def _seed(text):
@@ -90,6 +92,12 @@ def _add_episode_plots_flag(parser, instead):
                         help='write no PNG plot per evaluated episode: {}'.format(instead))
 
 
+def _add_tearsheet_flag(parser):
+    """The --no-tearsheet flag of a command that writes tearsheet.html."""
+    parser.add_argument('--no-tearsheet', action='store_true',
+                        help='write no tearsheet.html (one self-contained HTML page of the results)')
+
+
 def _add_untrusted_flag(parser, why):
     """The --allow-untrusted-config flag of a command that unpickles a run's configs (`why` says when)."""
     parser.add_argument('--allow-untrusted-config', action='store_true',
@@ -119,6 +127,9 @@ def _add_train_command(commands):
                         help='continue from this earlier checkpoint of the log dir (model_parameters-<step>) where '
                         'the latest is damaged; the later checkpoints\' files are moved to <checkpoint '
                         'folder>/set_aside')
+    train.add_argument('--progress-seconds', type=_positive_number, metavar='SECONDS',
+                       help='where stdout is no terminal (a log file, a pipe), a progress line every SECONDS '
+                       '(default {:g}; on a terminal a bar is redrawn in place)'.format(PLAIN_LINE_SECONDS))
     _add_untrusted_flag(train, 'a resumed log dir\'s run_config.pkl is read to compare its data with this run\'s')
     train.set_defaults(run=_train)
 
@@ -137,6 +148,7 @@ def _add_evaluate_command(commands):
     evaluate.add_argument('--out', help='folder for report.json and the plots (default: LOG_DIR/evaluation)')
     evaluate.add_argument('--seed', type=_seed, default=0, help='seed of the first episode (default: 0)')
     _add_episode_plots_flag(evaluate, 'report.json alone')
+    _add_tearsheet_flag(evaluate)
     _add_cost_flags(evaluate)
     _add_untrusted_flag(evaluate, 'the run\'s configs are unpickled from LOG_DIR/run_config.pkl')
     evaluate.set_defaults(run=_evaluate)
@@ -215,6 +227,7 @@ def _add_walk_forward_command(commands):
     walk.add_argument('--continue', dest='continue_training', action='store_true',
                       help='fold k starts from fold k-1\'s checkpoint instead of from scratch')
     walk.add_argument('--out', default='runs/walk_forward', help='output folder (default: runs/walk_forward)')
+    _add_tearsheet_flag(walk)
     walk.set_defaults(run=_walk_forward)
 
 
@@ -280,6 +293,20 @@ def _add_trade_command(commands):
     trade.set_defaults(run=_trade)
 
 
+def _add_tearsheet_command(commands):
+    """Adds `tearsheet ARTIFACT TRADE_DIR`.
+
+    Args:
+        commands: the subparsers action of the `btgym-aac` parser.
+    """
+    tearsheet = _add_command(commands, 'tearsheet', help='write the tearsheet (an HTML page) of a trade run',
+                             description=_tearsheet.__doc__)
+    tearsheet.add_argument('artifact', metavar='ARTIFACT', help='the policy artifact the run traded with')
+    tearsheet.add_argument('trade_dir', metavar='TRADE_DIR', help='the --out folder of the trade run')
+    tearsheet.add_argument('--out', metavar='FILE', help='the HTML file (default: TRADE_DIR/tearsheet.html)')
+    tearsheet.set_defaults(run=_tearsheet)
+
+
 def _add_demo_command(commands):
     """Adds `demo`.
 
@@ -298,6 +325,7 @@ def build_parser():
     parser = argparse.ArgumentParser(prog='btgym-aac', description=COMMAND_DESCRIPTION)
     commands = parser.add_subparsers(dest='command', required=True)
     for add_command in (_add_train_command, _add_evaluate_command, _add_cluster_node_command, _add_export_command,
-                        _add_trade_command, _add_walk_forward_command, _add_sweep_command, _add_demo_command):
+                        _add_trade_command, _add_tearsheet_command, _add_walk_forward_command, _add_sweep_command,
+                        _add_demo_command):
         add_command(commands)
     return parser

@@ -10,8 +10,9 @@ def _sweep(args):
     """Searches the settings of a configuration (the reference one, or CONFIG.py's) with Optuna: every trial is a
     walk-forward over the data less its lockbox, scored by its out-of-sample objective and pruned after a hopeless
     fold; the best trial is then trained on all of that data and tested once on the lockbox, and its score is
-    deflated for the number of trials. Writes OUT/sweep.json and plots; run the same command again to continue a
-    stopped sweep, or on several hosts with one --storage to share the study."""
+    deflated for the number of trials. Shows the trials done and the time left after every trial; writes
+    OUT/sweep.json and plots; run the same command again to continue a stopped sweep (with other settings it is
+    refused, with a table of what changed), or on several hosts with one --storage to share the study."""
     from btgym_aac.sweep import sweep
 
     configs = _configs_from_args(args)

@@ -33,7 +33,7 @@ def _trade(args):
     try:
         result = trade(args.artifact, feed_arguments(args.feed), args.out, mode=args.mode, backend=args.backend,
                        max_bar_delay=args.max_bar_delay, max_drawdown=args.max_drawdown,
-                       flatten_on_exit=args.flatten_on_exit)
+                       flatten_on_exit=args.flatten_on_exit, show_progress=True)
     except FeedError as error:
         print('btgym-aac trade: the feed failed: {}; the run is saved in {} (start it again to continue)'.format(
             error, args.out), file=sys.stderr)

@@ -15,6 +15,7 @@ from btgym_aac.data.columns import (OHLCV_COLUMNS, PRICE_COLUMNS, SIDES, SPREAD_
                                     normalize_name)
 from btgym_aac.data.datetimes import parse_datetimes
 from btgym_aac.data.errors import DataError
+from btgym_aac.data.locations import FileLines, bar_at
 from btgym_aac.data.parsing import check_bars, mid_prices, read_ohlcv
 from btgym_aac.logs import get_logger
 
@@ -88,13 +89,14 @@ def read_ticks(path):
     else:
         raise DataError('{}: expected datetime, bid, ask[, volume] fields, found {} per line'.format(
             where, table.shape[1]))
-    times = parse_datetimes(raw, where, first_line=2 if has_header else 1)
+    rows = FileLines(path, sep, 1 if has_header else 0)
+    times = parse_datetimes(raw, where, rows=rows)
     ticks = pd.DataFrame({side: pd.to_numeric(table.iloc[:, position], errors='coerce').to_numpy(np.float64)
                           for side, position in positions.items()}, index=times)
     bad = ~np.isfinite(ticks.to_numpy())
     if bad.any():
         raise DataError('{}: tick at {} has a missing or non-numeric price'.format(
-            where, ticks.index[np.flatnonzero(bad.any(axis=1))[0]]))
+            where, bar_at(ticks, int(np.flatnonzero(bad.any(axis=1))[0]), rows)))
     return ticks
 
 

@@ -5,6 +5,7 @@ import numpy as np
 import pandas as pd
 
 from btgym_aac.data.errors import DataError
+from btgym_aac.data.locations import frame_rows
 
 HISTDATA_DATETIME_FORMAT = '%Y%m%d %H%M%S'
 HISTDATA_TICK_FORMAT = '%Y%m%d %H%M%S%f'
@@ -79,14 +80,15 @@ def _parse_histdata_fast(raw):
     return pd.DatetimeIndex((dates.astype('M8[s]') + times).astype('M8[ns]'))
 
 
-def parse_datetimes(raw, where, datetime_format=None, first_line=1):
+def parse_datetimes(raw, where, datetime_format=None, rows=frame_rows):
     """Parses a column of date/time strings.
 
     Args:
         raw: pandas Series of strings.
         where: source description for error messages.
         datetime_format: strptime format or None (HistData / YYYYMMDD detected, otherwise inferred by pandas).
-        first_line: file line number of the first value, for messages.
+        rows: the locator of `raw`'s source (see `locations`), naming the place of a bad value: its line in a file,
+            by default its row ('row 3').
 
     Returns:
         naive DatetimeIndex (time-zone aware values are converted to UTC).
@@ -107,8 +109,7 @@ def parse_datetimes(raw, where, datetime_format=None, first_line=1):
     bad = np.flatnonzero(parsed.isna().to_numpy())
     if len(bad):
         position = int(bad[0])
-        raise DataError('{}: cannot parse date/time value {!r} at line {}'.format(
-            where, raw.iloc[position], first_line + position))
+        raise DataError('{}: cannot parse date/time value {!r} at {}'.format(where, raw.iloc[position], rows(position)))
     index = pd.DatetimeIndex(parsed)
     if index.tz is not None:
         index = index.tz_convert('UTC').tz_localize(None)

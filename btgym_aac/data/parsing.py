@@ -14,6 +14,7 @@ from btgym_aac.data.columns import (BID_ASK_COLUMNS, OHLCV_COLUMNS, PRICE_COLUMN
                                     has_bid_ask, match_columns, require_prices)
 from btgym_aac.data.datetimes import infer_timeframe, looks_like_datetime, parse_datetimes
 from btgym_aac.data.errors import DataError
+from btgym_aac.data.locations import FileLines, bar_at, frame_rows, kept_rows
 from btgym_aac.data.sanity import check_series, check_source, report_check, resolve_checks
 from btgym_aac.data.shared import lookup
 from btgym_aac.logs import error_summary
@@ -108,8 +109,9 @@ def mid_prices(bid, ask):
     return columns
 
 
-def _datetime_column(table, roles, first_line, params, where):
-    """Parses the datetime of each row: a datetime column, or date + time columns, or the first column."""
+def _datetime_column(table, roles, rows, params, where):
+    """Parses the datetime of each row: a datetime column, or date + time columns, or the first column (`rows`:
+    the source's locator, naming a bad value's line)."""
     if 'datetime' in roles:
         raw = table.iloc[:, roles['datetime']].astype(str)
     elif 'date' in roles and 'time' in roles:
@@ -118,7 +120,7 @@ def _datetime_column(table, roles, first_line, params, where):
         raw = table.iloc[:, roles.get('date', roles.get('time'))].astype(str)
     else:
         raw = table.iloc[:, 0].astype(str)
-    return parse_datetimes(raw, where, params['datetime_format'], first_line)
+    return parse_datetimes(raw, where, params['datetime_format'], rows)
 
 
 def _positional_roles(num_columns, where):
@@ -197,11 +199,12 @@ def read_file(path, parsing_params=None):
         parsing_params: see `resolve_parsing_params`.
 
     Returns:
-        canonical OHLCV DataFrame (not yet sorted or de-duplicated).
+        (canonical OHLCV DataFrame, not yet sorted or de-duplicated; its locator, a `locations.FileLines` naming the
+        line of each of its bars).
 
     Raises:
         FileNotFoundError: the file does not exist.
-        DataError: empty file, unparsable dates, missing price columns.
+        DataError: empty file, unparsable dates (the line named), missing price columns.
     """
     params = resolve_parsing_params(parsing_params)
     path = os.fspath(path)
@@ -232,8 +235,9 @@ def read_file(path, parsing_params=None):
     else:
         roles = _positional_roles(table.shape[1], where)
     roles = _override_positions(roles, params, table.shape[1], where)
-    datetimes = _datetime_column(table, roles, 2 if has_header else 1, params, where)
-    return _assemble(table, roles, datetimes, where)
+    rows = FileLines(path, sep, 1 if has_header else 0, _ENCODING)
+    datetimes = _datetime_column(table, roles, rows, params, where)
+    return _assemble(table, roles, datetimes, where), rows
 
 
 def from_dataframe(frame, parsing_params=None):
@@ -254,26 +258,30 @@ def from_dataframe(frame, parsing_params=None):
     if isinstance(frame.index, pd.DatetimeIndex):
         datetimes = frame.index.tz_convert('UTC').tz_localize(None) if frame.index.tz is not None else frame.index
     elif {'datetime', 'date', 'time'} & set(roles):
-        datetimes = _datetime_column(frame, roles, 0, params, where)
+        datetimes = _datetime_column(frame, roles, frame_rows, params, where)
     else:
         raise DataError('DataFrame has neither a DatetimeIndex nor a date/time column (columns: {})'
                         .format(list(frame.columns)))
     return _assemble(frame, roles, datetimes, where)
 
 
-def _drop_duplicates(frame):
-    """`frame` without the bars whose timestamp an earlier bar has."""
+def _drop_duplicates(frame, rows):
+    """`frame` without the bars whose timestamp an earlier bar has, and the locator of the bars kept."""
     duplicated = frame.index.duplicated(keep='first')
-    return frame[~duplicated] if duplicated.any() else frame
+    if not duplicated.any():
+        return frame, rows
+    return frame[~duplicated], kept_rows(rows, np.flatnonzero(~duplicated))
 
 
-def check_bars(frame, where):
+def check_bars(frame, where, rows=None):
     """Raises DataError for bars with missing or infinite values, high < low or a negative spread (an ask below the
-    bid), naming the first bad timestamp.
+    bid), naming the first bad bar.
 
     Args:
         frame: canonical OHLCV DataFrame (with or without a spread column).
         where: source description for messages.
+        rows: the locator of `frame`'s source (see `locations`), naming a bar's line; None: bars are named by
+            their time alone.
     """
     names = list(frame.columns)
     missing = ~np.isfinite(frame.to_numpy(np.float64))
@@ -281,18 +289,18 @@ def check_bars(frame, where):
         first = np.flatnonzero(missing.any(axis=1))[0]
         columns = [name for name, bad in zip(names, missing[first]) if bad]
         raise DataError('{}: bar at {} has missing, non-numeric or infinite {}'.format(
-            where, frame.index[first], columns))
+            where, bar_at(frame, first, rows), columns))
     if SPREAD_COLUMN in names:
         crossed = (frame[SPREAD_COLUMN] < 0).to_numpy()
         if crossed.any():
             first = np.flatnonzero(crossed)[0]
             raise DataError('{}: bar at {} has a negative spread {} (its ask is below its bid)'.format(
-                where, frame.index[first], frame[SPREAD_COLUMN].iloc[first]))
+                where, bar_at(frame, first, rows), frame[SPREAD_COLUMN].iloc[first]))
     inverted = (frame['high'] < frame['low']).to_numpy()
     if inverted.any():
         first = np.flatnonzero(inverted)[0]
         raise DataError('{}: bar at {} has high < low ({} < {})'.format(
-            where, frame.index[first], frame['high'].iloc[first], frame['low'].iloc[first]))
+            where, bar_at(frame, first, rows), frame['high'].iloc[first], frame['low'].iloc[first]))
 
 
 def _describe_source(source):
@@ -304,14 +312,15 @@ def _describe_source(source):
 
 
 def _read_one(source, parsing_params, checks):
+    """The bars of one source, checked, without those of a repeated timestamp, and their locator."""
     where = _describe_source(source)
     if isinstance(source, pd.DataFrame):
-        frame = from_dataframe(source, parsing_params)
+        frame, rows = from_dataframe(source, parsing_params), frame_rows
     else:
-        frame = read_file(source, parsing_params)
-    check_bars(frame, where)
-    check_source(frame, where, checks)
-    return _drop_duplicates(frame)
+        frame, rows = read_file(source, parsing_params)
+    check_bars(frame, where, rows)
+    check_source(frame, where, checks, rows)
+    return _drop_duplicates(frame, rows)
 
 
 def _check_same_bar_size(frames, sources):
@@ -334,6 +343,21 @@ def _check_same_columns(frames, sources):
                                         if spread is kind) for kind in (True, False))))
 
 
+def _repeat_across_sources(frames, locators, sources, repeats):
+    """The message of bars that repeat the time of a bar of an earlier source, naming the first of them.
+
+    Args:
+        frames, locators, sources: each source's bars (each without repeats of its own), their locator, the source.
+        repeats: positions of the repeating bars in the concatenated frames.
+    """
+    ends = np.cumsum([len(frame) for frame in frames])
+    index = int(np.searchsorted(ends, repeats[0], side='right'))
+    position = int(repeats[0] - (ends[index - 1] if index else 0))
+    return ('{}: the bar at {} repeats the time of a bar in an earlier source; dropped {} bar(s) with duplicated '
+            'timestamps across the sources, keeping the first'.format(
+                _describe_source(sources[index]), bar_at(frames[index], position, locators[index]), len(repeats)))
+
+
 def read_ohlcv(source, parsing_params=None):
     """Reads OHLCV bars from a path, a DataFrame or a list of them (concatenated in order).
 
@@ -353,9 +377,10 @@ def read_ohlcv(source, parsing_params=None):
 
     Raises:
         FileNotFoundError: a file does not exist.
-        DataError: empty file, unparsable date (named), missing price columns (named), bar with missing values or
-            high < low (timestamp named), sources with different bar sizes, a sanity check set to 'error' that
-            fails.
+        DataError: empty file, unparsable date, missing price columns (named), bar with missing values or high <
+            low, sources with different bar sizes, a sanity check set to 'error' that fails (`DataCheckError`).
+            A bad bar or value is named by its file and line (1-based, the header and blank lines counted, as an
+            editor shows them) or its DataFrame row, and its time.
     """
     params = resolve_parsing_params(parsing_params)
     cached = lookup(source, params)
@@ -365,20 +390,19 @@ def read_ohlcv(source, parsing_params=None):
     if isinstance(source, (list, tuple)):
         if not source:
             raise DataError('empty list of data files')
-        frames = [_read_one(item, parsing_params, checks) for item in source]
+        frames, locators = zip(*(_read_one(item, parsing_params, checks) for item in source))
         _check_same_bar_size(frames, source)
         _check_same_columns(frames, source)
         where = ', '.join(_describe_source(item) for item in source)
         frame = pd.concat(frames)
         duplicated = frame.index.duplicated(keep='first')
         if duplicated.any():
-            report_check(checks, 'duplicated_timestamps', '{}: dropped {} bar(s) with duplicated timestamps, which '
-                         'repeat the time of a bar in an earlier source (first at {}), keeping the first'.format(
-                             where, int(duplicated.sum()), frame.index[duplicated][0]))
+            report_check(checks, 'duplicated_timestamps', _repeat_across_sources(
+                frames, locators, source, np.flatnonzero(duplicated)))
             frame = frame[~duplicated]
     else:
         where = _describe_source(source)
-        frame = _read_one(source, parsing_params, checks)
+        frame, _ = _read_one(source, parsing_params, checks)
         if isinstance(source, pd.DataFrame):
             frame.attrs = dict(source.attrs)
     if not frame.index.is_monotonic_increasing:

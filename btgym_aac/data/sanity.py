@@ -10,18 +10,23 @@
 
 `parsing_params['checks']` sets any of them to 'error', 'warn' or 'off' (say, 'warn' for a spread series that
 goes negative, or 'error' where unsorted files mean a broken export). Messages name the source, the column and the
-first offending row (its position among the source's data rows, 1-based, and its timestamp).
+first offending bar: its line in a file as an editor shows it (or its row in a DataFrame) and its timestamp. A check
+set to 'error' raises a `DataCheckError`, whose remedy says to correct the data or how to accept it.
 """
 import numpy as np
 
 from btgym_aac.data.columns import PRICE_COLUMNS
-from btgym_aac.data.errors import DataError
+from btgym_aac.data.errors import DataCheckError
+from btgym_aac.data.locations import bar_at
 from btgym_aac.logs import get_logger
 
 DEFAULT_CHECKS = {'nonpositive_prices': 'error', 'price_scale': 'error', 'constant_prices': 'error',
                   'unsorted_timestamps': 'warn', 'duplicated_timestamps': 'warn'}
 ACTIONS = ('error', 'warn', 'off')
 PRICE_RANGE = (1e-8, 1e12)
+ACCEPT_REMEDY = ("correct the data, or set parsing_params['checks'][{!r}] to 'warn' or 'off' in the env config to "
+                 'accept it')
+"""What a failed check's error says to do, for its check's name."""
 
 _log = get_logger('DataChecks')
 
@@ -49,10 +54,10 @@ def resolve_checks(checks=None):
 
 
 def report_check(checks, name, message):
-    """Raises DataError or logs a warning for check `name` as `checks` say (nothing when 'off')."""
+    """Raises DataCheckError (with `ACCEPT_REMEDY`) or logs a warning for check `name` as `checks` say (nothing
+    when 'off')."""
     if checks[name] == 'error':
-        raise DataError('{} (data check {!r}: set parsing_params[\'checks\'][{!r}] to \'warn\' or \'off\' to '
-                        'accept it)'.format(message, name, name))
+        raise DataCheckError(name, message, ACCEPT_REMEDY.format(name))
     if checks[name] == 'warn':
         _log.warning(message)
 
@@ -63,12 +68,9 @@ def _first_row(mask):
     return int(rows[0]) if len(rows) else None
 
 
-def _row(frame, position):
-    return 'data row {} ({})'.format(position + 1, frame.index[position])
-
-
-def _source_findings(frame, where):
-    """(check name, message) of each per-source check that the bars of one source, in their order there, fail."""
+def _source_findings(frame, where, rows=None):
+    """(check name, message) of each per-source check that the bars of one source, in their order there, fail;
+    `rows`: the source's locator (see `locations`), or None to name bars by their time alone."""
     findings = []
     prices = frame[list(PRICE_COLUMNS)].to_numpy(np.float64)
     for name, bad, what in (('nonpositive_prices', prices <= 0, 'is not positive'),
@@ -78,18 +80,18 @@ def _source_findings(frame, where):
         if first is not None:
             column = int(np.flatnonzero(bad[first])[0])
             findings.append((name, '{}: {} {} {} at {}; {} bar(s) like it'.format(
-                where, PRICE_COLUMNS[column], prices[first][column], what, _row(frame, first),
+                where, PRICE_COLUMNS[column], prices[first][column], what, bar_at(frame, first, rows),
                 int(bad.any(axis=1).sum()))))
     times = frame.index.to_numpy()
     earlier = _first_row(np.concatenate([[False], times[1:] < times[:-1]]))
     if earlier is not None:
         findings.append(('unsorted_timestamps', '{}: datetime of {} is earlier than the bar before it; the bars '
-                         'are sorted by time'.format(where, _row(frame, earlier))))
+                         'are sorted by time'.format(where, bar_at(frame, earlier, rows))))
     duplicated = frame.index.duplicated(keep='first')
     if duplicated.any():
         findings.append(('duplicated_timestamps', '{}: datetime of {} repeats an earlier bar\'s; dropped {} '
                          'bar(s) with duplicated timestamps, keeping the first'.format(
-                             where, _row(frame, _first_row(duplicated)), int(duplicated.sum()))))
+                             where, bar_at(frame, _first_row(duplicated), rows), int(duplicated.sum()))))
     return findings
 
 
@@ -102,18 +104,19 @@ def _series_findings(frame, where):
     return []
 
 
-def check_source(frame, where, checks):
+def check_source(frame, where, checks, rows):
     """Runs the per-source checks on the bars of one source in their order there.
 
     Args:
         frame: canonical OHLCV DataFrame, not yet sorted or de-duplicated.
         where: the source, for messages ('data file <...>').
         checks: from `resolve_checks`.
+        rows: the source's locator (see `locations`), naming a bar's line (or DataFrame row).
 
     Raises:
-        DataError: a check set to 'error' fails.
+        DataCheckError: a check set to 'error' fails.
     """
-    for name, message in _source_findings(frame, where):
+    for name, message in _source_findings(frame, where, rows):
         report_check(checks, name, message)
 
 
@@ -121,7 +124,7 @@ def check_series(frame, where, checks):
     """Runs the whole-series checks on the sorted bars of all sources.
 
     Raises:
-        DataError: a check set to 'error' fails.
+        DataCheckError: a check set to 'error' fails.
     """
     for name, message in _series_findings(frame, where):
         report_check(checks, name, message)

@@ -17,6 +17,7 @@ import time
 import typing
 import urllib.parse
 
+from btgym_aac.data.errors import DataCheckError
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.logs import error_summary, get_logger
 
@@ -168,6 +169,8 @@ QUEUE_SIZE = 1024  # bars a threaded feed reads ahead of its consumer
 _PUT_WAIT_S = 0.1  # how often a reader blocked on a full queue looks whether the feed was closed
 _JOIN_S = 1.0  # how long `close` waits for a reader thread
 _SPEED = re.compile(r'max|[0-9]*\.?[0-9]+(e[-+]?[0-9]+)?', re.IGNORECASE)
+REPLAY_REMEDY = 'a replayed file must pass it; correct the file'
+"""What a replayed file's failed data check tells to do (the `btgym-aac trade` command sets no parsing_params)."""
 
 
 def open_feed(spec, **options):
@@ -221,8 +224,15 @@ class ReplayFeed:
             path: HistData or generic CSV file, read with `read_ohlcv` and its `parsing_params`.
             speed: times real time; None: every bar at once.
             clock, sleep: monotonic seconds (the replay starts when the feed is made) and the wait for seconds.
+
+        Raises:
+            DataError: the file cannot be read or a bar is unsound, naming its line (a failed data check says to
+                correct the file: `REPLAY_REMEDY`).
         """
-        frame = read_ohlcv(path, parsing_params)
+        try:
+            frame = read_ohlcv(path, parsing_params)
+        except DataCheckError as error:
+            raise DataCheckError(error.check, error.problem, REPLAY_REMEDY) from None
         index = frame.index if frame.index.tz is None else frame.index.tz_convert('UTC').tz_localize(None)
         self._times = [stamp.to_pydatetime(warn=False) for stamp in index]
         self._values = frame[['open', 'high', 'low', 'close', 'volume']].to_numpy(dtype=float).tolist()

@@ -4,8 +4,8 @@ from, and how it is checked before acting.
 An artifact folder holds the checkpoint (as `btgym-aac export` always wrote it), `saved_model/`, `policy.onnx` and
 `manifest.json`. The manifest is plain JSON: the package version, the spaces, the graph's inputs and outputs, the
 env and strategy (class names and JSON values of their settings, see `json_values`), the broker, the training
-data's span and checksums, the global step, and the SHA-256 of every other file of the folder. Nothing in it is
-pickled. This module imports no TensorFlow.
+data (each file's path and SHA-256, the bars' span and checksum), the global step, and the SHA-256 of every other
+file of the folder. Nothing in it is pickled. This module imports no TensorFlow.
 """
 import hashlib
 import json
@@ -190,14 +190,25 @@ def _frame_description(frame):
 
 
 def _file_description(path):
-    if isinstance(path, str) and os.path.isfile(path):
+    """{'path': absolute path, 'sha256'} of a data file; a path that is no file (now) is kept as given, sha256 None."""
+    path = os.fspath(path)
+    if os.path.isfile(path):
         return {'path': os.path.abspath(path), 'sha256': sha256_file(path)}
-    return {'path': None if path is None else str(path), 'sha256': None}
+    return {'path': path, 'sha256': None}
+
+
+def _files_description(filename):
+    """The description of each file of a data line's `filename` (a path or a list of them), in order; [] for
+    None (data not read from files)."""
+    if filename is None:
+        return []
+    return [_file_description(path) for path in (filename if isinstance(filename, (list, tuple)) else [filename])]
 
 
 def data_description(dataset):
-    """The training data of an env's dataset: per data line, its file (path and SHA-256, where it was read from a
-    file) and its bars (span, count, SHA-256).
+    """The training data of an env's dataset: per data line, its files (`files`: the path and SHA-256 of each file
+    it was read from, in order; [] for a DataFrame) and its bars (span, count, SHA-256). Manifests written before
+    held `path` and `sha256` in place of `files`; nothing that loads an artifact reads them.
 
     Args:
         dataset: the env's data (a `BTgymDataset`-like object with `data` and `filename`, or a multi-line one with
@@ -210,7 +221,7 @@ def data_description(dataset):
         frames, files = dict(dataset.frames), dict(dataset.filename)
     else:
         frames, files = {'data': dataset.data}, {'data': dataset.filename}
-    return {line: dict(_file_description(files.get(line)),
+    return {line: dict(files=_files_description(files.get(line)),
                        **(_frame_description(frame) if frame is not None and len(frame) else {}))
             for line, frame in frames.items()}
 

@@ -36,6 +36,7 @@ from btgym_aac.env.engine import prepare_cerebro
 from btgym_aac.evaluation.trade_log import TRADE_LOG_NAME, TradeLog
 from btgym_aac.logs import get_logger
 from btgym_aac.nonfinite import first_non_finite_key
+from btgym_aac.progress import Progress
 from btgym_aac.strategy.base import SKIP_ACTION_KEY
 
 POLL_SECONDS = 0.25
@@ -182,10 +183,12 @@ class Trader:
         max_drawdown: percent of the broker value's peak; when lost, positions are closed and the run stops.
         flatten_on_exit: close positions before a stop asked for by a signal.
         log: logbook logger.
+        progress: a `btgym_aac.progress.Progress` of bars, updated at every bar (decisions, bar time, value), or
+            None.
     """
 
     def __init__(self, policy, folder, mode, source, strategy_params, identity, journaled=(), saved=None,
-                 max_drawdown=None, flatten_on_exit=False, log=None):
+                 max_drawdown=None, flatten_on_exit=False, log=None, progress=None):
         if mode not in MODES:
             raise ValueError('mode must be one of {}, got {!r}'.format(', '.join(MODES), mode))
         self.policy, self.folder, self.mode, self.source = policy, folder, mode, source
@@ -194,6 +197,7 @@ class Trader:
         self.identity, self.journaled, self.saved = identity, list(journaled), saved
         self.max_drawdown, self.flatten_on_exit = max_drawdown, flatten_on_exit
         self.log = log or get_logger('Trader')
+        self.progress = progress
         self.strategy = self.trade_log = None
         self.decisions, self.acted, self.fills_seen, self.peak = 0, False, 0, None
         self.stop_reason, self.flatten, self.close_after_silence = None, False, False
@@ -308,6 +312,9 @@ class Trader:
         orders of a bar fill at the next one, so whatever is open then was opened since)."""
         close, self.close_after_silence = self.close_after_silence, False
         value = self.strategy.broker.get_value()
+        if self.progress is not None:
+            self.progress.update(len(self.strategy), 'decisions {}, bar {}, value {:.2f}'.format(
+                self.decisions, self._bar_time(), value))
         self.peak = value if self.peak is None else max(self.peak, value)
         if self.max_drawdown is not None and self.peak > 0 and \
                 (self.peak - value) / self.peak * 100.0 >= self.max_drawdown:
@@ -453,7 +460,7 @@ def stop_on_signals(trader, flatten):
 
 
 def trade(artifact, feeds, out, mode='paper', backend='onnx', max_bar_delay=None, max_drawdown=None,
-          flatten_on_exit=False, feed_options=None):
+          flatten_on_exit=False, feed_options=None, show_progress=False):
     """Trades the bars of live feeds with a policy artifact until the feeds end, a stop rule of the strategy
     fires, `max_drawdown` is lost, or SIGINT / SIGTERM comes (the current decision is finished and saved).
 
@@ -468,6 +475,8 @@ def trade(artifact, feeds, out, mode='paper', backend='onnx', max_bar_delay=None
         max_drawdown: percent below the peak broker value at which positions are closed and the run stops.
         flatten_on_exit: on SIGINT / SIGTERM, close positions before stopping (paper mode).
         feed_options: dict of keyword options for `open_feed` (the same for every line).
+        show_progress: show the bars processed (of a replayed file's, with the time left), their speed, the
+            decisions, the latest bar's time and the broker value on stderr (`btgym_aac.progress.Progress`).
 
     Returns:
         dict: decisions (of this run, taken again ones included), journaled (new journal lines), bars (processed
@@ -496,11 +505,12 @@ def trade(artifact, feeds, out, mode='paper', backend='onnx', max_bar_delay=None
         counts = [getattr(feed.feed, 'bar_count', None) for feed in opened.values()]
         records = counts[0] if None not in counts else LIVE_RECORDS
         source = BarSource(opened, history, on_bars=folder.append_bars, log=log)
+        progress = Progress('bar', None if records == LIVE_RECORDS else records, enabled=show_progress)
         trader = Trader(policy, folder, mode, source, strategy_params, identity, journaled, saved, max_drawdown,
-                        flatten_on_exit, log)
+                        flatten_on_exit, log, progress)
         source.on_silence = trader.on_silence
         cerebro = live_cerebro(manifest, source, records, trader)
-        with stop_on_signals(trader, flatten_on_exit):
+        with stop_on_signals(trader, flatten_on_exit), progress:
             cerebro.run(stdstats=False, preload=False, runonce=False, oldbuysell=True, tradehistory=True)
     finally:
         for feed in opened.values():

@@ -25,17 +25,19 @@ import numpy as np
 
 from btgym_aac.config_modules import dumps_with_sources
 from btgym_aac.data.shared import CACHE_DIR, publish
-from btgym_aac.distributed.checkpoints import check_checkpoint_readable, export_checkpoint, latest_checkpoint
+from btgym_aac.distributed.checkpoints import (check_checkpoint_readable, checkpoint_step, export_checkpoint,
+                                               latest_checkpoint)
 from btgym_aac.distributed.cluster import check_local_task_count, make_cluster_spec
 from btgym_aac.distributed.log_dir import LogDirLock, checkpoint_report, log_dir_state, prepare_log_dir
 from btgym_aac.distributed.network_namespace import isolate_cluster
-from btgym_aac.distributed.run_config import (check_purge_previous, launcher_configs, pickle_run_config,
-                                              positive_seconds, read_data_files)
+from btgym_aac.distributed.run_config import (check_data_costs, check_purge_previous, launcher_configs,
+                                              pickle_run_config, positive_seconds, read_data_files)
 from btgym_aac.distributed.supervision import TaskSupervision, signals_handled, stop_on_signal
 from btgym_aac.distributed.tasks import LauncherSurroundings, ctrl_c_held, task_context
 from btgym_aac.distributed.worker import run_pickled_task
 from btgym_aac.logs import get_logger
 from btgym_aac.paths import file_in_the_way
+from btgym_aac.progress import PLAIN_LINE_SECONDS, Progress
 from btgym_aac.validation import check_whole_number
 
 
@@ -67,7 +69,10 @@ class Launcher(TaskSupervision):
             restarts that follow do not count).
         stall_seconds: a worker that has reported training progress and then reports nothing for this long (a
             deadlocked env, say) is stopped and restarted like a crashed one; None: never.
-        show_progress: print a progress line.
+        show_progress: show the training's progress on stdout from the workers' first report on (env steps, their
+            speed since that report, the time left, episodes, mean reward; see `btgym_aac.progress`): a bar redrawn
+            in place on a terminal, else a line every `progress_seconds` and one at the end.
+        progress_seconds: seconds between two progress lines where stdout is no terminal.
         cluster_spec: a ready cluster dict ({'ps': [...], 'worker': [...]}, e.g. spanning hosts) instead of the
             one made from `cluster_config`.
         shared_log_dir: True for a node of a hand-started cluster (`btgym-aac cluster-node`), whose tasks share
@@ -81,7 +86,8 @@ class Launcher(TaskSupervision):
     def __init__(self, env_config=None, cluster_config=None, policy_config=None, trainer_config=None,
                  max_env_steps=100e6, save_secs=600, root_random_seed=None, test_mode=False, purge_previous=0,
                  render_last_env=True, log_level=None, verbose=0, max_restarts=3, show_progress=True,
-                 cluster_spec=None, stall_seconds=300, shared_log_dir=False, resume_from=None):
+                 cluster_spec=None, stall_seconds=300, shared_log_dir=False, resume_from=None,
+                 progress_seconds=PLAIN_LINE_SECONDS):
         self.log = get_logger('Launcher', 'shell', verbose, log_level)
         self.log_level = self.log.level
         configs = launcher_configs(env_config=env_config, cluster_config=cluster_config, policy_config=policy_config,
@@ -99,11 +105,13 @@ class Launcher(TaskSupervision):
             raise ValueError('resume_from resumes the run in the log dir; purge_previous must be 0, got {}'.format(
                 purge_previous))
         self.show_progress = show_progress
+        self.progress_seconds = positive_seconds('progress_seconds', progress_seconds)
         self.shared_log_dir = shared_log_dir
         if cluster_spec is None:  # before anything is done per worker
             check_local_task_count(self.cluster_config['num_workers'], self.cluster_config['num_ps'])
         self._set_log_paths()
         data = read_data_files(self.env_config)
+        check_data_costs(self.env_config, [frame for frame, _ in data])
         self._set_initial_checkpoint()
         if resume_from is not None and self.initial_ckpt_dir:
             raise ValueError('resume_from resumes the run in the log dir, initial_ckpt_dir starts from another '
@@ -116,7 +124,9 @@ class Launcher(TaskSupervision):
         with contextlib.nullcontext() if shared_log_dir else LogDirLock(self.log_dir):
             self.purged = prepare_log_dir(self.log_dir, self.current_ckpt_dir, self.initial_ckpt_dir, purge_previous,
                                           self.log, resume_from)
-            self.data_cache = [publish(frame, key, self.log_dir) for frame, key in data]
+            # (a run with nothing to train starts no task: it publishes no data)
+            self.data_cache = [] if self.already_trained() is not None else \
+                [publish(frame, key, self.log_dir) for frame, key in data]
         rng = np.random.default_rng(root_random_seed)
         self.task_seeds = [int(seed) for seed in rng.integers(0, 2 ** 30, size=len(cluster_spec['worker']))]
         self._init_run_state()
@@ -161,7 +171,8 @@ class Launcher(TaskSupervision):
 
     def _init_run_state(self):
         """The bookkeeping of `run()`: task processes, and per worker its restarts, last progress report and its
-        time, episodes of its previous lives and errors; the peak memory of the parameter servers."""
+        time, episodes of its previous lives and errors; the peak memory of the parameter servers; the progress
+        display (made at the first report)."""
         self.processes = {}
         self.restarts = {}
         self.ps_restarts = {}
@@ -175,6 +186,7 @@ class Launcher(TaskSupervision):
         self.first_trained = None
         self.ps_peak_rss_mb = {}
         self.namespace_holder = None
+        self.display = None
 
     def _log_dir_state(self):
         """What the run leaves to resume from (see `log_dir.log_dir_state`)."""
@@ -230,7 +242,8 @@ class Launcher(TaskSupervision):
             to the first trained step a worker reported, timed when it was done; None where none was trained),
             `startup_task` and `startup_seconds` (the worker that trained first and the start-up stamps of that start
             of it, see `worker.Worker.startup`, in seconds from `run()`; before any worker trained, the chief's
-            latest), `peak_rss_mb` per process (Linux) and `log_dir`.
+            latest), `peak_rss_mb` per process (Linux) and `log_dir`. A run whose own latest checkpoint is at or past
+            `max_env_steps` (see `already_trained`) starts no task and says so: `global_step` is that checkpoint's.
 
         Raises:
             RuntimeError: a worker kept crashing or could not set up, or a parameter server kept dying.
@@ -247,9 +260,14 @@ class Launcher(TaskSupervision):
                     shutil.rmtree(os.path.join(self.log_dir, CACHE_DIR), ignore_errors=True)
 
     def _run(self):
+        start = time.time()
+        reached = self.already_trained()
+        if reached is not None:
+            self.log.notice('the run is at step {} already, at or past max_env_steps {}: nothing to train'.format(
+                reached, self.max_env_steps))
+            return dict(self.summary(start), global_step=reached, completed=True)
         context = task_context(self.cluster_config['start_method'])
         progress = context.Queue()
-        start = time.time()
         self.log.notice('cluster {}; logs and checkpoints in {}'.format(self.cluster_spec, self.log_dir))
         stop_handlers = {signal.SIGTERM: stop_on_signal}
         if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
@@ -275,6 +293,15 @@ class Launcher(TaskSupervision):
                              '(a signal); {}'.format(result['global_step'], self.max_env_steps,
                                                      self.checkpoint_report()))
         return result
+
+    def already_trained(self):
+        """The global step of the run's own latest checkpoint where it is at or past `max_env_steps` (`run()` has
+        nothing to train), else None; None too for a run from a pre-trained model (`initial_ckpt_dir`), whose global
+        step starts again at 0."""
+        if self.initial_ckpt_dir:
+            return None
+        step = checkpoint_step(latest_checkpoint(self.current_ckpt_dir))
+        return step if step is not None and step >= self.max_env_steps else None
 
     def checkpoint_report(self):
         """One line on the run's latest checkpoint: where it is and its step, or that none was written."""
@@ -313,17 +340,24 @@ class Launcher(TaskSupervision):
         return 0, self.progress.get(0, {}).get('startup', {})
 
     def _print_progress(self, start, final=False):
+        """Shows the workers' latest totals on the progress display (where `show_progress`, from their first report
+        on; it shows them when due, see `btgym_aac.progress`); `final` ends the display.
+
+        Args:
+            start: time.time() at the start of `run()`.
+            final: the run has ended.
+        """
         if not self.show_progress:
             return
-        info = self.summary(start)
-        step, seconds = info['global_step'], info['seconds']
-        speed = step / seconds if seconds > 0 else 0.0
-        eta = (self.max_env_steps - step) / speed if speed > 0 and step < self.max_env_steps else 0.0
-        reward = '{:+.3f}'.format(info['mean_reward']) if info['mean_reward'] is not None else '-'
-        line = 'env steps {}/{} | {:.1f} steps/s | episodes {} | mean reward {} | ETA {:.0f}s'.format(
-            step, self.max_env_steps, speed, info['episodes'], reward, eta)
-        end = '\n' if final or not sys.stdout.isatty() else '\r'
-        print(line, end=end, flush=True)
+        if self.progress:
+            if self.display is None:
+                self.display = Progress('env step', self.max_env_steps, sys.stdout, self.progress_seconds)
+            info = self.summary(start)
+            reward = '{:+.3f}'.format(info['mean_reward']) if info['mean_reward'] is not None else '-'
+            self.display.update(info['global_step'], 'episodes {} | mean reward {}'.format(info['episodes'], reward))
+        if final and self.display is not None:
+            self.display.close()
+            self.display = None
 
     def export_checkpoint(self, save_path):
         """Copies the latest checkpoint of this run to `save_path` (usable as `initial_ckpt_dir`).

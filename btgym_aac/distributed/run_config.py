@@ -312,6 +312,66 @@ def read_data_files(env_config):
     return sources
 
 
+COST_KWARGS = ('spread', 'slippage', 'slippage_fixed', 'commission', 'broker_commission', 'commission_scheme')
+"""The env kwargs that set what fills cost (see `env.costs.env_kwargs_costs`)."""
+
+
+def check_data_costs(env_config, frames):
+    """Refuses the env's cost settings that are out of all proportion to the prices of the run's data, before any
+    task starts (see `check_bar_costs`; of a large cost, the run's chief's env warns): against the bars of the
+    files `read_data_files` read, else of the env's `dataset` (made from DataFrames; one that loads its bars later
+    is left to the envs) or `dataframe`, else, without a data source, of the built-in sine data every env then
+    takes.
+
+    Args:
+        env_config: the run's env config.
+        frames: the DataFrames `read_data_files` returned, in its order.
+
+    Raises:
+        ValueError: see `check_bar_costs`.
+    """
+    kwargs = env_config.get('kwargs', {})
+    if not any(name in kwargs for name in COST_KWARGS):
+        return
+    from btgym_aac.data.parsing import read_ohlcv
+    from btgym_aac.data.synthetic import make_sine_data
+    from btgym_aac.env.components import data_words, lowest_median_close
+
+    filenames = [filenames for filenames, _ in _data_sources(env_config) if filenames]
+    if filenames:
+        medians = [(float(frame['close'].median()), data_words(names)) for frame, names in zip(frames, filenames)]
+    elif kwargs.get('dataset') is not None:
+        prices = lowest_median_close(kwargs['dataset'])
+        if prices is None:  # a dataset that loads its bars later: its envs check them
+            return
+        medians = [prices]
+    elif kwargs.get('dataframe') is not None:
+        frame = read_ohlcv(kwargs['dataframe'], kwargs.get('parsing_params'))
+        medians = [(float(frame['close'].median()), 'the env\'s dataframe')]
+    else:
+        medians = [(float(make_sine_data()['close'].median()), 'the built-in sine data')]
+    check_bar_costs(kwargs, medians)
+
+
+def check_bar_costs(env_kwargs, medians):
+    """Refuses the cost settings among an env's kwargs that are out of all proportion to the prices of bars
+    (`env.costs.check_cost_sizes`).
+
+    Args:
+        env_kwargs: the env's kwargs.
+        medians: list of (the median close of bars, the bars in words for the messages).
+
+    Raises:
+        ValueError: a refused cost, named with the bars' median close and the cost's unit; a cost setting no
+            broker takes.
+    """
+    from btgym_aac.env.costs import check_cost_sizes, env_kwargs_costs
+
+    costs = env_kwargs_costs(env_kwargs)
+    for median, words in medians:
+        check_cost_sizes(costs, median, words)
+
+
 # ------------------------------------------------------------------------------------------------ digest
 
 DATA_SOURCE_KWARGS = ('dataset', 'dataframe', 'filename')
@@ -322,10 +382,18 @@ UNSEEN_CONFIG_KEYS = {'cluster_config': ('log_dir', 'port', 'network_isolation',
 
 
 def config_digest(configs):
-    """SHA-256 (first 16 hex digits) of the config dicts as runs train them, so that a walk-forward or a sweep
-    continued with other configs is told apart from the one it continues: classes by their import paths, arrays
-    as lists, the keys of UNSEEN_CONFIG_KEYS and the env's data source left out (walk-forwards and sweeps supply
-    the data)."""
+    """SHA-256 (first 16 hex digits) of the config dicts as runs train them (see `digested_configs`), so that a
+    walk-forward or a sweep continued with other configs is told apart from the one it continues."""
+    return hashlib.sha256(_digest_text(configs).encode()).hexdigest()[:16]
+
+
+def digested_configs(configs):
+    """The config dicts as `config_digest` sees them, JSON-ready: classes by their import paths, arrays as lists,
+    the keys of UNSEEN_CONFIG_KEYS and the env's data source left out (walk-forwards and sweeps supply the data)."""
+    return json.loads(_digest_text(configs))
+
+
+def _digest_text(configs):
     seen = {}
     for name, config in sorted(configs.items()):
         config = {key: value for key, value in dict(config).items() if key not in UNSEEN_CONFIG_KEYS.get(name, ())}
@@ -333,8 +401,7 @@ def config_digest(configs):
             config['kwargs'] = {key: value for key, value in dict(config.get('kwargs') or {}).items()
                                 if key not in DATA_SOURCE_KWARGS}
         seen[name] = config
-    text = json.dumps(seen, sort_keys=True, default=_plain)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return json.dumps(seen, sort_keys=True, default=_plain)
 
 
 def _plain(value):

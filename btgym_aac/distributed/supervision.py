@@ -101,11 +101,11 @@ def stop_process(process, grace_seconds):
 class TaskSupervision:
     """Mixin of `Launcher`: the supervision of the task processes from their start to their stop.
 
-    It reads the launcher's settings (`cluster_spec`, `max_restarts`, `stall_seconds`, `show_progress`,
-    `current_ckpt_dir`, `log`) and keeps its run state (`processes`, `started_at`, `restarts`, `ps_restarts`,
-    `progress`, `last_report_time`, `episodes_before_restart`, `last_errors`, `error_before_restart`,
-    `first_step_seconds`, `first_trained`, `ps_peak_rss_mb`, see `Launcher._init_run_state`); it starts tasks with
-    `Launcher._start` and reports with `summary`, `_print_progress` and `_log_dir_state`.
+    It reads the launcher's settings (`cluster_spec`, `max_restarts`, `stall_seconds`, `current_ckpt_dir`, `log`)
+    and keeps its run state (`processes`, `started_at`, `restarts`, `ps_restarts`, `progress`, `last_report_time`,
+    `episodes_before_restart`, `last_errors`, `error_before_restart`, `first_step_seconds`, `first_trained`,
+    `ps_peak_rss_mb`, see `Launcher._init_run_state`); it starts tasks with `Launcher._start` and reports with
+    `summary`, `_print_progress` and `_log_dir_state`.
     """
 
     def _supervise(self, context, progress, start):
@@ -119,7 +119,6 @@ class TaskSupervision:
         """
         finished = set()
         num_workers = len(self.cluster_spec['worker'])
-        last_print = 0.0
         while len(finished) < num_workers:
             self._drain(progress, start)
             for (job_name, task), process in list(self.processes.items()):
@@ -150,9 +149,7 @@ class TaskSupervision:
             for task in self._stalled_workers():
                 self._stop_stalled(task)
                 self._restart(context, task, 'reported no progress for {} s'.format(self.stall_seconds), progress)
-            if self.show_progress and time.time() - last_print >= 2.0:
-                self._print_progress(start)
-                last_print = time.time()
+            self._print_progress(start)  # (the display shows it when due)
             time.sleep(POLL_SECONDS)
         self._drain(progress, start)
 

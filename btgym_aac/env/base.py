@@ -88,6 +88,7 @@ class BTgymEnv(EnvComponents, EpisodeSetup, RenderModes, gym.Env):
         self._set_line_state_shape(strategy_kwargs)
         self.strategy_params = dict(self.strategy_class.params._getitems(), **strategy_kwargs)
         self.strategy_class.check_params(self.strategy_params)
+        self._check_cost_sizes()
         self.strategy_class.order_sizes(self.strategy_params, self.engine.sizers)
         self._set_actions(strategy_kwargs)
         self._set_spaces()

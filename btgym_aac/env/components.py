@@ -4,6 +4,7 @@ backtrader engine, the traded assets with their actions (an agent's action turne
 or target weights), and the observation and action spaces (a strategy state checked against the observation space
 and copied into fresh arrays of its dtypes)."""
 import numbers
+import os
 
 import backtrader as bt
 import numpy as np
@@ -12,7 +13,7 @@ from gymnasium import spaces
 
 from btgym_aac.data import BTgymDataset, make_sine_data
 from btgym_aac.data.columns import PRICE_COLUMNS
-from btgym_aac.env.costs import COST_DEFAULTS, cost_broker
+from btgym_aac.env.costs import COST_DEFAULTS, SPREAD_FROM_DATA, CostBroker, check_cost_sizes, cost_broker
 from btgym_aac.spaces import ActionDictSpace, DictSpace
 from btgym_aac.strategy.base import BTgymBaseStrategy
 from btgym_aac.validation import check_number
@@ -52,6 +53,28 @@ def price_bars(data):
     if frames is None:
         return data.data[list(PRICE_COLUMNS)]
     return pd.concat([frame[list(PRICE_COLUMNS)] for frame in frames.values()])
+
+
+def data_words(filename):
+    """A data source in words: its file name(s), or 'a DataFrame' (`filename` None)."""
+    if filename is None:
+        return 'a DataFrame'
+    return os.fspath(filename) if isinstance(filename, (str, os.PathLike)) else ', '.join(map(os.fspath, filename))
+
+
+def lowest_median_close(data):
+    """(median close, the data line in words) of the data line of `data` (a dataset) whose closes have the lowest
+    median: the one a cost in price units weighs most on; None where `data` holds no bars yet (it loads them
+    later)."""
+    frames = getattr(data, 'frames', None)
+    lines = {None: getattr(data, 'data', None)} if frames is None else frames
+    if not all(isinstance(frame, pd.DataFrame) for frame in lines.values()):
+        return None
+    medians = {name: float(frame['close'].median()) for name, frame in lines.items()}
+    name = min(medians, key=medians.get)
+    if frames is None:
+        return medians[name], data_words(data.filename)
+    return medians[name], 'data line {!r} ({})'.format(name, data_words(data.filename[name]))
 
 
 def new_engine(strategy, strategy_kwargs, settings):
@@ -256,6 +279,36 @@ class EnvComponents:
         engine = new_engine(strategy, kwargs, dict(ENGINE_DEFAULTS, **engine_kwargs))
         kwargs.clear()
         return engine
+
+    def cost_settings(self):
+        """The costs the env's broker charges.
+
+        Returns:
+            dict of `spread` (price units, or 'data': each bar's own), `slippage` (a fraction of the price),
+            `slippage_fixed` (price units), `commission` (per fill: the strategy's `commission` param where set,
+            which the strategy applies to the broker, else the broker's own) and `commission_scheme`.
+        """
+        broker = self.engine.broker
+        commission = self.strategy_params.get('commission')
+        if commission is None:
+            info = broker.comminfo.get(None)
+            commission = info.p.commission if info is not None else 0.0
+        spread = getattr(broker.p, 'spread', 0.0)
+        return {'spread': spread if spread == SPREAD_FROM_DATA else float(spread),
+                'slippage': float(broker.p.slip_perc), 'slippage_fixed': float(broker.p.slip_fixed),
+                'commission': float(commission),
+                'commission_scheme': getattr(broker.p, 'commission_scheme', 'percent')}
+
+    def _check_cost_sizes(self):
+        """Refuses (ValueError) the costs of the env's `CostBroker` that are out of all proportion to the dataset's
+        prices (`costs.check_cost_sizes`, against the lowest-priced data line), and logs a warning of each large one
+        in the env of task 0 (a lone env, or the first env of a run's chief: a run warns once). A broker of a given
+        `engine` that is no CostBroker is the user's own and left alone."""
+        if not isinstance(self.engine.broker, CostBroker):
+            return
+        for warning in check_cost_sizes(self.cost_settings(), *lowest_median_close(self.dataset)):
+            if self.task == 0:
+                self.log.warning(warning)
 
     def _set_line_state_shape(self, strategy_kwargs):
         """Gives the strategy the `state_shape` of its `state_shape_for(data_names, asset_names)` hook (one made for

@@ -8,6 +8,10 @@ orders against the bid's, so a buy limit at P fills once the ask reaches P and a
 The spread is a number or, with `spread='data'`, each bar's own (the data feed's `spread` line: the ask minus the
 bid at the bar's open, see `btgym_aac.data.bid_ask`). Slippage and commissions are backtrader's
 (`set_slippage_perc` / `set_slippage_fixed`, `setcommission`), slippage moving the side's price.
+
+`check_cost_sizes` refuses costs out of all proportion to the price (above `REFUSED_COST_FRACTION` of it: a unit
+mistake, such as a spread of 1 meant as one pip) and words the large ones; `env_kwargs_costs` reads the cost
+settings among an env's kwargs.
 """
 import backtrader as bt
 
@@ -141,6 +145,96 @@ def check_costs(settings):
     if settings['commission_scheme'] not in COMMISSION_SCHEMES:
         raise ValueError('commission_scheme must be one of {}, got {!r}'.format(
             COMMISSION_SCHEMES, settings['commission_scheme']))
+
+
+REFUSED_COST_FRACTION = 0.01
+"""A cost per unit above this fraction of the price is refused: no market charges it, and it is what a unit mistake
+looks like (a spread of 1 meant as one pip, a slippage of 0.5 meant as half a percent)."""
+LARGE_COST_FRACTION = 0.001
+"""A cost per unit above this fraction of the price is large enough to warn of."""
+_PRICE_UNITS = 'in price units (one pip of EURUSD is 0.0001)'
+_A_FRACTION = 'not a percent (0.0001 is 0.01 %)'
+COST_UNITS = {'spread': 'the spread is ' + _PRICE_UNITS,
+              'slippage_fixed': 'slippage_fixed is ' + _PRICE_UNITS,
+              'per_unit': 'a per_unit commission is money per unit traded, ' + _PRICE_UNITS,
+              'slippage': 'slippage is a fraction of the price, ' + _A_FRACTION,
+              'percent': 'a percent commission is a fraction of the traded value, ' + _A_FRACTION}
+"""The unit of each cost setting (a commission's by its scheme), in the words of the messages."""
+PRICE_UNIT_COSTS = ('spread', 'slippage_fixed', 'per_unit')
+"""The units of `COST_UNITS` that are prices (the others are fractions)."""
+
+
+def _cost_shares(costs, median_close, source):
+    """(the cost in words, its unit in `COST_UNITS`, its fraction of the price, what it is a fraction of) of every
+    cost of `costs` above zero (a spread taken from the data left out)."""
+    scheme = costs.get('commission_scheme', 'percent')
+    shares = []
+    for name, unit in (('spread', 'spread'), ('slippage', 'slippage'), ('slippage_fixed', 'slippage_fixed'),
+                       ('commission', scheme)):
+        value = costs.get(name)
+        if not value or value == SPREAD_FROM_DATA:
+            continue
+        words = '{} {:g}{}'.format(name, value, ' ({} scheme)'.format(scheme) if name == 'commission' else '')
+        if unit in PRICE_UNIT_COSTS:
+            shares.append((words, unit, value / median_close, 'of the median close {:.5g} of {}'.format(
+                median_close, source)))
+        else:
+            shares.append((words, unit, value, 'of the traded value' if unit == 'percent' else 'of the price'))
+    return shares
+
+
+def check_cost_sizes(costs, median_close, source):
+    """Refuses costs out of all proportion to the prices they are paid on, and words the large ones.
+
+    A cost per unit above `REFUSED_COST_FRACTION` of the price is refused, one above `LARGE_COST_FRACTION` is
+    large: the spread, slippage_fixed and a per_unit commission (price units) against the data's median close,
+    slippage and a percent commission (fractions) as they are. A spread taken from the data is the data's own.
+
+    Args:
+        costs: dict of cost settings, valid as `check_costs` and the strategy check them: any of `spread`,
+            `slippage`, `slippage_fixed`, `commission` (per fill) and `commission_scheme` (default 'percent').
+        median_close: the median close of the bars the costs are paid on.
+        source: those bars in words (a file name), for the messages.
+
+    Returns:
+        list of warnings, one per large cost.
+
+    Raises:
+        ValueError: naming the first refused cost, its share of the price, the median close and the cost's unit.
+    """
+    warnings = []
+    for cost, unit, fraction, whole in _cost_shares(costs, median_close, source):
+        percent = 100 * fraction
+        words = '{} is {} % {}'.format(cost, '{:.3g}'.format(percent) if percent < 1000 else round(percent), whole)
+        if fraction > REFUSED_COST_FRACTION:
+            raise ValueError('{}: {}; costs above {:g} % of the price are refused'.format(
+                words, COST_UNITS[unit], 100 * REFUSED_COST_FRACTION))
+        if fraction > LARGE_COST_FRACTION:
+            warnings.append('{}, a large cost (above {:g} % of the price): {}'.format(
+                words, 100 * LARGE_COST_FRACTION, COST_UNITS[unit]))
+    return warnings
+
+
+def env_kwargs_costs(kwargs):
+    """The cost settings given among an env's kwargs, checked as the env checks them.
+
+    Args:
+        kwargs: a BTgymEnv's keyword arguments.
+
+    Returns:
+        dict of those of `COST_DEFAULTS`' keys given, and `commission`: the strategy's `commission` where given,
+        else `broker_commission` where given (the one the broker charges, see `EnvComponents.cost_settings`).
+
+    Raises:
+        ValueError: a cost setting no broker takes (see `check_costs`), or a commission that is no number >= 0.
+    """
+    costs = {name: kwargs[name] for name in COST_DEFAULTS if name in kwargs}
+    check_costs(dict(COST_DEFAULTS, **costs))
+    for name in ('commission', 'broker_commission'):
+        if kwargs.get(name) is not None:
+            costs['commission'] = check_number(name, kwargs[name])
+            break
+    return costs
 
 
 def cost_broker(settings):

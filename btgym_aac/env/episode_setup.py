@@ -19,8 +19,10 @@ class EpisodeSetup:
     """Mixin of `BTgymEnv` sampling its trials and episodes and preparing their Cerebros.
 
     It reads the env's `dataset`, `engine`, `render_enabled` and `record_episode`, and keeps the current trial in
-    `_trial` and `_trial_stat` and the dataset's statistics in `_dataset_stat`.
+    `_trial` and `_trial_stat`, the dataset's statistics in `_dataset_stat`, and the time of the current episode's
+    first and last bar, its warm-up included, in `episode_window` (None before the first reset).
     """
+    episode_window = None
 
     def _sample_config(self, options, kwargs):
         """The sample configs of a reset: `EnvResetConfig` updated by the given ones.
@@ -76,8 +78,10 @@ class EpisodeSetup:
         """
         feeds = episode.to_btfeed()
         check_spread_source(self.engine.broker, feeds)
+        episode_bars = bars(episode)
         for feed in feeds.values():
-            feed.numrecords = len(bars(episode))
+            feed.numrecords = len(episode_bars)
+        self.episode_window = (episode_bars.index[0].to_pydatetime(), episode_bars.index[-1].to_pydatetime())
         strategy_params = dict(
             metadata=episode.metadata,
             trial_metadata=self._trial.metadata,

@@ -127,6 +127,7 @@ class EpisodeRecord:
         bar_positions: multi-asset envs: dict asset -> position size at every bar (the bar infos' `positions`);
             {} for single-asset envs.
         bar_prices: dict asset -> close price at every bar, for the assets of `bar_positions`.
+        window: (first, last) bar time of the episode's data window, its warm-up included (`env.episode_window`).
     """
     seed: int
     bar_times: list
@@ -139,6 +140,7 @@ class EpisodeRecord:
     trade_log: dict
     bar_positions: dict = dataclasses.field(default_factory=dict)
     bar_prices: dict = dataclasses.field(default_factory=dict)
+    window_bounds: tuple = (None, None)
 
     def metrics(self):
         """Per-episode metrics (see `metrics.episode_metrics`)."""
@@ -150,9 +152,12 @@ class EpisodeRecord:
                 for asset, positions in self.bar_positions.items()}
 
     def window(self):
-        """{'seed', 'first_bar_time', 'last_bar_time', 'end_reason'} of the episode."""
-        return {'seed': self.seed, 'first_bar_time': self.bar_times[0],
-                'last_bar_time': self.bar_times[-1], 'end_reason': self.trade_log['end_reason']}
+        """{'seed', 'first_bar_time', 'last_bar_time', 'window_first_bar_time', 'window_last_bar_time',
+        'end_reason'} of the episode: the first and last bar played, and the data window that can be cut from the
+        data again (the warm-up's bars included)."""
+        return {'seed': self.seed, 'first_bar_time': self.bar_times[0], 'last_bar_time': self.bar_times[-1],
+                'window_first_bar_time': self.window_bounds[0], 'window_last_bar_time': self.window_bounds[1],
+                'end_reason': self.trade_log['end_reason']}
 
 
 def _bar_prices(dataset, bar_times, assets):
@@ -162,7 +167,7 @@ def _bar_prices(dataset, bar_times, assets):
     return {asset: [float(price) for price in frames[asset]['close'].loc[bar_times]] for asset in assets}
 
 
-def play_episode(env, agent, seed, options):
+def play_episode(env, agent, seed, options, on_step=None):
     """Plays one episode with `agent` on the window chosen by `env.reset(seed=seed, options=options)`.
 
     Resetting with a seed restarts the env's sample sequence, so the same seed and options replay the same data
@@ -176,6 +181,7 @@ def play_episode(env, agent, seed, options):
             of every step).
         seed: episode seed.
         options: `reset_options(...)`.
+        on_step: None, or a callable given the number of agent steps taken after every step (a progress display).
 
     Returns:
         EpisodeRecord.
@@ -187,7 +193,7 @@ def play_episode(env, agent, seed, options):
         observe_info(info)
     record = EpisodeRecord(seed=seed, bar_times=[], bar_values=[],
                            step_times=[info['time']], step_values=[info['broker_value']], actions=[], rewards=[],
-                           probabilities=[], trade_log={})
+                           probabilities=[], trade_log={}, window_bounds=tuple(env.episode_window))
     bars = list(info['bars'])
     done = False
     while not done:
@@ -206,6 +212,8 @@ def play_episode(env, agent, seed, options):
         record.rewards.append(float(reward))
         record.step_times.append(info['time'])
         record.step_values.append(info['broker_value'])
+        if on_step is not None:
+            on_step(len(record.actions))
     record.bar_times = [bar['time'] for bar in bars]
     record.bar_values = [bar['broker_value'] for bar in bars]
     if 'positions' in bars[0]:

@@ -1,4 +1,5 @@
 """`evaluate`: a trained run's policy and two baselines on the same seeded episodes, with a report and plots."""
+import functools
 import os
 
 from btgym_aac.evaluation.baselines import baseline_agents
@@ -7,7 +8,10 @@ from btgym_aac.evaluation.episodes import (TEST, episode_sample_type, make_evalu
 from btgym_aac.evaluation.loading import load_policy, read_run_config
 from btgym_aac.evaluation.oracle_agent import oracle_agent
 from btgym_aac.evaluation.plots import plot_contents, write_plots
-from btgym_aac.evaluation.report import build_report, check_output_folder, fraction_of_oracle, write_report
+from btgym_aac.evaluation.report import (build_report, check_output_folder, cost_record, fraction_of_oracle,
+                                         write_report)
+from btgym_aac.evaluation.tearsheet import TEARSHEET_FILE, write_evaluation_tearsheet
+from btgym_aac.progress import Progress
 
 POLICY, BUY_AND_HOLD, RANDOM, ORACLE = 'policy', 'buy_and_hold', 'random', 'oracle'
 
@@ -18,7 +22,7 @@ def _checkpoint_step(path):
 
 
 def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False, windows=None, costs=None,
-             plots=True):
+             plots=True, show_progress=False, tearsheet=False):
     """Evaluates a run's latest checkpoint against buy-and-hold and a random policy.
 
     Single-asset (BTgymEnv) and multi-asset runs (MultiDiscreteEnv, PortfolioEnv) are evaluated; the baselines are
@@ -45,8 +49,10 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
             test episodes, one each, instead of `episodes` seeded windows (whose count is then ignored).
         costs: env cost settings replacing the run's (`spread`, `slippage`, `slippage_fixed`, `commission_scheme`,
             `commission`; see `env.costs`), e.g. to see what a spread does to a policy trained without one; the
-            report's `costs` names them.
+            report's `costs` holds the costs charged and where each came from (`report.cost_record`).
         plots: write the PNG plots of every episode (False: report.json alone, its `plots` empty).
+        show_progress: show the episodes played and the current one's steps on stderr (`play_with_baselines`).
+        tearsheet: also write `<out>/tearsheet.html`, the evaluation's page (`tearsheet.write_evaluation_tearsheet`).
 
     Returns:
         the report dict (also written to `<out>/report.json`).
@@ -65,15 +71,18 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
     run_config = read_run_config(log_dir, allow_untrusted)
     env = make_evaluation_env(run_config, data, costs)
     try:
+        charged = env.cost_settings()
         sample_type, plan = _episode_plan(env, episodes, windows)
-        policy, records = _play_agents(env, log_dir, plan, seed, allow_untrusted)
+        policy, records = _play_agents(env, log_dir, plan, seed, allow_untrusted, show_progress)
     finally:
         env.close()
     report = build_report(records, dict(_run_description(log_dir, policy, data, sample_type, seed),
-                                        costs=dict(costs or {}) or 'run settings'))
+                                        costs=cost_record(charged, costs)))
     if ORACLE in records:
         report['fraction_of_oracle'] = fraction_of_oracle(report['agents'])
     _write_outputs(report, out, records, policy, plots)
+    if tearsheet:
+        write_evaluation_tearsheet(os.path.join(out, TEARSHEET_FILE), report, records, run_config)
     return report
 
 
@@ -105,18 +114,18 @@ def _episode_plan(env, episodes, windows):
     return sample_type, plan
 
 
-def _play_agents(env, log_dir, plan, seed, allow_untrusted):
+def _play_agents(env, log_dir, plan, seed, allow_untrusted, show_progress):
     """Plays every episode of `plan` with the run's policy and the baselines (see `play_with_baselines`).
 
     Returns:
         (the loaded policy, {agent name: [episode record, ...]}).
     """
     with load_policy(log_dir, env=env, allow_untrusted=allow_untrusted) as policy:
-        records = play_with_baselines(env, policy, plan, seed)
+        records = play_with_baselines(env, policy, plan, seed, show_progress)
     return policy, records
 
 
-def play_with_baselines(env, policy, plan, seed):
+def play_with_baselines(env, policy, plan, seed, show_progress=False):
     """Plays every episode of `plan` with `policy`, buy-and-hold, the random policy and, where the bars come from a
     known-edge market, its oracle (`oracle_agent`); episode `i` is reset with seed `seed + i` for every agent.
 
@@ -125,6 +134,8 @@ def play_with_baselines(env, policy, plan, seed):
         policy: an agent with `play_episode`'s interface (`LoadedPolicy`, or any other).
         plan: reset options of every episode (`episodes.reset_options`).
         seed: first episode seed; the random baseline's seed too.
+        show_progress: show the episodes played, the speed, the time left and the current episode's steps on
+            stderr (`btgym_aac.progress.Progress`).
 
     Returns:
         {agent name: [episode record, ...]}, the policy first.
@@ -134,8 +145,21 @@ def play_with_baselines(env, policy, plan, seed):
     oracle = oracle_agent(env)
     if oracle is not None:
         agents[ORACLE] = oracle
-    return {name: [play_episode(env, agent, seed + index, options) for index, options in enumerate(plan)]
-            for name, agent in agents.items()}
+    records = {name: [] for name in agents}
+    with Progress('episode', len(plan) * len(agents), enabled=show_progress) as progress:
+        for name, agent in agents.items():
+            for index, options in enumerate(plan):
+                played = sum(map(len, records.values()))
+                episode = '{} episode {} of {}'.format(name, index + 1, len(plan))
+                records[name].append(play_episode(env, agent, seed + index, options,
+                                                  functools.partial(_show_step, progress, played, episode)))
+                progress.update(played + 1, episode + ' done')
+    return records
+
+
+def _show_step(progress, played, episode, steps):
+    """Shows `played` episodes done and `steps` steps of the current one (`episode` names it) on `progress`."""
+    progress.update(played, '{}: step {}'.format(episode, steps))
 
 
 def _run_description(log_dir, policy, data, sample_type, seed):

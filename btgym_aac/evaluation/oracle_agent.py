@@ -31,19 +31,14 @@ def market_spec_of(dataset):
 
 
 def env_commission(env):
-    """The commission per side of the env's episodes, as the broker takes it: the strategy's `commission` param
-    where set (the strategy applies it to the broker), else the engine broker's (0 without); a fraction of the
-    traded value, or money per unit with a 'per_unit' `costs.CostBroker`."""
-    commission = env.strategy_params.get('commission')
-    if commission is None:
-        info = env.engine.broker.comminfo.get(None)
-        commission = info.p.commission if info is not None else 0.0
-    return float(commission)
+    """The commission per side of the env's episodes, as the broker takes it (`EnvComponents.cost_settings`): a
+    fraction of the traded value, or money per unit with a 'per_unit' `costs.CostBroker`."""
+    return env.cost_settings()['commission']
 
 
 def env_cost_per_side(env, price):
     """What one fill costs in the env's episodes, as a fraction of the traded value at `price`: the commission,
-    half the spread and the slippage of the engine's broker (`costs.CostBroker` settings; backtrader's slippage,
+    half the spread and the slippage of the engine's broker (`EnvComponents.cost_settings`; backtrader's slippage,
     before its capping at the bar's range; a spread taken from the data is its median over the dataset).
 
     Args:
@@ -53,12 +48,10 @@ def env_cost_per_side(env, price):
     Returns:
         float >= 0.
     """
-    broker = env.engine.broker
-    commission = env_commission(env)
-    if getattr(broker.p, 'commission_scheme', 'percent') == 'per_unit':
-        commission /= price
-    slippage = broker.p.slip_perc or broker.p.slip_fixed / price
-    spread = getattr(broker.p, 'spread', 0.0)
+    costs = env.cost_settings()
+    commission = costs['commission'] / price if costs['commission_scheme'] == 'per_unit' else costs['commission']
+    slippage = costs['slippage'] or costs['slippage_fixed'] / price
+    spread = costs['spread']
     if spread == SPREAD_FROM_DATA:
         spread = float(env.dataset.data['spread'].median())
     return commission + spread / 2.0 / price + slippage

@@ -8,7 +8,7 @@ from btgym_aac.evaluation.metrics import ASSET_METRIC_NAMES, METRIC_NAMES
 from btgym_aac.paths import file_in_the_way
 
 REPORT_FILE = 'report.json'
-WINDOW_KEYS = ('first_bar_time', 'last_bar_time', 'end_reason')
+WINDOW_KEYS = ('first_bar_time', 'last_bar_time', 'window_first_bar_time', 'window_last_bar_time', 'end_reason')
 DEFINITIONS = {
     'total_reward': 'sum of the env rewards of the episode',
     'start_value': 'broker value at the first bar (before any order)',
@@ -21,8 +21,19 @@ DEFINITIONS = {
     'sharpe': 'mean / standard deviation (ddof 1) of the per-step returns of the broker value; per agent step '
               '(skip_frame bars), not annualised; 0 when the returns are constant',
     'steps': 'agent steps',
+    'commission': 'commission paid over the episode (money)',
+    'spread_cost': 'spread paid over the episode (money): half the spread per unit filled',
+    'slippage_cost': 'slippage paid over the episode (money): how far slippage moved the fills\' prices, per unit',
     'mean': 'mean over the episodes',
+    'costs': "the costs every agent's fills were charged: spread (price units; 'data': each bar's own from the "
+             'data), slippage (a fraction of the price), slippage_fixed (price units), commission per fill in its '
+             "commission_scheme ('percent': a fraction of the traded value, 'per_unit': money per unit); `from` "
+             "says for each whether it is the run's setting or one of evaluate's cost flags",
 }
+COST_SETTINGS = ('spread', 'slippage', 'slippage_fixed', 'commission', 'commission_scheme')
+RUN_SETTINGS, EVALUATE_FLAGS = 'run settings', 'evaluate flags'
+COSTS_PAID = ('commission', 'spread_cost', 'slippage_cost')
+"""The metrics whose sum the table shows as the costs paid."""
 ASSET_DEFINITIONS = {
     'fills': 'filled orders of the asset',
     'trades': 'closed trades of the asset',
@@ -124,6 +135,32 @@ def build_report(records, info):
     return report
 
 
+def cost_record(charged, given):
+    """The report's `costs`.
+
+    Args:
+        charged: the costs of the evaluation env (`EnvComponents.cost_settings`).
+        given: the cost settings the evaluation replaced the run's with (`evaluate`'s cost flags), or None.
+
+    Returns:
+        dict of the `COST_SETTINGS` as numbers (the spread 'data' where each bar's own), and `from`: setting ->
+        `EVALUATE_FLAGS` where it was given, else `RUN_SETTINGS`.
+    """
+    record = {name: charged[name] for name in COST_SETTINGS}
+    record['from'] = {name: EVALUATE_FLAGS if name in (given or {}) else RUN_SETTINGS for name in COST_SETTINGS}
+    return record
+
+
+def costs_line(costs):
+    """A report's `costs` (see `cost_record`) in one line, grouped by where they came from."""
+    groups = {}
+    for name in COST_SETTINGS:
+        value = costs[name]
+        groups.setdefault(costs['from'][name], []).append('{} {}'.format(
+            name, value if isinstance(value, str) else '{:g}'.format(value)))
+    return 'costs: ' + '; '.join('{} ({})'.format(', '.join(items), source) for source, items in groups.items())
+
+
 def fraction_of_oracle(agents, policy='policy', oracle='oracle'):
     """The policy's mean return per episode as a fraction of the oracle's, on the same windows.
 
@@ -158,14 +195,17 @@ def write_report(report, out):
 
 
 def format_table(report):
-    """Text table of every agent's mean metrics, one row per agent; for multi-asset runs a second table of the
-    mean per-asset metrics, one row per agent and asset."""
+    """Text table of every agent's mean metrics, one row per agent, with the mean costs paid (commission, spread and
+    slippage) and a line of the costs charged; for multi-asset runs a second table of the mean per-asset metrics,
+    one row per agent and asset."""
     width = max(len(name) for name in report['agents']) + 2
-    header = 'agent'.ljust(width) + ''.join(title.rjust(13) for _, title, _ in TABLE_COLUMNS)
+    header = 'agent'.ljust(width) + ''.join(title.rjust(13) for _, title, _ in TABLE_COLUMNS) + 'costs paid'.rjust(13)
     lines = [header, '-' * len(header)]
     for name, summary in report['agents'].items():
         cells = ''.join(fmt.format(summary['mean'][key]).rjust(13) for key, _, fmt in TABLE_COLUMNS)
-        lines.append(name.ljust(width) + cells)
+        paid = '{:.2f}'.format(sum(summary['mean'][key] for key in COSTS_PAID)).rjust(13)
+        lines.append(name.ljust(width) + cells + paid)
+    lines.append(costs_line(report['costs']))
     if report.get('assets'):
         lines.append('')
         lines.extend(_asset_table(report, width))

@@ -2,12 +2,11 @@
 returns and the verdict in words (`sweep.json`), the plots, and the summary lines printed at the end."""
 import collections
 import os
-import warnings
 
 from optuna.trial import TrialState
 
 from btgym_aac.sweep.deflation import deflated_sharpe_ratio
-from btgym_aac.sweep.study import CONTINUES, INTERRUPTED, counted_numbers
+from btgym_aac.sweep.study import CONTINUES, INTERRUPTED, counted_numbers, experimental_feature
 from btgym_aac.sweep.trial import episode_sharpe
 from btgym_aac.walk_forward.runner import FOLD_FILE
 
@@ -87,8 +86,7 @@ def verdict(best, lockbox, dsr, tested=None):
     if lockbox is None:
         reasons.append('there is no lockbox to confirm it')
     elif not lockbox['excess_return_pct']['ci_low'] > 0:
-        reasons.append('on the lockbox the interval of policy minus buy-and-hold reaches down to {:+.3f} %'.format(
-            lockbox['excess_return_pct']['ci_low']))
+        reasons.append('on the lockbox ' + interval_words(lockbox['excess_return_pct']))
     if dsr.get('dsr') is None:
         reasons.append('its deflated Sharpe ratio is undefined ({})'.format(dsr.get('reason')))
     elif dsr['dsr'] < DSR_THRESHOLD:
@@ -96,8 +94,25 @@ def verdict(best, lockbox, dsr, tested=None):
             dsr['dsr'], dsr['trials'], DSR_THRESHOLD))
     if reasons:
         return False, 'the edge of trial {} does not survive: {}'.format(best.number, '; '.join(reasons))
-    return True, ('the edge of trial {} survives: on the lockbox policy minus buy-and-hold lies above zero, and its '
-                  'deflated Sharpe ratio is {:.3f} over {} trials'.format(best.number, dsr['dsr'], dsr['trials']))
+    return True, ('the edge of trial {} survives: on the lockbox {}, and its deflated Sharpe ratio is {:.3f} over {} '
+                  'trials'.format(best.number, interval_words(lockbox['excess_return_pct']), dsr['dsr'], dsr['trials']))
+
+
+def interval_words(interval):
+    """Where the bootstrap interval of policy minus buy-and-hold (`summarize`'s `excess_return_pct`) lies, in words:
+    entirely above zero, entirely below zero, or including zero."""
+    low, high = interval['ci_low'], interval['ci_high']
+    where = ('lies entirely above zero' if low > 0 else 'lies entirely below zero' if high < 0 else
+             'includes zero' if low <= 0 <= high else 'is undefined')
+    return 'the interval of policy minus buy-and-hold {} [{:+.3f} %, {:+.3f} %]'.format(where, low, high)
+
+
+def trial_words(trial, objective):
+    """A finished trial in words, e.g. 'trial 4 complete (vs-buy-and-hold +0.1420)', 'trial 6 pruned', 'trial 2
+    failed'."""
+    if trial.state == TrialState.COMPLETE:
+        return 'trial {} complete ({} {:+.4f})'.format(trial.number, objective, trial.value)
+    return 'trial {} {}'.format(trial.number, 'failed' if trial.state == TrialState.FAIL else trial.state.name.lower())
 
 
 def trials_line(rows):
@@ -105,8 +120,9 @@ def trials_line(rows):
     trials = [row for row in rows if row['counted']]
     states = collections.Counter(row['state'].lower() for row in trials)
     cut_off = sum(row['interrupted'] for row in rows)
-    return '{} trials ({}){}'.format(len(trials), ', '.join('{} {}'.format(n, s) for s, n in sorted(states.items())),
-                                     '; {} cut off by a stop and run again'.format(cut_off) if cut_off else '')
+    return '{} trial{} ({}){}'.format(len(trials), '' if len(trials) == 1 else 's',
+                                      ', '.join('{} {}'.format(n, s) for s, n in sorted(states.items())),
+                                      '; {} cut off by a stop and run again'.format(cut_off) if cut_off else '')
 
 
 def summary_lines(report):
@@ -148,8 +164,7 @@ def write_plots(study, out, equity_records):
         if len(completed) < needed:
             skipped[name] = 'needs {} completed trial(s), the study has {}'.format(needed, len(completed))
             continue
-        with warnings.catch_warnings():
-            warnings.simplefilter('ignore')  # Optuna marks its matplotlib plots experimental
+        with experimental_feature(plot.__name__):
             try:
                 axes = plot(study)
             except (ValueError, RuntimeError) as error:

@@ -11,6 +11,7 @@ from its last finished fold.
 import multiprocessing
 import os
 import signal
+import sys
 import time
 
 import numpy as np
@@ -21,12 +22,13 @@ from btgym_aac.data.markets import read_market_spec
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.distributed.log_dir import LogDirLock
 from btgym_aac.distributed.supervision import STOP_GRACE_SECONDS, signals_handled, stop_on_signal, terminate_and_wait
+from btgym_aac.progress import Progress
 from btgym_aac.sweep import PRUNERS
 from btgym_aac.sweep import report as reports
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
-from btgym_aac.sweep.study import (DEFAULT_STUDY, check_owner, claim_out, fail_orphans, open_study,
-                                   run_interrupted_again, running_elsewhere, safe_url, storage_url, sweep_settings,
-                                   wants_another)
+from btgym_aac.sweep.settings import sweep_settings
+from btgym_aac.sweep.study import (DEFAULT_STUDY, check_owner, claim_out, counted_numbers, fail_orphans, open_study,
+                                   run_interrupted_again, running_elsewhere, safe_url, storage_url, wants_another)
 from btgym_aac.sweep.trial import (DEFAULT_OBJECTIVE, ENVIRONMENT_ERROR, TrialObjective, TrialPlan, check_objective,
                                    equity_record)
 from btgym_aac.validation import check_number, check_whole_number
@@ -41,7 +43,7 @@ OTHERS_POLL_SECONDS = 5
 
 def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', storage=None, study_name=None, folds=2,
           train_steps=None, test_episodes=5, seed=0, embargo=None, objective=DEFAULT_OBJECTIVE, lockbox=0.2,
-          pruner='median', parallel=1, episode_plots=True, search_only=False):
+          pruner='median', parallel=1, episode_plots=True, search_only=False, show_progress=True):
     """Searches `space` for the settings of `configs` that score best out of sample (see the module docstring).
 
     Args:
@@ -64,6 +66,8 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
         parallel: trials run at a time by this command (each in a process of its own, each with its cluster).
         search_only: run trials only (a helper host of a shared `storage`): no wait for other commands' trials, no
             lockbox test, no report file; a command without it makes them. The returned report holds the trials.
+        show_progress: show the trials done of `trials` and the time left on stdout, after every trial (a bar
+            redrawn on a terminal, a line elsewhere; see `btgym_aac.progress`).
 
     Returns:
         the report (also `<out>/sweep.json`): settings, trials, best trial, its validation summary, lockbox test,
@@ -95,7 +99,9 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
         if storage is None:
             fail_orphans(study)
         run_interrupted_again(study)
-        _search_in_processes(plan, url, name, settings, trials, pruner, parallel, shared=storage is not None)
+        with Progress('trial', trials, sys.stdout, line_seconds=0, enabled=show_progress) as progress:
+            progress.update(trials_done(study))
+            _search_in_processes(plan, url, name, settings, trials, pruner, parallel, storage is not None, progress)
         return _finish(study, plan, settings, url, market, (validation, held_out) if lockbox_file else None)
 
 
@@ -199,8 +205,9 @@ def _checked_search(space, algo, configs, objective, pruner, search_only_alone=F
     return space
 
 
-def _search_in_processes(plan, url, name, settings, total, pruner, parallel, shared):
-    """Runs the search in this process and `parallel - 1` more, all on the same study."""
+def _search_in_processes(plan, url, name, settings, total, pruner, parallel, shared, progress):
+    """Runs the search in this process and `parallel - 1` more, all on the same study, showing the trials done on
+    `progress` (a `btgym_aac.progress.Progress`)."""
     context = multiprocessing.get_context('spawn')
     helpers = [context.Process(target=_helper_search, name='btgym_aac-sweep-{}'.format(index),
                                args=(dumps_with_sources(plan), url, name, settings, total, pruner, index))
@@ -208,9 +215,9 @@ def _search_in_processes(plan, url, name, settings, total, pruner, parallel, sha
     for helper in helpers:
         helper.start()
     try:
-        search(plan, url, name, settings, total, pruner, 0, shared or parallel > 1)
+        search(plan, url, name, settings, total, pruner, 0, shared or parallel > 1, progress)
         if shared and not plan.search_only:
-            _await_other_processes(plan, url, name, settings, total, pruner)
+            _await_other_processes(plan, url, name, settings, total, pruner, progress)
     except BaseException:
         for helper in terminate_and_wait(helpers, STOP_GRACE_SECONDS):
             helper.kill()
@@ -223,15 +230,20 @@ def _search_in_processes(plan, url, name, settings, total, pruner, parallel, sha
         raise RuntimeError('sweep process(es) {} ended with an error (see their output above)'.format(failed))
 
 
-def _await_other_processes(plan, url, name, settings, total, pruner):
+def _await_other_processes(plan, url, name, settings, total, pruner, progress):
     """Waits until no trial of the shared study runs (in other commands, maybe on other hosts), running any trial
-    that a lost host's left to be run again, so that the report covers them all."""
+    that a lost host's left to be run again, so that the report covers them all; shows each trial they finish."""
     study = open_study(url, name, settings)
+    done = trials_done(study)
     while running_elsewhere(study) or wants_another(study, total):
         if wants_another(study, total):
-            search(plan, url, name, settings, total, pruner, 0, True)
+            search(plan, url, name, settings, total, pruner, 0, True, progress)
         else:
             time.sleep(OTHERS_POLL_SECONDS)
+            finished = trials_done(study)
+            if finished != done:
+                progress.update(finished, 'trials of other processes')
+        done = trials_done(study)
 
 
 def _helper_search(pickled_plan, url, name, settings, total, pruner, index):
@@ -243,7 +255,12 @@ def _helper_search(pickled_plan, url, name, settings, total, pruner, index):
         raise SystemExit(130) from None
 
 
-def search(plan, url, name, settings, total, pruner, index=0, distinct=False):
+def trials_done(study):
+    """The number of the study's trials that count towards the sweep's (see `study.counted_numbers`)."""
+    return len(counted_numbers(study.get_trials(deepcopy=False)))
+
+
+def search(plan, url, name, settings, total, pruner, index=0, distinct=False, progress=None):
     """Runs trials of the study one after the other until it holds `total` (see `study.wants_another`).
 
     Args:
@@ -253,6 +270,8 @@ def search(plan, url, name, settings, total, pruner, index=0, distinct=False):
         pruner: 'median' or 'none'.
         index: this process's number among the sweep's processes (seeds its sampler).
         distinct: other processes search the same study: the process id joins the sampler's seed.
+        progress: a `btgym_aac.progress.Progress` updated after every trial with the trials done and the trial that
+            ended; None: nothing shown.
 
     Raises:
         RuntimeError: a trial failed for a reason of the machine's (an OSError: a disk, a port, a lock), which every
@@ -270,6 +289,8 @@ def search(plan, url, name, settings, total, pruner, index=0, distinct=False):
         if ENVIRONMENT_ERROR in latest.user_attrs:
             raise RuntimeError('trial {} could not run: {}; the sweep stops (the trial runs again when the sweep is '
                                'started again)'.format(latest.number, latest.user_attrs[ENVIRONMENT_ERROR]))
+        if progress is not None:
+            progress.update(trials_done(study), reports.trial_words(latest, plan.objective))
 
 
 def _finish(study, plan, settings, url, market, lockbox_frames):

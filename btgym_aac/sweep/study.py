@@ -1,20 +1,22 @@
 """The Optuna study of a sweep: its storage (SQLite in the sweep's folder by default, any RDB URL such as
-PostgreSQL's to share it across processes and hosts), the settings it was started with, which make a sweep run again
-the same search (data checksums, the walk-forward's settings, the objective, the space and a digest of the configs),
-the `--out` folder it owns (its trial folders are named by trial number, so one folder serves one study), and its
-trials' book-keeping: which count towards the number asked for, and which were cut off and run again."""
+PostgreSQL's to share it across processes and hosts), the check that a command continues it with the settings it
+was started with (see `settings`), the `--out` folder it owns (its trial folders are named by trial number, so one
+folder serves one study), and its trials' book-keeping: which count towards the number asked for, and which were
+cut off and run again."""
+import contextlib
 import json
 import os
+import re
 import time
+import warnings
 
 import optuna
 import sqlalchemy.exc
+from optuna.exceptions import ExperimentalWarning
 from optuna.trial import TrialState
 
-from btgym_aac.distributed.run_config import config_digest
-from btgym_aac.paths import sha256_file, write_json
-from btgym_aac.sweep.space import describe_space
-from btgym_aac.validation import setting_differences
+from btgym_aac.paths import write_json
+from btgym_aac.sweep.settings import changed_settings, changes_table
 
 STUDY_FILE = 'sweep.db'
 DEFAULT_STUDY = 'sweep'
@@ -40,15 +42,16 @@ def open_study(url, name, settings, direction='maximize'):
     Args:
         url: SQLAlchemy URL of the storage.
         name: the study's name.
-        settings: JSON-ready dict of what defines the search (data checksums, folds, space, objective, ...):
-            recorded with a new study, compared with an existing one's.
+        settings: JSON-ready dict of what defines the search (`settings.sweep_settings`): recorded with a new
+            study, compared with an existing one's.
         direction: 'maximize'.
 
     Returns:
         the optuna Study (sampler and pruner are set by the caller).
 
     Raises:
-        ValueError: the study was started with other settings (naming them).
+        ValueError: the study was started with other settings (a table of each one that changed: setting, then,
+            now).
     """
     try:
         study = optuna.create_study(storage=_storage(url), study_name=name, direction=direction, load_if_exists=True)
@@ -57,12 +60,11 @@ def open_study(url, name, settings, direction='maximize'):
             safe_url(url), type(error).__name__, str(error).splitlines()[0] if str(error) else '')) from error
     if study.user_attrs.get(SETTINGS) is None:
         study.set_user_attr(SETTINGS, settings)  # (a process that sets them at the same moment may win: read back)
-    previous = study.user_attrs[SETTINGS]
-    changed = setting_differences(previous, settings)
+    changed = changed_settings(study.user_attrs[SETTINGS], settings)
     if changed:
-        raise ValueError('study {!r} in {} was started with other settings ({}): continue it with the same ones, or '
+        raise ValueError('study {!r} in {} was started with other settings:\n{}\ncontinue it with the same ones, or '
                          'start another study (another --study and --out)'.format(name, safe_url(url),
-                                                                                 '; '.join(changed)))
+                                                                                 changes_table(changed)))
     return study
 
 
@@ -71,12 +73,25 @@ def _storage(url, attempts=5):
     moment collide (PostgreSQL: a type or table made twice): the loser tries again and finds them made."""
     for attempt in range(attempts):
         try:
-            return optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_SECONDS, grace_period=GRACE_SECONDS,
-                                              heartbeat_stale_trial_callback=_run_again_if_stale)
+            with experimental_feature('heartbeat_interval'):
+                return optuna.storages.RDBStorage(url, heartbeat_interval=HEARTBEAT_SECONDS,
+                                                  grace_period=GRACE_SECONDS,
+                                                  heartbeat_stale_trial_callback=_run_again_if_stale)
         except (sqlalchemy.exc.IntegrityError, sqlalchemy.exc.ProgrammingError):
             if attempt == attempts - 1:
                 raise
             time.sleep(0.2 * (attempt + 1))
+
+
+@contextlib.contextmanager
+def experimental_feature(name):
+    """Silences Optuna's ExperimentalWarning about feature `name` (an argument's or a function's name) inside the
+    block, where this package uses that feature knowingly; every other warning is left as it is."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings('ignore', category=ExperimentalWarning,
+                                message=r'(Argument ``{0}``|([\w.]+\.)?{0}) is (an )?experimental'.format(
+                                    re.escape(name)))
+        yield
 
 
 def safe_url(url):
@@ -86,17 +101,6 @@ def safe_url(url):
         return url
     scheme, _, credentials = head.partition('//')
     return '{}//{}:***@{}'.format(scheme, credentials.split(':', 1)[0], tail)
-
-
-def file_checksums(paths):
-    """[[file name, SHA-256]] of the data files (a study is the same search on any host holding the same data)."""
-    return [[os.path.basename(path), sha256_file(path)] for path in paths]
-
-
-def sweep_settings(paths, configs, space, **walk_forward):
-    """The settings a sweep's study records and compares: the data files' checksums, `walk_forward` (lockbox,
-    folds, train_steps, test_episodes, seed, embargo, objective), the space and the configs' digest."""
-    return dict(walk_forward, data=file_checksums(paths), space=describe_space(space), configs=config_digest(configs))
 
 
 def check_owner(out, url, name):
@@ -163,7 +167,8 @@ def wants_another(study, total):
 
 def running_elsewhere(study):
     """Fails the trials of lost processes (see GRACE_SECONDS) and returns the number of trials still running."""
-    optuna.storages.fail_stale_trials(study)
+    with experimental_feature('fail_stale_trials'):
+        optuna.storages.fail_stale_trials(study)
     return len(study.get_trials(deepcopy=False, states=(TrialState.RUNNING,)))
 
 

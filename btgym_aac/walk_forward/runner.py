@@ -15,12 +15,13 @@ import os
 
 import pandas as pd
 
-from btgym_aac.distributed.run_config import config_digest
+from btgym_aac.distributed.run_config import check_bar_costs, config_digest
 from btgym_aac.data.markets import read_market_spec
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.distributed.checkpoints import STATE_FILE
 from btgym_aac.evaluation.evaluator import evaluate
 from btgym_aac.paths import write_json
+from btgym_aac.progress import Progress
 from btgym_aac.validation import check_whole_number, setting_differences
 from btgym_aac.walk_forward.blocks import (Block, block_windows, fold_env_kwargs, parse_embargo, split_blocks,
                                            train_frames, whole_block, write_block_file)
@@ -78,13 +79,18 @@ def _agents_record(report):
             for name, summary in report['agents'].items()}
 
 
+def _fold_record_path(out, number):
+    """`<out>/fold_<number>/fold.json`: fold `number` is done once it exists."""
+    return os.path.join(out, 'fold_{}'.format(number), FOLD_FILE)
+
+
 def _run_fold(number, blocks, windows, configs, out, train_steps, continue_training, seed, make_launcher,
-              market=None, embargo=None, episode_plots=True):
+              market=None, embargo=None, episode_plots=True, show_progress=False):
     """Trains and evaluates fold `number` (with the oracle of `market`, the data's known-edge market, when given;
-    training ending `embargo` before the test block; the evaluation's per-episode plots where `episode_plots`);
-    returns its record (also `<fold dir>/fold.json`)."""
-    fold_dir = os.path.join(out, 'fold_{}'.format(number))
-    record_path = os.path.join(fold_dir, FOLD_FILE)
+    training ending `embargo` before the test block; the evaluation's per-episode plots where `episode_plots`, its
+    progress where `show_progress`); returns its record (also `<fold dir>/fold.json`)."""
+    record_path = _fold_record_path(out, number)
+    fold_dir = os.path.dirname(record_path)
     if os.path.exists(record_path):
         with open(record_path) as f:
             return json.load(f)
@@ -105,7 +111,7 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
         raise RuntimeError('fold {}: training stopped at env step {} of {}; run the walk-forward again to continue '
                            'it'.format(number, result['global_step'], train_steps))
     report = evaluate(run_dir, data=[test_file], out=os.path.join(fold_dir, 'evaluation'), seed=seed,
-                      windows=windows, plots=episode_plots)
+                      windows=windows, plots=episode_plots, show_progress=show_progress)
     record = {
         'fold': number,
         'train_window': {'first_bar': frames[0].index[0].isoformat(),
@@ -116,6 +122,7 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
         'checkpoint': report['checkpoint'],
         'continued_from': previous,
         'episodes': report['episodes'],
+        'costs': report['costs'],
         'agents': _agents_record(report),
     }
     write_json(record, record_path)
@@ -146,8 +153,11 @@ def plan_folds(env_kwargs, paths, folds, test_episodes, embargo):
 
 
 def plan_frame_folds(env_kwargs, frame, folds, test_episodes, embargo):
-    """(blocks, embargo Timedelta, test windows per fold) of the bars `frame`, checking that fold 0's training data
-    (block 0 less the embargo) and every test block hold an episode window."""
+    """(blocks, embargo Timedelta, test windows per fold) of the bars `frame`, checking that the env's costs fit
+    their prices (`run_config.check_bar_costs`) and that fold 0's training data (block 0 less the embargo) and every
+    test block hold an episode window."""
+    check_bar_costs(env_kwargs, [(float(frame['close'].median()), 'the bars from {} to {}'.format(
+        frame.index[0], frame.index[-1]))])
     blocks = split_blocks(frame, folds)
     gap = parse_embargo(embargo, blocks)
     first = blocks[0]
@@ -156,7 +166,7 @@ def plan_frame_folds(env_kwargs, frame, folds, test_episodes, embargo):
 
 
 def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='runs/walk_forward',
-                 continue_training=False, seed=0, embargo=None, on_fold=None, episode_plots=True):
+                 continue_training=False, seed=0, embargo=None, on_fold=None, episode_plots=True, show_progress=False):
     """Walk-forward out-of-sample test of a training configuration (see the module docstring).
 
     Args:
@@ -176,11 +186,15 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
             raises ends the walk-forward, the folds done staying done).
         episode_plots: every fold's evaluation writes its per-episode plots (False: its report alone; the
             walk-forward's own plots are written either way).
+        show_progress: on stderr, a line as each fold starts (folds done, time per fold and time left, counted
+            over the folds this call trains) and at the end, and every fold's evaluation progress (the training's
+            is the Launcher's `show_progress`, in the configs' `launcher_config`).
 
     Returns:
         the report dict (also written to `<out>/walk_forward.json`): `settings`, `folds` (per fold its train and
-        test windows, global step, checkpoint and every agent's per-episode returns and mean metrics),
-        `summary` (see `summary.summarize`) and `plots`.
+        test windows, global step, checkpoint, the costs its evaluation charged (`evaluation.report.cost_record`)
+        and every agent's per-episode returns and mean metrics), `costs` (the last fold's; None where its record
+        predates them), `summary` (see `summary.summarize`) and `plots`.
 
     Raises:
         ValueError: bad `folds` / `test_episodes` / `train_steps`, a gap longer than a block, a block holding no
@@ -204,12 +218,18 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
     _check_settings(out, settings)
     market = read_market_spec(paths[0]) if len(paths) == 1 else None
     records = []
-    for number in range(len(blocks) - 1):
-        records.append(_run_fold(number, blocks, windows[number], configs, out, train_steps, continue_training, seed,
-                                 make_launcher, market, gap, episode_plots))
-        if on_fold is not None:
-            on_fold(list(records))
-    report = {'settings': settings, 'folds': records, 'summary': summarize(records, seed),
+    num_folds = len(blocks) - 1
+    with Progress('fold', num_folds, line_seconds=0, terminal=False, enabled=show_progress) as progress:
+        for number in range(num_folds):
+            if not os.path.exists(_fold_record_path(out, number)):  # (a fold done before is read back at once)
+                progress.update(number, 'starting fold {}'.format(number))
+            records.append(_run_fold(number, blocks, windows[number], configs, out, train_steps, continue_training,
+                                     seed, make_launcher, market, gap, episode_plots, show_progress))
+            if on_fold is not None:
+                on_fold(list(records))
+        progress.update(num_folds, 'every fold done')
+    report = {'settings': settings, 'folds': records, 'costs': records[-1].get('costs'),
+              'summary': summarize(records, seed),
               'plots': [os.path.basename(plot_stitched_equity(os.path.join(out, EQUITY_PLOT), records)),
                         os.path.basename(plot_fold_metrics(os.path.join(out, FOLD_PLOT), records))]}
     write_json(report, os.path.join(out, REPORT_FILE))

@@ -2,29 +2,9 @@
 return difference against buy-and-hold with a bootstrap confidence interval."""
 import numpy as np
 
+from btgym_aac.evaluation.intervals import CONFIDENCE, RESAMPLES, bootstrap_mean_interval
+
 POLICY, BUY_AND_HOLD, RANDOM, ORACLE = 'policy', 'buy_and_hold', 'random', 'oracle'
-CONFIDENCE = 0.95
-RESAMPLES = 10000
-
-
-def bootstrap_mean_interval(values, confidence=CONFIDENCE, resamples=RESAMPLES, seed=0):
-    """Percentile bootstrap interval of the mean of `values`.
-
-    Args:
-        values: 1-D sequence of numbers (at least one).
-        confidence: coverage of the interval, in (0, 1).
-        resamples: bootstrap resamples (each draws len(values) values with replacement).
-        seed: seed of the resampling.
-
-    Returns:
-        (mean, low, high).
-    """
-    values = np.asarray(values, dtype=np.float64)
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
-    tail = 100 * (1 - confidence) / 2
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return float(values.mean()), float(low), float(high)
 
 
 def fraction_of_oracle(policy_returns, oracle_returns, confidence=CONFIDENCE, resamples=RESAMPLES, seed=0):
@@ -90,7 +70,8 @@ def summarize(folds, seed=0):
     mean, low, high = bootstrap_mean_interval(excess, seed=seed)
     means = {name: float(np.mean(values)) for name, values in returns.items()}
     lines = [
-        'out of sample: {} test episodes over {} folds'.format(len(excess), len(folds)),
+        'out of sample: {} test episode{} over {} fold{}'.format(len(excess), '' if len(excess) == 1 else 's',
+                                                                 len(folds), '' if len(folds) == 1 else 's'),
         'mean return per episode: {}'.format(', '.join('{} {:+.3f} %'.format(name, value)
                                                        for name, value in means.items())),
         'policy minus buy-and-hold: {:+.3f} % per episode, {:.0f} % bootstrap interval [{:+.3f} %, {:+.3f} %]'.format(
