@@ -494,3 +494,52 @@ def test_cost_flags_replace_the_runs_costs_for_the_evaluation(run, report, tmp_p
             assert paid['orders'] == plain['orders'] and sum(plain['orders']) > 0
             lost = np.subtract(plain['final_value'], paid['final_value'])
             np.testing.assert_allclose(lost, paid['spread_cost'], rtol=1e-3, err_msg=name)
+
+
+def test_a_tiled_evaluation_decides_on_every_bar_after_the_first_warm_up(run, tmp_path, capsys):
+    """Consecutive test episodes whose warm-ups overlap the episode before: each first decision is on the bar after
+    the previous window's last; the windows are given with their warm-ups; the policy's steps are in the report."""
+    data = make_random_walk_data(num_bars=1700, start='2018-03-05', seed=4)  # Monday 00:00 to Tuesday 04:19
+    path = str(tmp_path / 'DAT_ASCII_TILE_M1.csv')
+    write_histdata_csv(data, path)
+    assert cli_main(['evaluate', run['log_dir'], '--data', path, '--tile', '--out', str(tmp_path / 'tiled'),
+                     '--no-episode-plots', '--no-tearsheet']) == 0
+    assert 'consecutive windows' in capsys.readouterr().out
+    with open(tmp_path / 'tiled' / 'report.json') as f:
+        report = json.load(f)
+    tiling, windows = report['tiling'], report['windows']
+    times = [datetime.fromisoformat(window[key]) for window in windows
+             for key in ('window_first_bar_time', 'first_bar_time', 'last_bar_time', 'window_last_bar_time')]
+    window_firsts, firsts, lasts, window_lasts = (times[offset::4] for offset in range(4))
+    assert report['episode_type'] == 'test' and report['episodes'] == tiling['windows'] == len(windows) == 7
+    assert window_firsts[0] == data.index[0] and all(first > start for first, start in zip(firsts, window_firsts))
+    assert all(first == last + BAR for last, first in zip(lasts, firsts[1:]))  # played bars follow on
+    assert all(stop - start == (480 - 1) * BAR for start, stop in zip(window_firsts, window_lasts))
+    assert tiling['bars'] == len(data) - data.index.get_loc(firsts[0])
+    assert tiling['bars_skipped'] == len(data) - 1 - data.index.get_loc(lasts[-1])  # the tail, shorter than a window
+    steps = report['policy_steps']
+    assert [episode['window'] for episode in steps] == [
+        dict(window, end_reason=steps[index]['end_reason']) for index, window in enumerate(windows)]
+    for episode in steps:
+        assert datetime.fromisoformat(episode['steps'][0]['time']) == \
+            datetime.fromisoformat(episode['window']['first_bar_time']) + SKIP_FRAME * BAR  # its first decision
+        assert all(step['action'] in range(4) and len(step['probabilities']) == 4 for step in episode['steps'])
+    assert [step['value'] for step in steps[0]['steps']][-1] == pytest.approx(
+        report['agents']['policy']['per_episode']['final_value'][0])
+
+
+def test_tile_refuses_a_count_of_episodes(run, capsys):
+    assert cli_main(['evaluate', run['log_dir'], '--tile', '--episodes', '2']) == 2
+    assert '--tile plays every window of the data: drop --episodes' in capsys.readouterr().err
+
+
+def test_a_policy_that_never_trades_is_warned_of(played):
+    from btgym_aac.evaluation.evaluator import never_trades_warnings
+
+    records = played['scripted']
+    traded = [record for record in records if record.trade_log['fills']]
+    assert traded and never_trades_warnings(traded) == []
+    idle = [dataclasses.replace(record, trade_log=dict(record.trade_log, fills=[])) for record in records]
+    assert never_trades_warnings(idle) == [
+        'the policy placed no order in any of its {} episodes: its returns are the cash\'s, and its metrics say '
+        'nothing of how it trades'.format(len(idle))]

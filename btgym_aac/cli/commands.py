@@ -231,14 +231,23 @@ def _evaluate(args):
     from btgym_aac.env.engine import EngineError
 
     try:
-        report = evaluate(args.log_dir, data=args.data, episodes=args.episodes, out=args.out, seed=args.seed,
+        if args.tile and args.episodes is not None:
+            raise ValueError('--tile plays every window of the data: drop --episodes')
+        report = evaluate(args.log_dir, data=args.data, episodes=args.episodes or 5, out=args.out, seed=args.seed,
                           allow_untrusted=args.allow_untrusted_config, costs=cost_flags(args),
-                          plots=not args.no_episode_plots, show_progress=True, tearsheet=not args.no_tearsheet)
+                          plots=not args.no_episode_plots, show_progress=True, tearsheet=not args.no_tearsheet,
+                          tile=args.tile)
     except EngineError as error:
         print('btgym-aac evaluate: {}'.format(error), file=sys.stderr)
         return 2
     print('checkpoint {} (global step {}), {} {} episodes from seed {}'.format(
         report['checkpoint'], report['global_step'], report['episodes'], report['episode_type'], report['seed']))
+    if 'tiling' in report:
+        tiling = report['tiling']
+        print('tiled: {windows} consecutive windows overlapping by {overlap_bars} bars; {bars_skipped} of the '
+              '{bars} bars from the first one played in no episode'.format(**tiling))
+    for warning in report['warnings']:
+        print('btgym-aac evaluate: warning: {}'.format(warning), file=sys.stderr)
     print(format_table(report))
     if 'fraction_of_oracle' in report:
         print(oracle_line(report['fraction_of_oracle']))

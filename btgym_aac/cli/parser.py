@@ -144,7 +144,10 @@ def _add_evaluate_command(commands):
                             description=_evaluate.__doc__)
     evaluate.add_argument('log_dir', metavar='LOG_DIR', help='log dir of a btgym-aac train run')
     evaluate.add_argument('--data', nargs='+', metavar='CSV', help='evaluate on these OHLC CSV files')
-    evaluate.add_argument('--episodes', type=int, default=5, help='episodes per agent (default: 5)')
+    evaluate.add_argument('--episodes', type=int, help='seeded episodes per agent (default: 5)')
+    evaluate.add_argument('--tile', action='store_true',
+                          help='instead of seeded episodes, consecutive test episodes covering every bar of the data '
+                          'after the first warm-up (each episode\'s warm-up overlaps the one before)')
     evaluate.add_argument('--out', help='folder for report.json and the plots (default: LOG_DIR/evaluation)')
     evaluate.add_argument('--seed', type=_seed, default=0, help='seed of the first episode (default: 0)')
     _add_episode_plots_flag(evaluate, 'report.json alone')

@@ -77,25 +77,31 @@ def reset_options(sample_type, interval=None):
     return {'episode_config': dict(config), 'trial_config': dict(trial_config)}
 
 
-def tile_windows(dataset, max_windows=None):
-    """Non-overlapping episode windows of `dataset`'s bars, in time order.
+def tile_windows(dataset, max_windows=None, overlap=0):
+    """Consecutive episode windows of `dataset`'s bars, in time order.
 
     From the first bar on, a window of the dataset's episode length (`sample_num_records` rows) is taken where it
     starts on one of the dataset's `start_weekdays` and misses at most `time_gap` of time (the dataset's own
-    sampling rules; `start_00` is not applied); the next one starts at its end. Where a window is refused, the
-    start moves on by one bar.
+    sampling rules; `start_00` is not applied); the next one starts `overlap` rows before its end. Where a window
+    is refused, the start moves on by one bar.
 
     Args:
         dataset: a reset `BTgymDataset` (or any data object with `data`, `sample_num_records`, `start_weekdays`,
             `max_time_gap` and `bar_delta`), or a `BTgymMultiData` of them (its master line's windows, which are the
             same rows in every line).
         max_windows: keep at most this many, spread evenly over the tiles (None: all).
+        overlap: rows a window shares with the one before it (an episode's warm-up: see `covering_windows`).
 
     Returns:
         list of [first_row, stop_row) pairs.
+
+    Raises:
+        ValueError: `overlap` is not in [0, episode length).
     """
     dataset = getattr(dataset, 'master_data', dataset)
     index, length = dataset.data.index, dataset.sample_num_records
+    if not 0 <= overlap < length:
+        raise ValueError('windows of {} bars cannot overlap by {} bars'.format(length, overlap))
     weekdays = set(dataset.start_weekdays)
     tiles, first = [], 0
     while first + length <= len(index):
@@ -103,7 +109,7 @@ def tile_windows(dataset, max_windows=None):
         if index[first].weekday() in weekdays and \
                 missing_time(index, first, stop, length, dataset.bar_delta) <= dataset.max_time_gap:
             tiles.append([first, stop])
-            first = stop
+            first = stop - overlap
         else:
             first += 1
     if max_windows is not None and len(tiles) > max_windows:

@@ -4,12 +4,12 @@ import os
 
 from btgym_aac.evaluation.baselines import baseline_agents
 from btgym_aac.evaluation.episodes import (TEST, episode_sample_type, make_evaluation_env, play_episode,
-                                           reset_options)
+                                           reset_options, tile_windows)
 from btgym_aac.evaluation.loading import load_policy, read_run_config
 from btgym_aac.evaluation.oracle_agent import oracle_agent
 from btgym_aac.evaluation.plots import plot_contents, write_plots
-from btgym_aac.evaluation.report import (build_report, check_output_folder, cost_record, fraction_of_oracle,
-                                         write_report)
+from btgym_aac.evaluation.report import (build_report, check_output_folder, cost_record, episode_steps,
+                                         fraction_of_oracle, write_report)
 from btgym_aac.evaluation.tearsheet import TEARSHEET_FILE, write_evaluation_tearsheet
 from btgym_aac.progress import Progress
 
@@ -22,7 +22,7 @@ def _checkpoint_step(path):
 
 
 def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False, windows=None, costs=None,
-             plots=True, show_progress=False, tearsheet=False):
+             plots=True, show_progress=False, tearsheet=False, tile=False):
     """Evaluates a run's latest checkpoint against buy-and-hold and a random policy.
 
     Single-asset (BTgymEnv) and multi-asset runs (MultiDiscreteEnv, PortfolioEnv) are evaluated; the baselines are
@@ -53,9 +53,13 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         plots: write the PNG plots of every episode (False: report.json alone, its `plots` empty).
         show_progress: show the episodes played and the current one's steps on stderr (`play_with_baselines`).
         tearsheet: also write `<out>/tearsheet.html`, the evaluation's page (`tearsheet.write_evaluation_tearsheet`).
+        tile: play consecutive test episodes covering every bar of the data after the first warm-up
+            (`covering_windows`) instead of `episodes` seeded ones; the report's `tiling` says how many windows
+            and which bars no episode decided on.
 
     Returns:
-        the report dict (also written to `<out>/report.json`).
+        the report dict (also written to `<out>/report.json`; its `policy_steps` hold the policy's episodes step
+        by step, `report.episode_steps`, and its `warnings` one when the policy never placed an order).
 
     Raises:
         FileNotFoundError: missing log dir, run_config.pkl, checkpoint or data file.
@@ -72,18 +76,79 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
     env = make_evaluation_env(run_config, data, costs)
     try:
         charged = env.cost_settings()
+        tiling = None
+        if tile:
+            windows, overlap = covering_windows(env, seed)
         sample_type, plan = _episode_plan(env, episodes, windows)
         policy, records = _play_agents(env, log_dir, plan, seed, allow_untrusted, show_progress)
+        if tile:
+            tiling = tiling_record(env, records[POLICY], overlap)
     finally:
         env.close()
     report = build_report(records, dict(_run_description(log_dir, policy, data, sample_type, seed),
                                         costs=cost_record(charged, costs)))
     if ORACLE in records:
         report['fraction_of_oracle'] = fraction_of_oracle(report['agents'])
+    if tiling is not None:
+        report['tiling'] = tiling
+    report['warnings'] = never_trades_warnings(records[POLICY])
+    report['policy_steps'] = [episode_steps(record) for record in records[POLICY]]
     _write_outputs(report, out, records, policy, plots)
     if tearsheet:
         write_evaluation_tearsheet(os.path.join(out, TEARSHEET_FILE), report, records, run_config)
     return report
+
+
+def covering_windows(env, seed):
+    """Consecutive windows covering every bar of the env's data after the first warm-up.
+
+    The dataset's windows (`episodes.tile_windows`, its episode length and sampling rules) overlap by the bars
+    before a window's first decision: an episode plays the `skip_frame` bars before its first decision and stops
+    `skip_frame` bars before its window's end, so each episode plays on from the bar after the previous one's last.
+    The overlap is measured on the first window, played once by buy-and-hold before the agents play.
+
+    Args:
+        env: the evaluation env (its dataset reset).
+        seed: the seed of that first play.
+
+    Returns:
+        (list of [first_row, stop_row) pairs, the overlap in bars).
+
+    Raises:
+        ValueError: the data holds no episode window.
+    """
+    dataset = env.dataset
+    tiles = tile_windows(dataset)
+    if not tiles:
+        raise ValueError('the data holds no episode window of the run\'s episode length ({} bars) under its '
+                         'sampling rules'.format(getattr(dataset, 'master_data', dataset).sample_num_records))
+    probe, _ = baseline_agents(env, seed)
+    first_decision = play_episode(env, probe, seed, reset_options(TEST, tiles[0])).step_times[0]
+    overlap = int(_data_index(env).get_loc(first_decision)) - tiles[0][0]
+    return tile_windows(dataset, overlap=overlap), overlap
+
+
+def tiling_record(env, records, overlap):
+    """The report's `tiling`: {'windows', 'overlap_bars', 'bars' (from the first bar played to the data's end),
+    'bars_skipped' (of those, bars no episode played: where the dataset's rules refuse a window start, where an
+    episode ended early, and the tail shorter than an episode)}."""
+    index = _data_index(env)
+    played = {time for record in records for time in record.bar_times}
+    bars = len(index) - int(index.get_loc(records[0].bar_times[0]))
+    return {'windows': len(records), 'overlap_bars': overlap, 'bars': bars, 'bars_skipped': bars - len(played)}
+
+
+def _data_index(env):
+    """The bar times of the env's data (its master line's for several data lines)."""
+    return getattr(env.dataset, 'master_data', env.dataset).data.index
+
+
+def never_trades_warnings(policy_records):
+    """The report's `warnings`: one when the policy placed no order in any episode."""
+    if any(record.trade_log.get('fills') for record in policy_records):
+        return []
+    return ['the policy placed no order in any of its {} episodes: its returns are the cash\'s, and its metrics say '
+            'nothing of how it trades'.format(len(policy_records))]
 
 
 def _check_episode_count(episodes, windows):
@@ -170,7 +235,7 @@ def _run_description(log_dir, policy, data, sample_type, seed):
         'checkpoint': policy.checkpoint,
         'global_step': _checkpoint_step(policy.checkpoint),
         'data': 'run data' if not data else ([data] if isinstance(data, str) else list(data)),
-        'episode_type': 'test' if sample_type == TEST else 'train',
+        'episode_type': 'test' if sample_type == TEST or data else 'train',
         'seed': seed,
     }
 
