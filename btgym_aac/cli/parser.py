@@ -3,6 +3,7 @@ import argparse
 
 from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _train, _walk_forward
 from btgym_aac.cli.order_flags import add_order_flags
+from btgym_aac.cli.parity_command import _parity
 from btgym_aac.cli.sweep_command import _sweep
 from btgym_aac.cli.tearsheet_command import _tearsheet
 from btgym_aac.cli.trade_command import _trade
@@ -310,6 +311,27 @@ def _add_tearsheet_command(commands):
     tearsheet.set_defaults(run=_tearsheet)
 
 
+def _add_parity_command(commands):
+    """Adds `parity LOG_DIR ARTIFACT --data CSV ... --out DIR`.
+
+    Args:
+        commands: the subparsers action of the `btgym-aac` parser.
+    """
+    parity = _add_command(commands, 'parity', help='check that an artifact trades as its run is evaluated',
+                          description=_parity.__doc__)
+    parity.add_argument('log_dir', metavar='LOG_DIR', help='log dir of a btgym-aac train run')
+    parity.add_argument('artifact', metavar='ARTIFACT', help='its policy artifact (btgym-aac export)')
+    parity.add_argument('--data', nargs='+', metavar='CSV', required=True, help='OHLC CSV files of the bars')
+    parity.add_argument('--out', required=True, help='a new folder for the replayed bars, the trade run and '
+                        'parity.json')
+    parity.add_argument('--window', type=int, default=0,
+                        help='which of the data\'s consecutive episode windows (default: 0, the first)')
+    parity.add_argument('--backend', choices=('onnx', 'tf'), default='onnx', help='the artifact\'s backend '
+                        '(default: onnx)')
+    _add_untrusted_flag(parity, 'the run\'s configs are unpickled from LOG_DIR/run_config.pkl')
+    parity.set_defaults(run=_parity)
+
+
 def _add_demo_command(commands):
     """Adds `demo`.
 
@@ -328,7 +350,7 @@ def build_parser():
     parser = argparse.ArgumentParser(prog='btgym-aac', description=COMMAND_DESCRIPTION)
     commands = parser.add_subparsers(dest='command', required=True)
     for add_command in (_add_train_command, _add_evaluate_command, _add_cluster_node_command, _add_export_command,
-                        _add_trade_command, _add_tearsheet_command, _add_walk_forward_command, _add_sweep_command,
+                        _add_trade_command, _add_tearsheet_command, _add_parity_command, _add_walk_forward_command, _add_sweep_command,
                         _add_demo_command):
         add_command(commands)
     return parser

@@ -190,22 +190,22 @@ def episode_steps(record):
     """One episode of an agent step by step: its window, and at every decision the bar time, the action sent, the
     action probabilities (PortfolioEnv: the target weights; absent for agents without them) and the broker value
     after the step; the fills (with their prices and costs) and the end reason."""
-    steps = [{'time': _json_value(time), 'action': _json_ready(action), 'value': float(value)}
+    steps = [{'time': _json_value(time), 'action': json_ready(action), 'value': float(value)}
              for time, action, value in zip(record.step_times[:-1], record.actions, record.step_values[1:])]
     for step, probabilities in zip(steps, record.probabilities):
-        step['probabilities'] = _json_ready(probabilities)
+        step['probabilities'] = json_ready(probabilities)
     return {'window': {key: _json_value(value) for key, value in record.window().items()}, 'steps': steps,
-            'fills': _json_ready(record.trade_log.get('fills', [])), 'end_reason': record.trade_log.get('end_reason')}
+            'fills': json_ready(record.trade_log.get('fills', [])), 'end_reason': record.trade_log.get('end_reason')}
 
 
-def _json_ready(value):
+def json_ready(value):
     """`value` with numpy arrays and scalars, datetimes and nested dicts and lists made JSON-ready."""
     if isinstance(value, dict):
-        return {str(key): _json_ready(item) for key, item in value.items()}
+        return {str(key): json_ready(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_json_ready(item) for item in value]
+        return [json_ready(item) for item in value]
     if isinstance(value, np.ndarray):
-        return _json_ready(value.tolist())
+        return json_ready(value.tolist())
     return _json_value(value)
 
 
