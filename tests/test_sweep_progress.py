@@ -62,3 +62,14 @@ def test_a_continued_sweep_estimates_the_time_left_from_its_own_trials(tmp_path,
     assert lines[0].startswith('trials 2/4 ') and 'no estimate yet' in lines[0]  # the study's, not this command's
     assert lines[1].startswith('trials 3/4 ') and 'time left 01:40' in lines[1]  # 1 trial in 100 s, 1 left
     assert lines[2].startswith('trials 4/4 ') and 'time left 00:00' in lines[2]
+
+
+def test_the_trials_clusters_show_no_progress_of_their_own_and_the_digest_is_the_same():
+    from btgym_aac.distributed.run_config import config_digest, default_configs
+    from btgym_aac.sweep.runner import quiet_training
+
+    configs = default_configs(import_classes=False)
+    quiet = quiet_training(configs)
+    assert quiet['launcher_config'] == dict(configs['launcher_config'], show_progress=False)
+    assert 'show_progress' not in configs['launcher_config']  # the caller's configs are left alone
+    assert config_digest(quiet) == config_digest(configs)

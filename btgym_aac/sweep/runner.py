@@ -67,7 +67,8 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
         search_only: run trials only (a helper host of a shared `storage`): no wait for other commands' trials, no
             lockbox test, no report file; a command without it makes them. The returned report holds the trials.
         show_progress: show the trials done of `trials` and the time left on stdout, after every trial (a bar
-            redrawn on a terminal, a line elsewhere; see `btgym_aac.progress`).
+            redrawn on a terminal, a line elsewhere; see `btgym_aac.progress`). The trials' and the lockbox test's
+            clusters show no progress of their own (`quiet_training`).
 
     Returns:
         the report (also `<out>/sweep.json`): settings, trials, best trial, its validation summary, lockbox test,
@@ -94,8 +95,8 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
         claim_out(out, url, name)
         market = read_market_spec(paths[0]) if len(paths) == 1 else None
         validation_file, lockbox_file = write_sweep_data(validation, held_out, out, market)
-        plan = TrialPlan(configs, space, validation_file, out, folds, train_steps, test_episodes, seed, embargo,
-                         objective, episode_plots, search_only)
+        plan = TrialPlan(quiet_training(configs), space, validation_file, out, folds, train_steps, test_episodes,
+                         seed, embargo, objective, episode_plots, search_only)
         if storage is None:
             fail_orphans(study)
         run_interrupted_again(study)
@@ -103,6 +104,12 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
             progress.update(trials_done(study))
             _search_in_processes(plan, url, name, settings, trials, pruner, parallel, storage is not None, progress)
         return _finish(study, plan, settings, url, market, (validation, held_out) if lockbox_file else None)
+
+
+def quiet_training(configs):
+    """`configs` whose Launchers show no progress of their own (the sweep shows the trials'); `show_progress` is
+    not part of the configs' digest."""
+    return dict(configs, launcher_config=dict(configs.get('launcher_config') or {}, show_progress=False))
 
 
 def split_lockbox(frame, fraction):
