@@ -28,7 +28,7 @@ def pytest_collection_finish(session):
 @pytest.fixture(autouse=True, scope='session')
 def sessions_configured_as_the_package_does():
     """A `tf.Session` made without a config gets the one every session of the package has (grappler off, see
-    `algorithms.session_config`) with idle threads that sleep (as a worker's, `worker.quiet_threads_config`), so
+    `algorithms.common.sessions.session_config`) with idle threads that sleep (as a worker's, `worker.quiet_threads_config`), so
     that a test measures what users run and two xdist processes do not spin against each other. Tests that give a
     config keep theirs. Nothing is done where no test module imported TensorFlow."""
     if 'tensorflow' not in sys.modules:

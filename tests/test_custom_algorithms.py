@@ -134,7 +134,7 @@ def test_original_arguments_that_are_not_used_are_warned_about_by_name():
         assert any('`{}` of the original btgym is not used here'.format(name) in text for text in messages), name
 
 
-@pytest.mark.parametrize('hook', ['_get_main_feeder', '_process_rollouts'])
+@pytest.mark.parametrize('hook', ['_get_main_feeder', '_process_rollouts', 'process_data', 'process_summary'])
 def test_a_subclass_overriding_a_hook_that_is_no_longer_called_is_refused_by_name(hook):
     subclass = type('OldStyleTrainer', (A3C,), {hook: lambda self, *args, **kwargs: None})
     with pytest.raises(TypeError, match='OldStyleTrainer overrides {}, a hook of the original trainer'.format(hook)):

@@ -543,3 +543,10 @@ def test_a_policy_that_never_trades_is_warned_of(played):
     assert never_trades_warnings(idle) == [
         'the policy placed no order in any of its {} episodes: its returns are the cash\'s, and its metrics say '
         'nothing of how it trades'.format(len(idle))]
+
+
+def test_tile_needs_held_out_data(run, tmp_path, capsys):
+    assert cli_main(['evaluate', run['log_dir'], '--tile', '--out', str(tmp_path / 'own')]) == 2
+    assert '--tile plays every window of held-out data: give it with --data' in capsys.readouterr().err
+    with pytest.raises(ValueError, match='tile plays consecutive windows of the data given as `data`'):
+        evaluate(run['log_dir'], tile=True, out=str(tmp_path / 'api'))

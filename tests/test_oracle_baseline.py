@@ -10,7 +10,7 @@ from btgym_aac.env import BTgymEnv
 from btgym_aac.evaluation.baselines import BuyAndHoldAgent
 from btgym_aac.evaluation.episodes import play_episode, reset_options
 from btgym_aac.evaluation.trade_log import TRADE_LOG_NAME, TradeLog
-from btgym_aac.evaluation.oracle_agent import (LOOKAHEAD_DECISIONS, OracleAgent, env_commission, market_spec_of,
+from btgym_aac.evaluation.oracle_agent import (LOOKAHEAD_DECISIONS, OracleAgent, market_spec_of,
                                                oracle_agent)
 from btgym_aac.strategy import DevStrat_4_11
 
@@ -87,7 +87,7 @@ def test_the_oracle_decides_on_the_bars_up_to_the_envs_current_bar_only(tmp_path
     try:
         agent = oracle_agent(env)
         assert isinstance(agent, OracleAgent) and agent.oracle.horizon == LOOKAHEAD_DECISIONS * DevStrat_4_11.skip_frame
-        assert env_commission(env) == COMMISSION and agent.oracle.commission == COMMISSION
+        assert env.cost_settings()['commission'] == COMMISSION and agent.oracle.commission == COMMISSION
         agent.expected = np.arange(len(agent.times), dtype=np.float64) * 1e-9  # each bar's number, too weak to trade
         read = []
         expected_now = agent.expected_now

@@ -389,20 +389,6 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
         return RunnerSummaryWriter(self.summary_writer, self.ep_summary, self.config.test_mode, self.task == 0,
                                    self.global_step, self.global_episode)
 
-    def process_summary(self, sess, data, model_data=None, step=None, episode=None):
-        """Writes episode statistics, renderings (chief only) and the model summary (see
-        `summaries.RunnerSummaryWriter`); the train step writes its own.
-
-        Args:
-            sess: session.
-            data: merged runner data.
-            model_data: serialized model summary or None.
-            step, episode: summary steps (default: the global step of the last train step, the global episode).
-        """
-        writer = self._summary_writer()
-        if writer is not None:
-            writer.write(sess, data, model_data, self.last_global_step if step is None else step, episode)
-
 
 class Unreal(BaseAAC):
     """UNREAL: A3C with the auxiliary tasks of https://arxiv.org/abs/1611.05397 (all flags available; fixed:

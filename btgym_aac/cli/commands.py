@@ -233,6 +233,9 @@ def _evaluate(args):
     try:
         if args.tile and args.episodes is not None:
             raise ValueError('--tile plays every window of the data: drop --episodes')
+        if args.tile and not args.data:
+            raise ValueError('--tile plays every window of held-out data: give it with --data (the run\'s own data '
+                             'holds its training bars)')
         report = evaluate(args.log_dir, data=args.data, episodes=args.episodes or 5, out=args.out, seed=args.seed,
                           allow_untrusted=args.allow_untrusted_config, costs=cost_flags(args),
                           plots=not args.no_episode_plots, show_progress=True, tearsheet=not args.no_tearsheet,

@@ -304,9 +304,10 @@ class EnvComponents:
         prices (`costs.check_cost_sizes`, against the lowest-priced data line), and logs a warning of each large one
         in the env of task 0 (a lone env, or the first env of a run's chief: a run warns once). A broker of a given
         `engine` that is no CostBroker is the user's own and left alone."""
-        if not isinstance(self.engine.broker, CostBroker):
+        prices = lowest_median_close(self.dataset)
+        if not isinstance(self.engine.broker, CostBroker) or prices is None:  # (None: bars loaded later)
             return
-        for warning in check_cost_sizes(self.cost_settings(), *lowest_median_close(self.dataset)):
+        for warning in check_cost_sizes(self.cost_settings(), *prices):
             if self.task == 0:
                 self.log.warning(warning)
 

@@ -53,9 +53,9 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         plots: write the PNG plots of every episode (False: report.json alone, its `plots` empty).
         show_progress: show the episodes played and the current one's steps on stderr (`play_with_baselines`).
         tearsheet: also write `<out>/tearsheet.html`, the evaluation's page (`tearsheet.write_evaluation_tearsheet`).
-        tile: play consecutive test episodes covering every bar of the data after the first warm-up
+        tile: play consecutive test episodes covering every bar of `data` after the first warm-up
             (`covering_windows`) instead of `episodes` seeded ones; the report's `tiling` says how many windows
-            and which bars no episode decided on.
+            and which bars no episode played. Needs `data` (the run's own data holds its training bars).
 
     Returns:
         the report dict (also written to `<out>/report.json`; its `policy_steps` hold the policy's episodes step
@@ -69,6 +69,9 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
             others.
     """
     _check_episode_count(episodes, windows)
+    if tile and (windows is not None or not data):
+        raise ValueError('tile plays consecutive windows of the data given as `data` (held-out bars): give data, '
+                         'and no windows')
     log_dir = os.path.abspath(log_dir)
     out = os.path.abspath(out or os.path.join(log_dir, 'evaluation'))
     check_output_folder(out)

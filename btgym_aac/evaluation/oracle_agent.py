@@ -30,12 +30,6 @@ def market_spec_of(dataset):
     return spec
 
 
-def env_commission(env):
-    """The commission per side of the env's episodes, as the broker takes it (`EnvComponents.cost_settings`): a
-    fraction of the traded value, or money per unit with a 'per_unit' `costs.CostBroker`."""
-    return env.cost_settings()['commission']
-
-
 def env_cost_per_side(env, price):
     """What one fill costs in the env's episodes, as a fraction of the traded value at `price`: the commission,
     half the spread and the slippage of the engine's broker (`EnvComponents.cost_settings`; backtrader's slippage,

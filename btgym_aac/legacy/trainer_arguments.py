@@ -13,6 +13,7 @@ REMOVED_HOOKS = {
     '_process_rollouts': 'override extra_feed for placeholders of your own (the batches are learner.TrainBatches)',
     'process_data': 'the train step builds its feed in Learner.train_feed; override extra_feed for placeholders of '
                     'your own',
+    'process_summary': 'the train step writes its summaries with Learner.summaries (summaries.RunnerSummaryWriter)',
 }
 """Hooks of the original's BaseAAC that the train step does not call, and what to override instead."""
 
