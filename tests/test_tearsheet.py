@@ -24,7 +24,7 @@ from btgym_aac.deploy.trading import trade
 from btgym_aac.env import BTgymEnv
 from btgym_aac.evaluation.baselines import baseline_agents
 from btgym_aac.evaluation.episodes import EpisodeRecord, make_evaluation_env, play_episode, reset_options
-from btgym_aac.evaluation.intervals import bootstrap_mean_interval
+from btgym_aac.evaluation.metrics import bootstrap_mean_interval
 from btgym_aac.evaluation.report import build_report
 from btgym_aac.evaluation.tearsheet import chained_step_returns, write_evaluation_tearsheet
 from btgym_aac.strategy import DevStrat_4_11

@@ -32,7 +32,7 @@ from btgym_aac.algorithms.acting.construction import SampleCycles
 from btgym_aac.algorithms.summaries import RunnerSummaryWriter, make_episode_summaries
 from btgym_aac.algorithms.devices import global_device, make_step_counters, on_device, worker_device
 from btgym_aac.algorithms.learner import (Learner, TrainOps, decayed_learn_rate, make_train_ops, rollout_is_train,
-                                          train_batches, train_feed)
+                                          step_feed)
 from btgym_aac.algorithms.objective import LossBuilders, base_loss, make_train_targets, pixel_control_q_target
 from btgym_aac.algorithms.acting.construction import RunnerSetup, make_runners
 from btgym_aac.legacy.trainer_arguments import IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks, original_attributes
@@ -307,7 +307,10 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
         """
         self.summary_writer = summary_writer
         if self.learner is not None:
-            self.learner.start(sess, self._summary_writer())
+            summaries = None if summary_writer is None else RunnerSummaryWriter(
+                summary_writer, self.ep_summary, self.config.test_mode, self.task == 0, self.global_step,
+                self.global_episode)
+            self.learner.start(sess, summaries)
         for runner in self.runners:
             runner.start_runner(sess, summary_writer, **kwargs)
 
@@ -326,8 +329,8 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
 
     def process_data(self, sess, data, is_train, pi, pi_prime=None):
         """The feed dict of a train step of policies `pi` (and `pi_prime`) on merged runner `data` (its train
-        rollouts only; see `learner.train_batches`, `learner.train_feed`). The train step builds its feed itself
-        (`Learner.train_feed`): to feed placeholders of your own, override `extra_feed`.
+        rollouts only; `learner.step_feed`, as the train step's `Learner.train_feed` builds it for the trainer's own
+        policies): to feed placeholders of your own, override `extra_feed`.
 
         Args:
             sess: session (unused; the original's signature).
@@ -338,11 +341,8 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
         Returns:
             feed dict.
         """
-        batches = train_batches(self.config, data, is_train)
-        feed = train_feed(self.targets, batches, pi, pi_prime if self.config.use_target_policy else None,
-                          self.config.use_off_policy_aac)
-        feed.update(self.extra_feed(batches))
-        return feed
+        return step_feed(self.config, self.targets, data, is_train, pi,
+                         pi_prime if self.config.use_target_policy else None, self.extra_feed)
 
     def extra_feed(self, batches):
         """Extension point: values of a subclass's own placeholders for a train step.
@@ -381,13 +381,6 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
     def last_global_step(self):
         """The global step after the latest train step (None before the first, or without a learner)."""
         return self.learner.last_global_step if self.learner is not None else None
-
-    def _summary_writer(self):
-        """The `RunnerSummaryWriter` of `summary_writer` (None without one)."""
-        if self.summary_writer is None:
-            return None
-        return RunnerSummaryWriter(self.summary_writer, self.ep_summary, self.config.test_mode, self.task == 0,
-                                   self.global_step, self.global_episode)
 
 
 class Unreal(BaseAAC):

@@ -240,6 +240,28 @@ def train_feed(targets, batches, pi, pi_prime=None, off_policy_prime=False):
     return feed
 
 
+def step_feed(config, targets, data, is_train, pi, pi_prime=None, extra_feed=None):
+    """The feed dict of a train step on merged runner `data`: its train rollouts processed (`train_batches`) and fed
+    to the policies and targets (`train_feed`), plus `extra_feed(batches)`.
+
+    Args:
+        config: the trainer's resolved `AacConfig`.
+        targets: the trainer's TrainTargets.
+        data: merged runner data (see `BaseAAC.get_data`).
+        is_train: list of bools, one per on-policy rollout.
+        pi, pi_prime: local policy and target policy (or None).
+        extra_feed: None, or fn(TrainBatches) -> dict of more placeholder values.
+
+    Returns:
+        dict placeholder -> value.
+    """
+    batches = train_batches(config, data, is_train)
+    feed = train_feed(targets, batches, pi, pi_prime, config.use_off_policy_aac)
+    if extra_feed is not None:
+        feed.update(extra_feed(batches))
+    return feed
+
+
 # ---------------------------------------------------------------------------------------------- running
 
 SessionCall = collections.namedtuple('SessionCall', ['name', 'fetches', 'targets'])
@@ -312,12 +334,9 @@ class Learner:
         self.summaries = summaries
 
     def train_feed(self, data, is_train):
-        """The feed dict of a train step on merged runner `data` whose rollouts `is_train` marks for training."""
-        batches = train_batches(self.config, data, is_train)
-        feed = train_feed(self.targets, batches, self.pi, self.pi_prime, self.config.use_off_policy_aac)
-        if self.extra_feed is not None:
-            feed.update(self.extra_feed(batches))
-        return feed
+        """The feed dict of a train step on merged runner `data` whose rollouts `is_train` marks for training
+        (`step_feed` for the learner's policies)."""
+        return step_feed(self.config, self.targets, data, is_train, self.pi, self.pi_prime, self.extra_feed)
 
     def train_step(self, sess, data):
         """One train step on merged runner `data` (one rollout from every runner, see `BaseAAC.get_data`):

@@ -3,10 +3,8 @@ import argparse
 
 from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _train, _walk_forward
 from btgym_aac.cli.order_flags import add_order_flags
-from btgym_aac.cli.parity_command import _parity
 from btgym_aac.cli.sweep_command import _sweep
-from btgym_aac.cli.tearsheet_command import _tearsheet
-from btgym_aac.cli.trade_command import _trade
+from btgym_aac.cli.trade_command import _parity, _tearsheet, _trade
 from btgym_aac.distributed.run_config import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS, PRESETS, TRAINER_CLASSES
 from btgym_aac.progress import PLAIN_LINE_SECONDS
 from btgym_aac.sweep import OBJECTIVES, PRUNERS
@@ -350,7 +348,7 @@ def build_parser():
     parser = argparse.ArgumentParser(prog='btgym-aac', description=COMMAND_DESCRIPTION)
     commands = parser.add_subparsers(dest='command', required=True)
     for add_command in (_add_train_command, _add_evaluate_command, _add_cluster_node_command, _add_export_command,
-                        _add_trade_command, _add_tearsheet_command, _add_parity_command, _add_walk_forward_command, _add_sweep_command,
-                        _add_demo_command):
+                        _add_trade_command, _add_tearsheet_command, _add_parity_command, _add_walk_forward_command,
+                        _add_sweep_command, _add_demo_command):
         add_command(commands)
     return parser

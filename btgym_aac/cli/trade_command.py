@@ -1,5 +1,10 @@
-"""The `btgym-aac trade` command: a policy artifact on live feeds (`btgym_aac.deploy.trading.trade`)."""
+"""The commands around trading a policy artifact: `trade` (on live feeds, `btgym_aac.deploy.trading.trade`),
+`tearsheet` (the page of a trade run, `btgym_aac.deploy.tearsheet`) and `parity` (`evaluate` and a replayed `trade`
+on the same bars, compared: `btgym_aac.deploy.parity`)."""
+import os
 import sys
+
+from btgym_aac.evaluation.tearsheet import TEARSHEET_FILE
 
 
 def feed_arguments(values):
@@ -43,3 +48,39 @@ def _trade(args):
           '{}'.format(result['decisions'], result['journaled'], result['bars'], result['ended'], positions,
                       result['cash'], result['broker_value'], args.out))
     return 0
+
+
+def _tearsheet(args):
+    """Writes the tearsheet of a `trade` run: one self-contained HTML page of its journal (the broker value at every
+    decision against the traded prices, the drawdown, the returns per day, the costs, the fills and the settings),
+    to TRADE_DIR/tearsheet.html or --out. ARTIFACT is the artifact the run traded with. A run still going is read as
+    far as it got. (`evaluate` and `walk-forward` write their own tearsheets.)"""
+    from btgym_aac.deploy.tearsheet import write_trade_tearsheet
+
+    path = write_trade_tearsheet(args.out or os.path.join(args.trade_dir, TEARSHEET_FILE), args.trade_dir,
+                                 args.artifact)
+    print('tearsheet: {}'.format(os.path.abspath(path)))
+    return 0
+
+
+def _parity(args):
+    """Checks that a policy artifact trades as its run's policy is evaluated: plays one episode window of the data
+    (--window, of the data's consecutive windows) with the run's policy as `evaluate` does, replays the window's bars
+    (its warm-up included) to the artifact in a paper `trade` run, and compares the decision times, actions,
+    action probabilities, fills and final value. Writes the replayed bars, the trade run and parity.json to --out.
+    Exit status 0: no difference; 1: differences (printed, and listed in parity.json)."""
+    from btgym_aac.deploy.parity import PARITY_FILE, check_parity
+
+    report = check_parity(args.log_dir, args.artifact, args.data, args.out, window=args.window,
+                          backend=args.backend, allow_untrusted=args.allow_untrusted_config)
+    window = report['window']
+    print('window {} ({} to {}): evaluate {} decisions, {} fills, final value {:.2f}; trade {} decisions, {} fills, '
+          'final value {:.2f}'.format(
+              report['window_index'], window['window_first_bar_time'], window['window_last_bar_time'],
+              report['evaluate']['decisions'], report['evaluate']['fills'], report['evaluate']['final_value'],
+              report['trade']['decisions'], report['trade']['fills'], report['trade']['final_value']))
+    for kind, entry in report['differences'].items():
+        if entry['count']:
+            print('{}: {} differences, first: {}'.format(kind, entry['count'], entry['shown'][0]))
+    print('parity: {} ({})'.format('yes' if report['parity'] else 'NO', '{}/{}'.format(args.out, PARITY_FILE)))
+    return 0 if report['parity'] else 1

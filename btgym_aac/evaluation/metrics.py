@@ -1,4 +1,5 @@
-"""Per-episode trading metrics from broker values, rewards and the trade log (plain numpy, no TensorFlow)."""
+"""Per-episode trading metrics from broker values, rewards and the trade log, and the bootstrap interval of their
+mean (plain numpy, no TensorFlow)."""
 import numpy as np
 
 METRIC_NAMES = ('total_reward', 'start_value', 'final_value', 'return_pct', 'orders', 'trades', 'win_rate',
@@ -110,3 +111,27 @@ def asset_metrics(asset, trade_log, positions):
         'time_in_market': float(np.mean(positions != 0)),
         'mean_abs_position': float(np.mean(np.abs(positions))),
     }
+
+
+CONFIDENCE = 0.95
+RESAMPLES = 10000
+
+
+def bootstrap_mean_interval(values, confidence=CONFIDENCE, resamples=RESAMPLES, seed=0):
+    """Percentile bootstrap interval of the mean of `values`.
+
+    Args:
+        values: 1-D sequence of numbers (at least one).
+        confidence: coverage of the interval, in (0, 1).
+        resamples: bootstrap resamples (each draws len(values) values with replacement).
+        seed: seed of the resampling.
+
+    Returns:
+        (mean, low, high).
+    """
+    values = np.asarray(values, dtype=np.float64)
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, len(values), size=(resamples, len(values)))].mean(axis=1)
+    tail = 100 * (1 - confidence) / 2
+    low, high = np.percentile(means, [tail, 100 - tail])
+    return float(values.mean()), float(low), float(high)

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from btgym_aac.class_refs import class_name
-from btgym_aac.evaluation.intervals import CONFIDENCE, RESAMPLES, bootstrap_mean_interval
+from btgym_aac.evaluation.metrics import CONFIDENCE, RESAMPLES, bootstrap_mean_interval
 
 TEARSHEET_FILE = 'tearsheet.html'
 POLICY, BUY_AND_HOLD = 'policy', 'buy_and_hold'

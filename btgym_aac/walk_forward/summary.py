@@ -2,7 +2,7 @@
 return difference against buy-and-hold with a bootstrap confidence interval."""
 import numpy as np
 
-from btgym_aac.evaluation.intervals import CONFIDENCE, RESAMPLES, bootstrap_mean_interval
+from btgym_aac.evaluation.metrics import CONFIDENCE, RESAMPLES, bootstrap_mean_interval
 
 POLICY, BUY_AND_HOLD, RANDOM, ORACLE = 'policy', 'buy_and_hold', 'random', 'oracle'
 
