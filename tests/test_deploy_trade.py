@@ -71,12 +71,29 @@ def replay_specs(frames, folder):
     return specs
 
 
-def read_journal(folder):
+def read_lines(folder):
     with open(os.path.join(str(folder), 'journal.jsonl')) as f:
         return [json.loads(line) for line in f]
 
 
-def assert_as_evaluated(result, journal, record):
+def read_journal(folder):
+    """The decisions of a trade folder's journal."""
+    return [entry for entry in read_lines(folder) if 'record' not in entry]
+
+
+def end_records(folder):
+    return [entry for entry in read_lines(folder) if entry.get('record') == 'end']
+
+
+def read_state(folder):
+    with open(os.path.join(str(folder), 'state.json')) as f:
+        return json.load(f)
+
+
+def assert_as_evaluated(result, folder, record):
+    """The trade run in `folder` took `evaluate`'s decisions, and its journal holds every fill of the episode and
+    its final value, as state.json does."""
+    journal = read_journal(folder)
     assert [entry['bar_time'] for entry in journal] == [time.isoformat() for time in record.step_times[:-1]]
     assert [entry['action'] for entry in journal] == [
         {asset: int(index) for asset, index in action.items()} if isinstance(action, dict) else int(action)
@@ -86,14 +103,20 @@ def assert_as_evaluated(result, journal, record):
     assert result['fills'] == record.trade_log['fills'] and result['fills']
     assert result['broker_value'] == record.step_values[-1]
     assert result['end_message'] == record.trade_log['end_reason'] == 'END OF DATA'
+    [end] = end_records(folder)
+    journaled_fills = [fill for entry in journal + [end] for fill in entry['fills']]
+    assert journaled_fills == [dict(fill, time=fill['time'].isoformat()) for fill in record.trade_log['fills']]
+    assert end['broker_value'] == read_state(folder)['broker_value'] == record.step_values[-1]
+    assert end['positions'] == read_state(folder)['positions'] and not any(end['positions'].values())
+    assert (end['stop'], end['exit_code'], end['episode_ended']) == ('end of data', 0, True)
 
 
 def test_a_replayed_episode_trades_as_evaluate_on_the_same_bars(reference_artifact, tmp_path, monkeypatch):
     log_dir, artifact = reference_artifact
     record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
-    result = trade(artifact, replay_specs(frames, tmp_path)['data'], str(tmp_path / 'paper'))
+    result = trade(artifact, replay_specs(frames, tmp_path)['data'], str(tmp_path / 'paper'), close_at_end=True)
     journal = read_journal(tmp_path / 'paper')
-    assert_as_evaluated(result, journal, record)
+    assert_as_evaluated(result, tmp_path / 'paper', record)
     assert len(journal) == result['decisions'] == result['journaled'] == len(record.actions) > 10
     fills_journaled = [fill for entry in journal for fill in entry['fills']]
     assert fills_journaled == [dict(fill, time=fill['time'].isoformat()) for fill in result['fills']
@@ -107,8 +130,9 @@ def test_a_multi_asset_episode_trades_as_evaluate_on_the_same_bars(tmp_path, mon
     assert cli_main(['export', log_dir, str(tmp_path / 'artifact')]) == 0
     record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
     assert list(frames) == ['A', 'B']
-    result = trade(str(tmp_path / 'artifact'), replay_specs(frames, tmp_path), str(tmp_path / 'paper'))
-    assert_as_evaluated(result, read_journal(tmp_path / 'paper'), record)
+    result = trade(str(tmp_path / 'artifact'), replay_specs(frames, tmp_path), str(tmp_path / 'paper'),
+                   close_at_end=True)
+    assert_as_evaluated(result, tmp_path / 'paper', record)
 
 
 @pytest.fixture(scope='module')
@@ -127,7 +151,7 @@ def test_a_portfolio_episode_trades_target_weights_as_evaluate_on_the_same_bars(
     bars after a decision), fills and final value."""
     log_dir, artifact = portfolio_artifact
     record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
-    result = trade(artifact, replay_specs(frames, tmp_path), str(tmp_path / 'paper'))
+    result = trade(artifact, replay_specs(frames, tmp_path), str(tmp_path / 'paper'), close_at_end=True)
     journal = read_journal(tmp_path / 'paper')
     assert [entry['bar_time'] for entry in journal] == [time.isoformat() for time in record.step_times[:-1]]
     assert len(journal) == len(record.actions) > 10
@@ -163,8 +187,9 @@ def test_bracket_orders_trade_as_evaluate_on_the_same_bars(tmp_path, monkeypatch
                               configs['trainer_config'], step=40)
     assert cli_main(['export', log_dir, str(tmp_path / 'artifact')]) == 0
     record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
-    result = trade(str(tmp_path / 'artifact'), replay_specs(frames, tmp_path)['data'], str(tmp_path / 'paper'))
-    assert_as_evaluated(result, read_journal(tmp_path / 'paper'), record)
+    result = trade(str(tmp_path / 'artifact'), replay_specs(frames, tmp_path)['data'], str(tmp_path / 'paper'),
+                   close_at_end=True)
+    assert_as_evaluated(result, tmp_path / 'paper', record)
     assert {'stop_loss', 'take_profit'} & {fill['order'] for fill in result['fills']}  # children filled live too
 
 
@@ -406,11 +431,12 @@ def test_a_failing_feed_exits_1_naming_it_with_the_run_saved(reference_artifact,
     out, err = process.communicate(timeout=300)
     assert process.returncode == 1
     assert 'the feed failed' in err and 'marked_feed:bars' in err and 'the exchange went away' in err
-    with open(tmp_path / 'run' / 'state.json') as f:
-        assert json.load(f)['decisions'] >= 1
+    [end] = end_records(tmp_path / 'run')
+    assert (end['stop'], end['exit_code']) == ('feed failed', 1) and 'the exchange went away' in end['ended']
+    assert read_state(tmp_path / 'run')['decisions'] == end['decisions'] >= 1
 
 
-def test_sigterm_finishes_the_decision_saves_and_exits_0_without_tensorflow(reference_artifact, tmp_path):
+def test_sigterm_finishes_the_decision_saves_and_exits_3_without_tensorflow(reference_artifact, tmp_path):
     code = ('import sys; from btgym_aac.cli import main; status = main(sys.argv[1:]); '
             'print("tensorflow imported:", "tensorflow" in sys.modules); sys.exit(status)')
     (tmp_path / 'run_trade.py').write_text(code)
@@ -425,19 +451,23 @@ def test_sigterm_finishes_the_decision_saves_and_exits_0_without_tensorflow(refe
         time.sleep(0.05)
     process.send_signal(signal.SIGTERM)
     out, err = process.communicate(timeout=60)
-    assert process.returncode == 0, err
+    assert process.returncode == 3, err
     assert 'ended: signal SIGTERM' in out and 'tensorflow imported: False' in out
-    with open(tmp_path / 'run' / 'state.json') as f:
-        state = json.load(f)
-    assert state['decisions'] == journal.read_text().count('\n') >= 2
+    state = read_state(tmp_path / 'run')
+    [end] = end_records(tmp_path / 'run')
+    assert (end['stop'], end['exit_code'], end['ended']) == ('signal', 3, 'signal SIGTERM')
+    assert (state['exit_code'], state['ended'], state['broker_value']) == (3, 'signal SIGTERM', end['broker_value'])
+    assert state['decisions'] == end['decisions'] == len(read_journal(tmp_path / 'run')) >= 2
     assert datetime.fromisoformat(state['last_bar_time']) >= datetime(2018, 1, 1) + timedelta(minutes=300)
 
 
-def test_the_readme_quick_start_replay_trades_to_the_end_of_its_file(reference_artifact, tmp_path):
+def test_the_readme_quick_start_replay_trades_every_bar_of_its_file(reference_artifact, tmp_path):
     path = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 'examples', 'data',
                         'sine_replay.csv')
     result = trade(reference_artifact[1], 'replay:{}:max'.format(path), str(tmp_path / 'paper'))
-    assert result['end_message'] == 'END OF DATA' and result['decisions'] == len(read_journal(tmp_path / 'paper'))
+    assert result['end_message'] is None and result['decisions'] == len(read_journal(tmp_path / 'paper'))
+    assert (result['stop'], result['exit_code']) == ('end of data', 0)
+    assert result['bars'] == len(pd.read_csv(path, sep=';', header=None))
     assert result['decisions'] > 100 and result['fills']
 
 

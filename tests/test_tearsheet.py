@@ -376,12 +376,12 @@ def test_the_tearsheet_command_pages_a_trade_journal(reference_artifact, tmp_pat
     assert page.h1 == 'AacStackedRL2Policy: paper trading'
     assert_self_contained(page)
     with open(run / 'journal.jsonl') as f:
-        journal = [json.loads(line) for line in f]
-    fills = [fill for entry in journal for fill in entry['fills']]
-    assert len(fills) > 0 and result['decisions'] == len(journal)
-    assert '{} fills; at the last decision: positions default_asset {:g}, cash {:.2f}, value {:.2f}.'.format(
-        len(fills), journal[-1]['positions']['default_asset'], journal[-1]['cash'], journal[-1]['broker_value']) \
-        in page.text
+        lines = [json.loads(line) for line in f]
+    journal, end = lines[:-1], lines[-1]
+    fills = [fill for entry in lines for fill in entry['fills']]
+    assert len(fills) == len(result['fills']) > 0 and result['decisions'] == len(journal)
+    assert '{} fills; at the end (feed ended (default_asset), exit status 0): positions default_asset {:g}, cash {:.2f}, value ' \
+        '{:.2f}.'.format(len(fills), end['positions']['default_asset'], end['cash'], end['broker_value']) in page.text
     assert [row[0] for row in page.table_after('time')[1:]] == [fill['time'] for fill in fills]
     days = page.table_after('day')
     assert days[1][1:] == [str(len(journal)), '{:.2f}'.format(journal[0]['broker_value']),

@@ -292,7 +292,22 @@ def _add_trade_command(commands):
                        help='close the positions and stop once the value is this far below its peak')
     trade.add_argument('--flatten-on-exit', action='store_true',
                        help='on Ctrl-C / SIGTERM close the positions first (their orders fill on the next bar)')
+    trade.add_argument('--close-at-end', action='store_true',
+                       help='replayed files: close the positions before the files end, as evaluate ends an episode '
+                       '(such a run cannot be continued)')
+    trade.add_argument('--reset-state', type=_state_reset, metavar='RULE',
+                       help="when the policy's recurrent state starts afresh: episode (every training episode's "
+                       'decisions, the default), day (each UTC day of the bars), never, or a number of decisions')
     trade.set_defaults(run=_trade)
+
+
+def _state_reset(text):
+    from btgym_aac.deploy.trader import check_state_reset
+
+    try:
+        return check_state_reset(int(text) if text.isdigit() else text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
 
 
 def _add_tearsheet_command(commands):

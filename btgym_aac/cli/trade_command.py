@@ -30,24 +30,29 @@ def _trade(args):
     """Trades the bars of live feeds with a policy artifact (`btgym-aac export`): the artifact's strategy computes
     the observations from the bars as they arrive and the policy acts every skip_frame bars; paper: orders go to
     backtrader's broker with the trained cash, commission and order size; shadow: no orders, the intended ones are
-    journaled. OUT holds journal.jsonl (one line per decision), state.json and the bars processed; started again on
-    the same OUT, the run continues where it stopped. Ctrl-C / SIGTERM finish the current decision and exit 0."""
+    journaled. OUT holds journal.jsonl (the decisions, the closes and the end of every run), state.json and the bars
+    processed; started again on the same OUT, the run continues where it stopped, with the feed's bars after the
+    last one processed. Ctrl-C / SIGTERM finish the current decision. Exit status: 0 end of data, 1 a feed failed,
+    2 refused, 3 stopped by a signal, 4 --max-drawdown, 5 the strategy's own end rule."""
     from btgym_aac.deploy.live_feeds import FeedError
+    from btgym_aac.deploy.trader import STOPS
     from btgym_aac.deploy.trading import trade
 
     try:
         result = trade(args.artifact, feed_arguments(args.feed), args.out, mode=args.mode, backend=args.backend,
                        max_bar_delay=args.max_bar_delay, max_drawdown=args.max_drawdown,
-                       flatten_on_exit=args.flatten_on_exit, show_progress=True)
+                       flatten_on_exit=args.flatten_on_exit, show_progress=True, close_at_end=args.close_at_end,
+                       reset_state=args.reset_state)
     except FeedError as error:
         print('btgym-aac trade: the feed failed: {}; the run is saved in {} (start it again to continue)'.format(
             error, args.out), file=sys.stderr)
-        return 1
+        return STOPS['feed failed']
     positions = ', '.join('{} {:g}'.format(asset, size) for asset, size in result['positions'].items())
-    print('{} decisions ({} journaled), {} bars; ended: {}; positions: {}; cash {:.2f}, value {:.2f}; journal in '
-          '{}'.format(result['decisions'], result['journaled'], result['bars'], result['ended'], positions,
+    skipped = ', {} bars skipped (processed before)'.format(result['skipped']) if result['skipped'] else ''
+    print('{} decisions ({} journaled), {} bars{}; ended: {}; positions: {}; cash {:.2f}, value {:.2f}; journal in '
+          '{}'.format(result['decisions'], result['journaled'], result['bars'], skipped, result['ended'], positions,
                       result['cash'], result['broker_value'], args.out))
-    return 0
+    return result['exit_code']
 
 
 def _tearsheet(args):

@@ -23,7 +23,7 @@ from btgym_aac.compat import tf
 from btgym_aac.deploy.json_values import to_json, type_name
 from btgym_aac.deploy.manifest import (ARTIFACT_FORMAT, FORMAT_VERSION, MANIFEST_FILE, ONNX_FILE, SAVED_MODEL_DIR,
                                        ArtifactError, action_space_description, broker_description, data_description,
-                                       data_lines, observation_leaves, observation_space_description,
+                                       data_lines, episode_description, observation_leaves, observation_space_description,
                                        settings_description, write_manifest)
 from btgym_aac.distributed.checkpoints import (check_export_target, checkpoint_step, checkpoint_to_export,
                                                export_checkpoint)
@@ -214,6 +214,7 @@ def manifest_content(run_config, env, agent, frozen, checkpoint):
         'skip_frame': getattr(env, 'skip_frame', None),
         'data_lines': data_lines(dataset) if dataset is not None else None,
         'data': data_description(dataset) if dataset is not None else None,
+        'episode': episode_description(dataset) if dataset is not None else None,
     }
 
 

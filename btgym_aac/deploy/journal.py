@@ -1,10 +1,15 @@
-"""What a `trade` run keeps in its folder: the journal (JSON lines, one per decision), the saved state (after every
-decision) and the bars processed (to rebuild the strategy and the broker when the run is started again).
+"""What a `trade` run keeps in its folder: the journal (JSON lines: the decisions, the closes of positions the
+trader ordered and the end of every run), the saved state (after every decision and at the end) and the bars
+processed (to rebuild the strategy and the broker when the run is started again).
 
 Files of the folder:
-    journal.jsonl: one JSON object per decision, appended and flushed as it is taken;
-    state.json: the run's state after its latest decision, replaced atomically;
+    journal.jsonl: one JSON object per line, appended and flushed as it happens: a decision (it has `decision`), or
+        a record whose `record` names its kind (`CLOSE_RECORD`, `END_RECORD`);
+    state.json: the run's state after its latest decision or its end, replaced atomically;
     bars.jsonl: every group of bars the strategy processed, appended before the strategy sees it.
+
+A process killed while it appends (SIGKILL included) leaves at most a last line cut short: it is left out when the
+files are read, and cut off before the next line is appended.
 """
 import datetime
 import json
@@ -16,6 +21,11 @@ from btgym_aac.deploy.live_feeds import Bar
 JOURNAL_FILE = 'journal.jsonl'
 STATE_FILE = 'state.json'
 BARS_FILE = 'bars.jsonl'
+CLOSE_RECORD = 'close'
+"""A journal record: the trader closed the positions at `bar_time` (a guard, a silent feed, a stop), for `reason`."""
+END_RECORD = 'end'
+"""A journal record: a run ended (`ended`, `exit_code`), with the fills since its last decision and the broker's final
+state."""
 
 
 def _read_lines(path):
@@ -35,6 +45,17 @@ def _read_lines(path):
             if number < len(lines) - 2:
                 raise ValueError('{}: line {} is not JSON'.format(path, number + 1)) from None
     return values
+
+
+def _cut_torn_line(path):
+    """Truncates `path` after its last complete line (a line cut short by a crash is dropped)."""
+    if not os.path.isfile(path):
+        return
+    with open(path, 'rb+') as f:
+        content = f.read()
+        complete = content.rfind(b'\n') + 1
+        if complete < len(content):
+            f.truncate(complete)
 
 
 class TradingFolder:
@@ -59,9 +80,17 @@ class TradingFolder:
         with open(self.path(STATE_FILE)) as f:
             return json.load(f)
 
+    def read_lines(self):
+        """Every line journaled so far: decisions and records, in order."""
+        return _read_lines(self.path(JOURNAL_FILE))
+
     def read_journal(self):
         """The decisions journaled so far."""
-        return _read_lines(self.path(JOURNAL_FILE))
+        return [entry for entry in self.read_lines() if 'record' not in entry]
+
+    def read_records(self):
+        """The journal's records that are no decision (closes, ends), in order."""
+        return [entry for entry in self.read_lines() if 'record' in entry]
 
     def read_bars(self):
         """The groups of bars processed so far: list of dicts data line -> Bar."""
@@ -71,17 +100,22 @@ class TradingFolder:
     def append_bars(self, group):
         """Records a group of bars (dict data line -> Bar) before the strategy processes it."""
         if self._bars is None:
-            self._bars = open(self.path(BARS_FILE), 'a')
+            self._bars = self._open_for_appending(BARS_FILE)
         self._bars.write(json.dumps({line: [bar.time.isoformat()] + list(bar[1:]) for line, bar in group.items()})
                          + '\n')
         self._bars.flush()
 
     def append_decision(self, entry):
-        """Appends one decision to the journal."""
+        """Appends one decision, or a record (an entry with `record`), to the journal."""
         if self._journal is None:
-            self._journal = open(self.path(JOURNAL_FILE), 'a')
+            self._journal = self._open_for_appending(JOURNAL_FILE)
         self._journal.write(json.dumps(to_json(entry)) + '\n')
         self._journal.flush()
+
+    def _open_for_appending(self, name):
+        path = self.path(name)
+        _cut_torn_line(path)
+        return open(path, 'a')
 
     def save_state(self, state):
         """Replaces state.json (written to a temporary file first)."""

@@ -240,6 +240,10 @@ class ReplayFeed:
         self._speed, self._clock, self._sleep = speed, clock, sleep
         self._start, self._next = clock(), 0
 
+    def bars_after(self, time):
+        """How many of the file's bars are later than `time` (None: all)."""
+        return self.bar_count if time is None else sum(1 for bar_time in self._times if bar_time > time)
+
     def _wait(self):
         """Seconds until the next bar is due (0 when it is)."""
         if self._speed is None:

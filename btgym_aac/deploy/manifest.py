@@ -237,6 +237,13 @@ def data_lines(dataset):
     return {'names': names, 'timeframe_minutes': to_json(dataset.timeframe)}
 
 
+def episode_description(dataset):
+    """{'bars': the bars of an episode} of an env's dataset (the test episodes `evaluate` plays), or None when the
+    dataset does not say."""
+    bars = getattr(getattr(dataset, 'master_data', dataset), 'sample_num_records', None)
+    return None if bars is None else {'bars': int(bars)}
+
+
 def broker_description(env_kwargs, engine_defaults):
     """The broker settings an env built its engine with (`engine_defaults` updated by the env's kwargs), or
     {'custom_engine': True} when the env was given an `engine=` of its own."""

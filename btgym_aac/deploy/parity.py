@@ -48,7 +48,8 @@ def check_parity(log_dir, artifact, data, out, window=0, backend='onnx', allow_u
     specs = {line: 'replay:{}:max'.format(write_histdata_csv(frame, os.path.join(out, '{}.csv'.format(line))))
              for line, frame in frames.items()}
     trade_dir = os.path.join(out, 'trade')
-    result = trade(artifact, specs if len(specs) > 1 else next(iter(specs.values())), trade_dir, backend=backend)
+    result = trade(artifact, specs if len(specs) > 1 else next(iter(specs.values())), trade_dir, backend=backend,
+                   close_at_end=True)
     journal = TradingFolder(trade_dir).read_journal()
     differences = compare(record, journal, result)
     report = {

@@ -7,7 +7,7 @@ import os
 import numpy as np
 import pandas as pd
 
-from btgym_aac.deploy.journal import BARS_FILE, JOURNAL_FILE, TradingFolder
+from btgym_aac.deploy.journal import BARS_FILE, CLOSE_RECORD, END_RECORD, JOURNAL_FILE, TradingFolder
 from btgym_aac.deploy.manifest import read_manifest
 from btgym_aac.evaluation.tearsheet import (COST_METRICS, POLICY, Section, capped_table, cumulative_return_chart,
                                             drawdown_section, interval_note, interval_rows, money, paragraph,
@@ -89,26 +89,29 @@ def _returns_section(journal):
             + table(header, rows) + paragraph(interval_note(len(days), 0, unit='day')))
 
 
-def _costs_section(journal, manifest):
+def _costs_section(lines, manifest):
     """The broker's cost settings and what the journal's fills paid."""
-    fills = [fill for entry in journal for fill in entry['fills']]
+    fills = [fill for entry in lines for fill in entry.get('fills', ())]
     paid = [money(sum(fill.get(key, 0.0) for fill in fills)) for key, _ in COST_METRICS]
     return (paragraph("The broker's settings, from the artifact:") + settings_table(manifest['broker']) +
             table(['paid over the run'] + [title for _, title in COST_METRICS], [['policy'] + paid]))
 
 
-def _trades_section(journal):
-    """The fills (paper mode) with the positions, cash and value at the last decision; in shadow mode, a line."""
-    if journal[0]['mode'] == 'shadow':
+def _trades_section(lines):
+    """The fills (paper mode) with the positions, cash and value at the journal's last line (a decision, or the
+    end of a run); in shadow mode, a line."""
+    if lines[0]['mode'] == 'shadow':
         return paragraph("Shadow mode: no order was placed; the journal holds each decision's intended order.")
     fills = [[fill['time'], fill['asset'], fill['side'], '{:g}'.format(fill['size']), '{:.6g}'.format(fill['price']),
               '{:.4f}'.format(fill['commission']), '{:.4f}'.format(fill.get('spread_cost', 0.0)),
               '{:.4f}'.format(fill.get('slippage_cost', 0.0)), fill.get('order', '')]
-             for entry in journal for fill in entry['fills']]
-    last = journal[-1]
+             for entry in lines for fill in entry.get('fills', ())]
+    last = [entry for entry in lines if entry.get('record') != CLOSE_RECORD][-1]
+    when = 'at the last decision' if 'record' not in last else 'at the end ({}, exit status {})'.format(
+        last['ended'], last['exit_code'])
     positions = ', '.join('{} {:g}'.format(asset, size) for asset, size in last['positions'].items())
-    return (paragraph('{} fills; at the last decision: positions {}, cash {}, value {}.'.format(
-        len(fills), positions, money(last['cash']), money(last['broker_value']))) +
+    return (paragraph('{} fills; {}: positions {}, cash {}, value {}.'.format(
+        len(fills), when, positions, money(last['cash']), money(last['broker_value']))) +
         capped_table(['time', 'asset', 'side', 'size', 'price', 'commission', 'spread', 'slippage', 'order'], fills,
                      'fills'))
 
@@ -128,6 +131,8 @@ def write_trade_tearsheet(path, folder, artifact):
         as `read_trade_run`.
     """
     journal, bars, state, manifest = read_trade_run(folder, artifact)
+    entries = TradingFolder(folder).read_lines()
+    ends = [entry for entry in entries if entry.get('record') == END_RECORD]
     policy = manifest['policy']['class'].rpartition(':')[2]
     lines = list(bars[0])
     returns = decision_returns(journal, bars)
@@ -136,7 +141,8 @@ def write_trade_tearsheet(path, folder, artifact):
     mode = journal[0]['mode']
     run_settings = {'folder': os.path.abspath(folder), 'mode': mode, 'data lines': lines,
                     'decisions': len(journal), 'first decision': journal[0]['bar_time'],
-                    'last decision': journal[-1]['bar_time'], 'state saved at': (state or {}).get('saved_at')}
+                    'last decision': journal[-1]['bar_time'], 'state saved at': (state or {}).get('saved_at'),
+                    'runs ended': ['{} (exit status {})'.format(end['ended'], end['exit_code']) for end in ends]}
     artifact_settings = {'artifact': os.path.abspath(artifact), 'policy': manifest['policy']['class'],
                          'policy kwargs': manifest['policy']['kwargs'], 'checkpoint': manifest['checkpoint'],
                          'global step': manifest['global_step'], 'exported': manifest['created'],
@@ -151,11 +157,11 @@ def write_trade_tearsheet(path, folder, artifact):
             'commission, spread or leverage.')),
         Section('Drawdown', drawdown_section(chart, POLICY, label)),
         Section('Returns per day', _returns_section(journal)),
-        Section('Costs', _costs_section(journal, manifest)),
-        Section('Trades', _trades_section(journal)),
+        Section('Costs', _costs_section(entries, manifest)),
+        Section('Trades', _trades_section(entries)),
         Section('Settings', settings_table(run_settings) + settings_table(artifact_settings)),
     ]
-    warnings = [] if mode == 'shadow' or any(entry['fills'] for entry in journal) else [
+    warnings = [] if mode == 'shadow' or any(entry.get('fills') for entry in entries) else [
         'No order of the policy was filled: the value is that of holding the start cash.']
     subtitle = '{} trading journal of {}: {} decisions from {} to {} on {}; artifact {} (global step {}).'.format(
         mode.capitalize(), os.path.abspath(folder), len(journal), journal[0]['bar_time'], journal[-1]['bar_time'],
