@@ -56,7 +56,7 @@ def play(test_csv, spread, slippage, episodes):
 
     env = make_evaluation_env({'env_config': env_config(test_csv, spread, slippage)})
     try:
-        agents = {'oracle': oracle_agent(env), 'buy_and_hold': baseline_agents(env, EVAL_SEED)[0]}
+        agents = {'oracle': oracle_agent(env), 'buy_and_hold': baseline_agents(env, EVAL_SEED)['buy_and_hold']}
         if agents['oracle'] is None:
             raise RuntimeError('{} carries no market recipe: no oracle'.format(test_csv))
         options = reset_options(episode_sample_type(env))

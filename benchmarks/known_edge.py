@@ -15,19 +15,22 @@ no-edge twin:
   wrapped by `SimpleSpaces`, in this process, torch on `--sb3-torch-threads` intra-op threads (default 1, as
   the TensorFlow sessions of our workers: on 2 busy cores torch's default, one per core, took 1.4 to 2 times the
   CPU and wall time of one thread in the smoke runs);
-- training runs for `--steps` env steps in `--stages` equal stages (ours: the Launcher run again on the same log
-  dir with a larger `max_env_steps`, resuming from its checkpoint; SB3: `learn` in stages, rounded up to its whole
-  rollouts of 2048 steps), and after every stage the policy plays `--eval-episodes` episodes of the test file
-  beside buy-and-hold, random and the oracle, on the same windows (episode i seeded i): ours through `evaluate`,
-  SB3 through the same episodes (`known_edge_runs.evaluate_sb3`);
+- training runs for `--steps` env steps in `--stages` equal stages (by default 100,000 in stages of 5,000; ours:
+  the Launcher run again on the same log dir with a larger `max_env_steps`, resuming from its checkpoint; SB3:
+  `learn` in stages, rounded up to its whole rollouts of 2048 steps), and after every stage the policy plays
+  `--eval-episodes` episodes of the test file beside buy-and-hold, random and the oracle, on the same windows
+  (episode i seeded i): ours through `evaluate`, SB3 through the same episodes (`known_edge_runs.evaluate_sb3`);
+  and the same episodes again with the policy sampling its actions (`known_edge_runs.sampled_returns`);
 - every stage records the env steps, the training CPU seconds so far (ours: every task process of the cluster,
   as `train_throughput.py` reads them from /proc; SB3: this process's and its children's during model building
   and `learn`), the wall seconds, and every agent's per-episode returns (%).
 
-The summary, per market and trainer: the last stage's fraction of the oracle (the policy's mean return per episode
-over the oracle's, seeds and episodes pooled, with a bootstrap interval: `walk_forward.summary.fraction_of_oracle`),
-the learning curve (that fraction at every stage, against mean env steps and mean CPU seconds), the env steps and
-CPU seconds of the first stage at half the oracle or more (None if none), and the policy's return minus
+The summary, per market and trainer, time to skill first: the env steps and CPU seconds of the first stage at 50 %
+and at 80 % of the oracle or more (None if none); the fraction of the oracle (the policy's mean return per episode
+over the oracle's, seeds and episodes pooled, with a bootstrap interval: `walk_forward.summary.fraction_of_oracle`)
+at every env-step budget of `--budgets` (default 40,000 and 100,000) and at the last stage, deterministic and
+sampling; the learning curve (that fraction at every stage, against mean env steps and mean CPU seconds), and the
+policy's return minus
 buy-and-hold's with its bootstrap interval (`bootstrap_mean_interval`), on the edge market and on the twin (where
 it should include zero), and on the twin the policy's own return (whose interval should reach down to zero: a
 losing buy-and-hold cannot fool that one). Writes `known_edge.json` (settings, every run's stages, the summary;
@@ -35,7 +38,9 @@ rewritten after every run), `known_edge_steps.png` and `known_edge_cpu.png` to `
 docs/learning.md). The market files, log dirs
 and evaluation folders go to `--work-dir` (default: a temporary folder, removed at the end).
 
-The defaults (3 markets, 4 trainers, 3 seeds, twins, 40,000 steps) make 72 runs: many hours on 2 cores. Runs go
+The defaults (3 markets, 4 trainers, 5 seeds, twins, 100,000 steps) make 120 runs: days on 2 cores; on a
+16-core machine, `--workers 8` and a market or trainer per command. `--preset` names the configuration of this
+package's trainers (`run_config.PRESETS`; SB3 keeps its defaults). Runs go
 seed by seed, so a benchmark stopped early has every market and trainer on its first seeds; `--resume` keeps the
 runs of the `known_edge.json` in `--out` (same settings) and makes only the others. SB3 is an optional dependency of
 this benchmark (see `peers.py`). `--spread` trains and evaluates every agent, the oracle included, with a bid/ask
@@ -44,7 +49,8 @@ spread (`env.costs`): how much of each edge survives the cost of trading it. `--
 
 Usage:
     python benchmarks/known_edge.py [--markets mr regime intraday] [--trainers a3c ppo unreal sb3_ppo]
-                                    [--seeds 3] [--steps 40000] [--stages 4] [--workers 2] [--eval-episodes 10]
+                                    [--seeds 5] [--steps 100000] [--stages 20] [--workers 2] [--eval-episodes 10]
+                                    [--budgets 40000 100000] [--preset reference]
                                     [--no-twins] [--sb3-torch-threads 1] [--spread 0] [--env-kwargs JSON]
                                     [--trainer-kwargs JSON] [--train-bars 60000] [--test-bars 20000]
                                     [--out benchmarks/results/known_edge] [--work-dir DIR] [--resume]
@@ -60,6 +66,8 @@ import time
 from known_edge_runs import EVAL_SEED, MARKETS, OUR_TRAINERS, SB3_TRAINER, env_overrides, run_one
 from known_edge_summary import plot, summarize, table_lines
 
+from btgym_aac.distributed.run_config import PRESETS
+
 TRAINERS = OUR_TRAINERS + (SB3_TRAINER,)
 
 
@@ -67,9 +75,13 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--markets', nargs='+', choices=sorted(MARKETS), default=['mr', 'regime', 'intraday'])
     parser.add_argument('--trainers', nargs='+', choices=TRAINERS, default=list(TRAINERS))
-    parser.add_argument('--seeds', type=int, default=3, help='number of seeds (0 .. N-1)')
-    parser.add_argument('--steps', type=int, default=40000, help='env steps of training')
-    parser.add_argument('--stages', type=int, default=4, help='equal stages, each followed by an evaluation')
+    parser.add_argument('--seeds', type=int, default=5, help='number of seeds (0 .. N-1)')
+    parser.add_argument('--steps', type=int, default=100000, help='env steps of training')
+    parser.add_argument('--stages', type=int, default=20, help='equal stages, each followed by an evaluation')
+    parser.add_argument('--budgets', type=int, nargs='*', default=[40000, 100000],
+                        help='env steps at which the summary gives the fraction of the oracle')
+    parser.add_argument('--preset', choices=tuple(PRESETS), default='reference',
+                        help="the configuration of this package's trainers (run_config.PRESETS)")
     parser.add_argument('--workers', type=int, default=2, help="workers of this package's trainers")
     parser.add_argument('--eval-episodes', type=int, default=10, help='test episodes per agent and evaluation')
     parser.add_argument('--twins', action=argparse.BooleanOptionalAction, default=True,
@@ -134,6 +146,7 @@ def import_sb3_first(trainers, torch_threads):
 def settings(args):
     """The settings written to the JSON."""
     written = {'markets': args.markets, 'trainers': args.trainers, 'seeds': list(range(args.seeds)),
+               'preset': args.preset, 'budgets': args.budgets,
                'twins': args.twins, 'steps': args.steps, 'stages': args.stages, 'workers': args.workers,
                'eval_episodes': args.eval_episodes, 'eval_seed': EVAL_SEED, 'train_bars': args.train_bars,
                'test_bars': args.test_bars, 'sb3_torch_threads': args.sb3_torch_threads,
@@ -146,7 +159,7 @@ def settings(args):
 
 def write_results(args, runs, seconds):
     """Writes known_edge.json and the plots to `args.out`; returns the summary rows."""
-    rows = summarize(runs)
+    rows = summarize(runs, args.budgets)
     os.makedirs(args.out, exist_ok=True)
     output = {'benchmark': 'known_edge', 'settings': settings(args), 'summary': rows, 'runs': runs,
               'wall_seconds': seconds,
@@ -184,7 +197,7 @@ def finished_runs(args):
     with open(path) as f:
         earlier = json.load(f)
     ours = json.loads(json.dumps(settings(args)))
-    differing = sorted(key for key in ours if key not in ('markets', 'trainers', 'seeds')
+    differing = sorted(key for key in ours if key not in ('markets', 'trainers', 'seeds', 'budgets')
                        and earlier['settings'].get(key) != ours[key])
     if differing:
         sys.exit('--resume: {} was written with other settings: {}'.format(path, ', '.join(differing)))
@@ -217,7 +230,7 @@ def main():
     else:
         with tempfile.TemporaryDirectory(prefix='known_edge_') as work_dir:
             rows = run_all(args, work_dir, start)
-    print('\n'.join(table_lines(rows)))
+    print('\n'.join(table_lines(rows, args.budgets)))
     print('written: {} ({:.0f} s)'.format(os.path.join(args.out, 'known_edge.json'), time.time() - start))
 
 

@@ -2,8 +2,8 @@
 with other `--env-kwargs`, `--trainer-kwargs` or `--spread`), the same markets and seeds, side by side.
 
 For each market and variant: the last stage's fraction of the oracle with its bootstrap interval (seeds and
-episodes pooled, `known_edge_summary.learning_curve`), the env steps and CPU seconds of the first stage at half
-the oracle or more, and the learning curve; the variants' runs are paired by market seed, so their test windows
+episodes pooled, `known_edge_summary.learning_curve`), the env steps and CPU seconds of the first stage at 50 % and
+at 80 % of the oracle or more (`known_edge_summary.time_to`), and the learning curve; the variants' runs are paired by market seed, so their test windows
 are the same. Writes `known_edge_compare.json` and `known_edge_compare_steps.png` (one panel per market, one line
 per variant) to `--out` and prints the markdown table.
 
@@ -16,7 +16,7 @@ import argparse
 import json
 import os
 
-from known_edge_summary import HALF, learning_curve, plot
+from known_edge_summary import THRESHOLDS, learning_curve, plot, table_reached, time_to_entries
 
 
 def parse_args():
@@ -57,28 +57,23 @@ def compare(args):
                 raise ValueError('{}: {} has seeds {} of {} on {}, not {}'.format(
                     name, path, found, args.trainer, market, sorted(args.seeds)))
             curve = learning_curve(runs[market])
-            half = next((point for point in curve if point['fraction'] is not None and point['fraction'] >= HALF),
-                        None)
             rows.append({'market': market, 'trainer': name, 'variant_file': path,
                          'env_overrides': settings.get('env_overrides'),
                          'trainer_overrides': settings.get('trainer_overrides', {}),
                          'fraction_of_oracle': curve[-1], 'learning_curve': curve,
-                         'env_steps_to_half': half and half['env_steps'],
-                         'cpu_seconds_to_half': half and half['cpu_seconds']})
+                         'time_to': time_to_entries(curve)})
     return rows
 
 
 def table_lines(rows):
     """The comparison as the lines of a markdown table."""
-    lines = ['| market | variant | fraction of the oracle [95 % interval] | env steps / CPU s to half |',
-             '|---|---|---|---|']
+    lines = ['| market | variant | fraction of the oracle [95 % interval] | env steps / CPU s to {} |'.format(
+        ' / '.join('{:.0%}'.format(level) for level in THRESHOLDS)), '|---|---|---|---|']
     for row in rows:
         fraction = row['fraction_of_oracle']
         cell = '-' if fraction['fraction'] is None else '{:.2f} [{:.2f}, {:.2f}]'.format(
             fraction['fraction'], fraction['ci_low'], fraction['ci_high'])
-        half = '-' if row['env_steps_to_half'] is None else '{:,.0f} / {:.0f}'.format(
-            row['env_steps_to_half'], row['cpu_seconds_to_half'])
-        lines.append('| {} | {} | {} | {} |'.format(row['market'], row['trainer'], cell, half))
+        lines.append('| {} | {} | {} | {} |'.format(row['market'], row['trainer'], cell, table_reached(row)))
     return lines
 
 

@@ -8,6 +8,8 @@ Imported by the benchmark's main module, which every task process of a Launcher 
 import os
 import time
 
+import numpy as np
+
 from btgym_aac.data.markets import (make_intraday_pattern_data, make_mean_reversion_data,
                                     make_regime_switching_data, write_market_csv)
 
@@ -51,24 +53,68 @@ def write_markets(market, edge, seed, folder, train_bars, test_bars):
     return paths
 
 
-def reference_configs(algo, train_csv, overrides):
-    """`default_configs(algo)` with the train file and `overrides` (ENV_OVERRIDES and the costs asked for) in the
-    env kwargs."""
+def reference_configs(algo, train_csv, overrides, preset='reference'):
+    """`default_configs(algo, preset=preset)` with the train file and `overrides` (ENV_OVERRIDES and the costs
+    asked for) in the env kwargs."""
     from btgym_aac.distributed.run_config import default_configs
 
-    configs = default_configs(algo)
+    configs = default_configs(algo, preset=preset)
     configs['env_config']['kwargs'].update(overrides, filename=train_csv)
     return configs
 
 
-def stage_record(stage, env_steps, cpu_seconds, wall_seconds, report):
-    """One stage: its env steps, training CPU and wall seconds so far, and every agent's per-episode returns (%)
-    on the test file, with the policy's fraction of the oracle (None when the oracle did not gain)."""
+def stage_record(stage, env_steps, cpu_seconds, wall_seconds, report, sampled_returns):
+    """One stage: its env steps, training CPU and wall seconds so far, every agent's per-episode returns (%) on the
+    test file with the policy's fraction of the oracle (None when the oracle did not gain), and the same for the
+    policy sampling its actions (`sampled_returns`, the same episodes)."""
     from btgym_aac.evaluation.report import fraction_of_oracle
 
+    returns = {name: agent['per_episode']['return_pct'] for name, agent in report['agents'].items()}
+    oracle = float(np.mean(returns['oracle']))
     return {'stage': stage, 'env_steps': int(env_steps), 'cpu_seconds': cpu_seconds, 'wall_seconds': wall_seconds,
-            'returns_pct': {name: agent['per_episode']['return_pct'] for name, agent in report['agents'].items()},
-            'fraction_of_oracle': fraction_of_oracle(report['agents'])['fraction']}
+            'returns_pct': returns, 'fraction_of_oracle': fraction_of_oracle(report['agents'])['fraction'],
+            'sampled_returns_pct': sampled_returns,
+            'sampled_fraction_of_oracle': float(np.mean(sampled_returns)) / oracle if oracle > 0 else None}
+
+
+class SampledAgent:
+    """An agent acting by sampling its policy's actions (`act(observation, deterministic=False)`)."""
+
+    def __init__(self, agent):
+        self.agent = agent
+
+    def reset(self, observation=None):
+        self.agent.reset(observation)
+
+    def observe(self, reward):
+        self.agent.observe(reward)
+
+    def act(self, observation):
+        return self.agent.act(observation, deterministic=False)
+
+
+def sampled_returns(env, agent, episodes):
+    """The per-episode returns (%) of `agent` sampling its actions on the evaluation's episodes (episode i seeded
+    EVAL_SEED + i, as `evaluate` seeds them)."""
+    from btgym_aac.evaluation.episodes import episode_sample_type, play_episode, reset_options
+    from btgym_aac.evaluation.metrics import return_pct
+
+    options = reset_options(episode_sample_type(env))
+    records = [play_episode(env, SampledAgent(agent), EVAL_SEED + index, options) for index in range(episodes)]
+    return [return_pct(record.bar_values[0], record.bar_values[-1]) for record in records]
+
+
+def evaluate_sampled(log_dir, test_csv, episodes):
+    """`sampled_returns` of a run's policy (its latest checkpoint) on `test_csv`."""
+    from btgym_aac.evaluation.episodes import make_evaluation_env
+    from btgym_aac.evaluation.loading import load_policy, read_run_config
+
+    env = make_evaluation_env(read_run_config(log_dir), [test_csv])
+    try:
+        with load_policy(log_dir, env=env) as policy:
+            return sampled_returns(env, policy, episodes)
+    finally:
+        env.close()
 
 
 class ClusterCpu:
@@ -105,15 +151,15 @@ class ClusterCpu:
 
 
 def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, episodes, overrides,
-               trainer_overrides=None):
-    """Trains `default_configs(algo)` (with `workers` workers) on `train_csv` to steps * k / stages env steps,
-    k = 1..stages (the first stage empties `folder/run`, the others resume from its checkpoint), and evaluates the
-    checkpoint after each stage on `test_csv` with `evaluate` (policy, buy-and-hold, random, oracle); returns the
-    stage records."""
+               trainer_overrides=None, preset='reference'):
+    """Trains `default_configs(algo, preset=preset)` (with `workers` workers) on `train_csv` to
+    steps * k / stages env steps, k = 1..stages (the first stage empties `folder/run`, the others resume from its
+    checkpoint), and evaluates the checkpoint after each stage on `test_csv` with `evaluate` (policy, buy-and-hold,
+    random, oracle) and with the policy sampling its actions; returns the stage records."""
     from btgym_aac.evaluation import evaluate
     from btgym_aac.distributed.launcher import make_launcher
 
-    configs = reference_configs(algo, train_csv, overrides)
+    configs = reference_configs(algo, train_csv, overrides, preset)
     configs['trainer_config']['kwargs'].update(trainer_overrides or {})
     log_dir = os.path.join(folder, 'run')
     configs['cluster_config'].update(num_workers=workers, log_dir=log_dir)
@@ -128,7 +174,8 @@ def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, 
         cpu.end_run()
         report = evaluate(log_dir, data=[test_csv], episodes=episodes,
                           out=os.path.join(folder, 'evaluation_{}'.format(stage)), seed=EVAL_SEED)
-        records.append(stage_record(stage, result['global_step'], cpu.seconds, wall, report))
+        records.append(stage_record(stage, result['global_step'], cpu.seconds, wall, report,
+                                    evaluate_sampled(log_dir, test_csv, episodes)))
     return records
 
 
@@ -160,16 +207,16 @@ def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides):
             if model.num_timesteps < target:
                 model.learn(target - model.num_timesteps, reset_num_timesteps=False)
             cpu, wall = cpu + process_cpu_seconds() - cpu_start, wall + time.time() - wall_start
-            report = evaluate_sb3(model, env_config, test_csv, episodes, EVAL_SEED)
-            records.append(stage_record(stage, model.num_timesteps, cpu, wall, report))
+            report, sampled = evaluate_sb3(model, env_config, test_csv, episodes, EVAL_SEED)
+            records.append(stage_record(stage, model.num_timesteps, cpu, wall, report, sampled))
     finally:
         env.close()
     return records
 
 
 class Sb3Agent:
-    """An SB3 model as an evaluation agent (`play_episode`'s interface): its deterministic action on the
-    `SimpleSpaces` view of the env's observation."""
+    """An SB3 model as an evaluation agent (`play_episode`'s interface): its action (deterministic unless told
+    otherwise) on the `SimpleSpaces` view of the env's observation."""
 
     def __init__(self, model, wrapper):
         self.model, self.wrapper = model, wrapper
@@ -180,15 +227,16 @@ class Sb3Agent:
     def observe(self, reward):
         """The model does not learn while evaluated."""
 
-    def act(self, observation):
-        action, _ = self.model.predict(self.wrapper.observation(observation), deterministic=True)
+    def act(self, observation, deterministic=True):
+        action, _ = self.model.predict(self.wrapper.observation(observation), deterministic=deterministic)
         return int(action)
 
 
 def evaluate_sb3(model, env_config, test_csv, episodes, seed):
     """`evaluate`'s episodes for an SB3 model: the env (`make_evaluation_env`: no rendering, the TradeLog
     analyzer) on `test_csv`, `episodes` episodes of its sample type, played by the model and the baselines as
-    `evaluate` plays them (`play_with_baselines`, the oracle included); returns `build_report`'s report."""
+    `evaluate` plays them (`play_with_baselines`, the oracle included); returns `build_report`'s report and the
+    model's `sampled_returns`."""
     from btgym_aac.env.wrappers import SimpleSpaces
     from btgym_aac.evaluation.episodes import episode_sample_type, make_evaluation_env, reset_options
     from btgym_aac.evaluation.evaluator import play_with_baselines
@@ -200,10 +248,12 @@ def evaluate_sb3(model, env_config, test_csv, episodes, seed):
         if market_spec_of(env.dataset) is None:
             raise RuntimeError('{} carries no market recipe: no oracle to measure against'.format(test_csv))
         plan = [reset_options(episode_sample_type(env)) for _ in range(episodes)]
-        records = play_with_baselines(env, Sb3Agent(model, SimpleSpaces(env)), plan, seed)
+        agent = Sb3Agent(model, SimpleSpaces(env))
+        records = play_with_baselines(env, agent, plan, seed)
+        sampled = sampled_returns(env, agent, episodes)
     finally:
         env.close()
-    return build_report(records, {'data': [test_csv], 'seed': seed})
+    return build_report(records, {'data': [test_csv], 'seed': seed}), sampled
 
 
 def run_one(market, edge, trainer, seed, folder, args):
@@ -217,7 +267,7 @@ def run_one(market, edge, trainer, seed, folder, args):
         run_folder = os.path.join(folder, 'runs', '{}_{}_{}_seed_{}'.format(
             market, 'edge' if edge else 'twin', trainer, seed))
         stages = train_ours(trainer, train_csv, test_csv, run_folder, args.steps, args.stages, args.workers, seed,
-                            args.eval_episodes, overrides, args.trainer_kwargs)
+                            args.eval_episodes, overrides, args.trainer_kwargs, args.preset)
     train_seed, test_seed = market_seeds(seed)
     return {'market': market, 'edge': edge, 'trainer': trainer, 'seed': seed, 'train_market_seed': train_seed,
             'test_market_seed': test_seed, 'stages': stages}

@@ -1,11 +1,13 @@
-"""The summary of `known_edge.py`: per market and trainer, the fraction of the oracle with its bootstrap interval,
-the learning curve, the cost of reaching half the oracle, the twin's excess over buy-and-hold and the policy's own
-return there; the table and the plots."""
+"""The summary of `known_edge.py`: per market and trainer, the time to skill (the env steps and training CPU seconds
+to reach 50 % and 80 % of the oracle), the fraction of the oracle at fixed budgets of env steps with its bootstrap
+interval, the learning curve (the policy acting deterministically, and sampling its actions), the twin's excess over
+buy-and-hold and the policy's own return there; the table and the plots."""
 import numpy as np
 
 from btgym_aac.walk_forward.summary import bootstrap_mean_interval, fraction_of_oracle
 
-HALF = 0.5
+THRESHOLDS = (0.5, 0.8)
+"""Fractions of the oracle whose time to reach is reported."""
 
 
 def pooled_returns(runs, stage_index, agent):
@@ -13,17 +15,38 @@ def pooled_returns(runs, stage_index, agent):
     return [value for run in runs for value in run['stages'][stage_index]['returns_pct'][agent]]
 
 
+def pooled_sampled_returns(runs, stage_index):
+    """The sampling policy's per-episode returns (%) at stage `stage_index` of every run that recorded them."""
+    return [value for run in runs for value in run['stages'][stage_index].get('sampled_returns_pct') or []]
+
+
 def learning_curve(runs):
     """Per stage: env steps and training CPU seconds (means over the seeds) and the policy's fraction of the
-    oracle on the pooled episodes with its bootstrap interval (`fraction_of_oracle`)."""
+    oracle on the pooled episodes with its bootstrap interval (`fraction_of_oracle`), and `sampled`: the same for
+    the policy sampling its actions (None where the runs did not record it)."""
     curve = []
     for index in range(min(len(run['stages']) for run in runs)):
         cpu = [run['stages'][index]['cpu_seconds'] for run in runs]
         point = {'env_steps': float(np.mean([run['stages'][index]['env_steps'] for run in runs])),
                  'cpu_seconds': None if None in cpu else float(np.mean(cpu))}
-        point.update(fraction_of_oracle(pooled_returns(runs, index, 'policy'), pooled_returns(runs, index, 'oracle')))
+        oracle = pooled_returns(runs, index, 'oracle')
+        point.update(fraction_of_oracle(pooled_returns(runs, index, 'policy'), oracle))
+        sampled = pooled_sampled_returns(runs, index)
+        point['sampled'] = fraction_of_oracle(sampled, oracle) if len(sampled) == len(oracle) else None
         curve.append(point)
     return curve
+
+
+def time_to(curve, threshold):
+    """The first point of `curve` whose fraction of the oracle is `threshold` or more, or None."""
+    return next((point for point in curve if point['fraction'] is not None and point['fraction'] >= threshold), None)
+
+
+def at_budget(curve, env_steps):
+    """The fraction of the oracle (with its interval) of the first point of `curve` at `env_steps` or more (its
+    env steps within 1 % below count: a staged run stops at whole rollouts), or None where the curve ends before."""
+    point = next((point for point in curve if point['env_steps'] >= 0.99 * env_steps), None)
+    return None if point is None else {key: point[key] for key in ('env_steps', 'fraction', 'ci_low', 'ci_high')}
 
 
 def _mean_interval(values):
@@ -49,11 +72,11 @@ def policy_return(runs):
     return entry
 
 
-def summarize(runs):
+def summarize(runs, budgets=()):
     """One row per market and trainer (in run order): on the edge market the last stage's fraction of the
-    oracle, the learning curve and the env steps and CPU seconds of the first stage at half the oracle or more
-    (None if none), the excess over buy-and-hold; on the twin (where run) its excess over buy-and-hold and the
-    policy's own return."""
+    oracle, the fraction at every env-step budget of `budgets` (`at_budget`), the learning curve, the env steps and
+    CPU seconds of the first stage at each of `THRESHOLDS` of the oracle or more (None if none), the excess over
+    buy-and-hold; on the twin (where run) its excess over buy-and-hold and the policy's own return."""
     rows = []
     for market, trainer in dict.fromkeys((run['market'], run['trainer']) for run in runs):
         group = [run for run in runs if (run['market'], run['trainer']) == (market, trainer)]
@@ -61,10 +84,9 @@ def summarize(runs):
         row = {'market': market, 'trainer': trainer, 'seeds': sorted({run['seed'] for run in group})}
         if edge:
             curve = learning_curve(edge)
-            half = next((point for point in curve if point['fraction'] is not None and point['fraction'] >= HALF),
-                        None)
             row.update(fraction_of_oracle=curve[-1], learning_curve=curve,
-                       env_steps_to_half=half and half['env_steps'], cpu_seconds_to_half=half and half['cpu_seconds'],
+                       at_budgets={str(budget): at_budget(curve, budget) for budget in budgets},
+                       time_to=time_to_entries(curve),
                        excess_over_buy_and_hold=excess_over_buy_and_hold(edge),
                        episodes=len(pooled_returns(edge, len(curve) - 1, 'policy')))
         if twin:
@@ -74,21 +96,49 @@ def summarize(runs):
     return rows
 
 
+def time_to_entries(curve):
+    """{threshold: {'env_steps', 'cpu_seconds'}} of the first points of `curve` at each of `THRESHOLDS` (None
+    values where not reached)."""
+    return {str(threshold): {'env_steps': point and point['env_steps'], 'cpu_seconds': point and point['cpu_seconds']}
+            for threshold in THRESHOLDS for point in [time_to(curve, threshold)]}
+
+
+def table_reached(row):
+    """'env steps / CPU s' to each of `THRESHOLDS` of a summary row, joined by '; '."""
+    return '; '.join(_reached(row.get('time_to', {}).get(str(level))) for level in THRESHOLDS)
+
+
 def _interval(entry, keys, form):
     mean, low, high = (entry.get(key) for key in keys)
     return '-' if mean is None else '{} [{}, {}]'.format(*(form.format(value) for value in (mean, low, high)))
 
 
-def table_lines(rows):
-    """The summary as the lines of a markdown table (the one in docs/learning.md)."""
+def _reached(entry):
+    """'env steps / CPU seconds s' of a `time_to` entry, '-' when not reached."""
+    if not entry or entry['env_steps'] is None:
+        return '-'
+    return '{:,.0f} / {} s'.format(entry['env_steps'], '-' if entry['cpu_seconds'] is None else
+                                   '{:.0f}'.format(entry['cpu_seconds']))
+
+
+def table_lines(rows, budgets=()):
+    """The summary as the lines of a markdown table (the one in docs/learning.md): per market and trainer the time
+    to 50 % and 80 % of the oracle, the fraction at each budget and at the last stage (deterministic; sampling its
+    actions), and the excess over buy-and-hold on the market and its twin."""
     keys = ('mean_pct', 'ci_low_pct', 'ci_high_pct')
-    lines = ['| market | trainer | seeds | fraction of the oracle [95 % interval] | env steps / CPU s to half | '
-             'edge: policy - B&H % | twin: policy - B&H % (zero in?) | twin: policy return % (nothing found?) |',
-             '|---|---|---|---|---|---|---|---|']
+    fraction_keys = ('fraction', 'ci_low', 'ci_high')
+    lines = ['| market | trainer | seeds | env steps / CPU s to {} of the oracle | {}fraction at the end [95 % '
+             'interval] | '
+             'sampling | edge: policy - B&H % | twin: policy - B&H % (zero in?) | twin: policy return % (nothing '
+             'found?) |'.format(' / '.join('{:.0%}'.format(level) for level in THRESHOLDS),
+                                ''.join('fraction at {:,} steps | '.format(budget) for budget in budgets)),
+             '|---|---|---|---|' + '---|' * len(budgets) + '---|---|---|---|---|']
     for row in rows:
-        fraction = _interval(row.get('fraction_of_oracle', {}), ('fraction', 'ci_low', 'ci_high'), '{:.2f}')
-        to_half = '-' if row.get('env_steps_to_half') is None else '{:,.0f} / {:.0f}'.format(
-            row['env_steps_to_half'], row['cpu_seconds_to_half'])
+        fraction = _interval(row.get('fraction_of_oracle', {}), fraction_keys, '{:.2f}')
+        sampled = _interval((row.get('fraction_of_oracle') or {}).get('sampled') or {}, fraction_keys, '{:.2f}')
+        reached = table_reached(row)
+        at = [_interval((row.get('at_budgets') or {}).get(str(budget)) or {}, fraction_keys, '{:.2f}')
+              for budget in budgets]
         edge = _interval(row.get('excess_over_buy_and_hold', {}), keys, '{:+.2f}')
         twin_excess, twin_return = row.get('twin_excess_over_buy_and_hold'), row.get('twin_policy_return')
         twin_columns = ['-', '-']
@@ -97,8 +147,8 @@ def table_lines(rows):
                                            'yes' if twin_excess['includes_zero'] else 'no'),
                             '{} {}'.format(_interval(twin_return, keys, '{:+.3f}'),
                                            'yes' if twin_return['finds_nothing'] else 'no')]
-        lines.append('| {} |'.format(' | '.join([row['market'], row['trainer'], str(len(row['seeds'])), fraction,
-                                                  to_half, edge] + twin_columns)))
+        lines.append('| {} |'.format(' | '.join([row['market'], row['trainer'], str(len(row['seeds'])), reached] + at +
+                                                 [fraction, sampled, edge] + twin_columns)))
     return lines
 
 
@@ -120,7 +170,7 @@ def plot(rows, axis, label, path):
             ax.plot(x, [p['fraction'] for p in points], marker='o', color=color, label=row['trainer'])
             ax.fill_between(x, [p['ci_low'] for p in points], [p['ci_high'] for p in points], color=color,
                             alpha=0.15)
-        for level, style in ((0.0, '-'), (HALF, ':'), (1.0, '--')):
+        for level, style in ((0.0, '-'), (THRESHOLDS[0], ':'), (THRESHOLDS[1], '-.'), (1.0, '--')):
             ax.axhline(level, color='grey', linestyle=style, linewidth=0.8)
         ax.set_title(market)
         ax.set_xlabel(label)

@@ -21,7 +21,7 @@ from test_evaluation_multi_asset import env_config as multi_asset_env_config
 
 from btgym_aac.cli import main as cli_main
 from btgym_aac.cli.trade_command import feed_arguments
-from btgym_aac.data import write_histdata_csv
+from btgym_aac.data import make_correlated_walks, write_histdata_csv
 from btgym_aac.deploy import trading
 from btgym_aac.deploy.live_feeds import FEED_ENDED, Bar, ReplayFeed
 from btgym_aac.deploy.manifest import ArtifactError, read_manifest
@@ -62,7 +62,8 @@ def evaluated_episode(log_dir, seed, monkeypatch):
 
 
 def replay_specs(frames, folder):
-    """{data line: 'replay:<csv>:max'} of the frames written as HistData files."""
+    """{data line: 'replay:<csv>:max'} of the frames written as HistData files (in `folder`, made if missing)."""
+    os.makedirs(str(folder), exist_ok=True)
     specs = {}
     for line, frame in frames.items():
         path = os.path.join(str(folder), '{}.csv'.format(line))
@@ -124,25 +125,67 @@ def test_a_replayed_episode_trades_as_evaluate_on_the_same_bars(reference_artifa
     assert all(entry['latency_ms'] > 0 and entry['received_at'] for entry in journal)
 
 
-def test_a_multi_asset_episode_trades_as_evaluate_on_the_same_bars(tmp_path, monkeypatch):
-    log_dir = write_saved_run(tmp_path / 'run', multi_asset_env_config('discrete'), MULTI_ASSET_POLICY_CONFIG,
+def multi_asset_artifact(folder, kind):
+    """(log dir, artifact folder) of an untrained two-asset run of `kind` ('discrete' or 'portfolio')."""
+    log_dir = write_saved_run(folder / 'run', multi_asset_env_config(kind), MULTI_ASSET_POLICY_CONFIG,
                               MULTI_ASSET_TRAINER_CONFIG, step=40)
-    assert cli_main(['export', log_dir, str(tmp_path / 'artifact')]) == 0
-    record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
-    assert list(frames) == ['A', 'B']
-    result = trade(str(tmp_path / 'artifact'), replay_specs(frames, tmp_path), str(tmp_path / 'paper'),
-                   close_at_end=True)
-    assert_as_evaluated(result, tmp_path / 'paper', record)
+    assert cli_main(['export', log_dir, str(folder / 'artifact')]) == 0
+    return log_dir, str(folder / 'artifact')
+
+
+@pytest.fixture(scope='module')
+def discrete_artifact(tmp_path_factory):
+    """(log dir, artifact folder) of an untrained two-asset MultiDiscreteEnv run."""
+    return multi_asset_artifact(tmp_path_factory.mktemp('discrete'), 'discrete')
 
 
 @pytest.fixture(scope='module')
 def portfolio_artifact(tmp_path_factory):
     """(log dir, artifact folder) of an untrained two-asset PortfolioEnv run."""
-    folder = tmp_path_factory.mktemp('portfolio')
-    log_dir = write_saved_run(folder / 'run', multi_asset_env_config('portfolio'), MULTI_ASSET_POLICY_CONFIG,
-                              MULTI_ASSET_TRAINER_CONFIG, step=40)
-    assert cli_main(['export', log_dir, str(folder / 'artifact')]) == 0
-    return log_dir, str(folder / 'artifact')
+    return multi_asset_artifact(tmp_path_factory.mktemp('portfolio'), 'portfolio')
+
+
+def test_a_multi_asset_episode_trades_as_evaluate_on_the_same_bars(discrete_artifact, tmp_path, monkeypatch):
+    log_dir, artifact = discrete_artifact
+    record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
+    assert list(frames) == ['A', 'B']
+    result = trade(artifact, replay_specs(frames, tmp_path), str(tmp_path / 'paper'), close_at_end=True)
+    assert_as_evaluated(result, tmp_path / 'paper', record)
+
+
+@pytest.mark.parametrize('kind', ['discrete', 'portfolio'])
+def test_parity_of_a_multi_asset_artifact_on_other_files(discrete_artifact, portfolio_artifact, tmp_path, capsys,
+                                                         kind):
+    """`btgym-aac parity --assets`: the artifact's replayed trade and `evaluate` on held-out files of every asset."""
+    log_dir, artifact = discrete_artifact if kind == 'discrete' else portfolio_artifact
+    frames = make_correlated_walks(num_bars=2 * 1440, names=('A', 'B'), correlation=0.3, seed=9, start='2019-01-07')
+    files = replay_specs(frames, tmp_path / 'bars')
+    entries = ['{}={}'.format(name, spec.split(':')[1]) for name, spec in files.items()]
+    out = tmp_path / 'parity'
+    assert cli_main(['parity', log_dir, artifact, '--assets'] + entries + ['--out', str(out), '--window', '3']) == 0
+    assert 'parity: yes' in capsys.readouterr().out
+    report = json.loads((out / 'parity.json').read_text())
+    assert report['parity'] and report['data'] == {name: [spec.split(':')[1]] for name, spec in files.items()}
+    assert report['evaluate'] == report['trade'] and report['trade']['decisions'] > 10 and report['trade']['fills']
+    assert report['window']['window_first_bar_time'] > '2019-01-07T00:00:00'
+
+
+def test_a_bar_missing_on_one_asset_drops_that_time_for_every_asset(discrete_artifact, tmp_path):
+    """As training aligns its data (a time missing in any line is dropped from all), a live group of bars is traded
+    only whole: the other lines' bars of a time one line lacks are dropped (warned), never shifted onto the next."""
+    frames = make_correlated_walks(num_bars=600, names=('A', 'B'), correlation=0.3, seed=4, start='2019-01-07')
+    missing = frames['B'].index[[300, 301, 450]]
+    lacking = dict(frames, B=frames['B'].drop(missing))
+    aligned = {name: frame.drop(missing) for name, frame in frames.items()}
+    artifact = discrete_artifact[1]
+    gapped = trade(artifact, replay_specs(lacking, tmp_path / 'lacking'), str(tmp_path / 'gapped'))
+    clean = trade(artifact, replay_specs(aligned, tmp_path / 'aligned'), str(tmp_path / 'clean'))
+    assert gapped['bars'] == clean['bars'] == 597
+    assert without_timing(read_journal(tmp_path / 'gapped')) == without_timing(read_journal(tmp_path / 'clean'))
+    assert gapped['fills'] == clean['fills'] and gapped['broker_value'] == clean['broker_value']
+    with open(tmp_path / 'gapped' / 'bars.jsonl') as f:
+        times = [json.loads(line)['A'][0] for line in f]
+    assert not {time.isoformat() for time in missing} & set(times)
 
 
 def test_a_portfolio_episode_trades_target_weights_as_evaluate_on_the_same_bars(portfolio_artifact, tmp_path,

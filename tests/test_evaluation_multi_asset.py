@@ -14,11 +14,11 @@ from test_evaluation import png_pixels
 from btgym_aac.algorithms import A3C
 from btgym_aac.algorithms.policy import StackedLstmPolicy
 from btgym_aac.cli import main as cli_main
-from btgym_aac.data import BTgymDataset, BTgymMultiData, make_correlated_walks
+from btgym_aac.data import BTgymDataset, BTgymMultiData, make_correlated_walks, write_histdata_csv
 from btgym_aac.env import MultiDiscreteEnv, PortfolioEnv
 from btgym_aac.evaluation import evaluate, load_policy
 from btgym_aac.evaluation.plots import marginal_probabilities
-from btgym_aac.evaluation.baselines import KEEP_POSITIONS, baseline_agents
+from btgym_aac.evaluation.baselines import KEEP_POSITIONS, REBALANCED, baseline_agents
 from btgym_aac.evaluation.episodes import make_evaluation_env, play_episode, reset_options
 from btgym_aac.spaces import probability_names as action_names
 from btgym_aac.evaluation.loading import read_run_config
@@ -106,7 +106,7 @@ def play_agents(log_dir, agents_for):
 def played(run):
     """kind -> records of the policy and the baselines, played as `evaluate` plays them."""
     def agents_for(env, policy):
-        buy_and_hold, random_agent = baseline_agents(env, SEED)
+        buy_and_hold, random_agent = (baseline_agents(env, SEED)[name] for name in ('buy_and_hold', 'random'))
         return {'policy': policy, 'buy_and_hold': buy_and_hold, 'random': random_agent}
     return _PerKind(lambda kind: play_agents(run(kind), agents_for))
 
@@ -262,30 +262,39 @@ def test_portfolio_buy_and_hold_invests_equal_weights_and_never_rebalances(playe
             assert 0 <= target - opening['size'] * opening['price'] < opening['price']  # whole units of the target
 
 
-def test_portfolio_equal_weights_sent_at_every_step_would_rebalance(run):
-    """Why buy-and-hold keeps its positions: the same equal weights sent through `env.step` at every step order the
-    drift back to the target again and again."""
-    class EqualWeightsEveryStep:
-        def reset(self, observation=None):
-            pass
-
-        def act(self, observation):
-            return {'A': [0.5], 'B': [0.5], CASH: [0.0]}
-
-        def observe(self, reward):
-            pass
-
-    records = play_agents(run('portfolio'), lambda env, policy: {'rebalancing': EqualWeightsEveryStep()})
-    for record in records['rebalancing']:
+def test_the_rebalanced_portfolio_orders_the_drift_back_to_equal_weights(run):
+    """Why buy-and-hold keeps its positions: the same equal weights sent through `env.step` at every step, as the
+    `rebalanced` baseline sends them, order the drift back to the target again and again."""
+    records = play_agents(run('portfolio'), lambda env, policy: {REBALANCED: baseline_agents(env, SEED)[REBALANCED]})
+    for record in records[REBALANCED]:
+        assert all(set(action) == set(ASSETS + (CASH,)) and action['A'][0] == action['B'][0] == 0.5
+                   for action in record.actions)
         for asset in ASSETS:
             assert len(fills_of(record, asset)) > 5
 
 
 @pytest.mark.parametrize('kind', KINDS)
+def test_each_asset_has_its_own_buy_and_hold(run, kind):
+    def agents_for(env, policy):
+        agents = baseline_agents(env, SEED)
+        expected = ['buy_and_hold', 'random'] + ['buy_and_hold_' + asset for asset in ASSETS] + \
+            ([REBALANCED] if kind == 'portfolio' else [])
+        assert list(agents) == expected
+        return {name: agents[name] for name in expected if name.startswith('buy_and_hold_')}
+
+    records = play_agents(run(kind), agents_for)
+    for asset in ASSETS:
+        other = [name for name in ASSETS if name != asset][0]
+        for record in records['buy_and_hold_' + asset]:
+            assert fills_of(record, asset) and not fills_of(record, other)
+            check_held_until_the_end(record, asset, fills_of(record, asset)[0]['size'])
+
+
+@pytest.mark.parametrize('kind', KINDS)
 def test_random_baseline_is_reproducible_with_its_seed(run, kind):
     def agents_for(env, policy):
-        return {'first': baseline_agents(env, 5)[1], 'again': baseline_agents(env, 5)[1],
-                'other': baseline_agents(env, 6)[1]}
+        return {'first': baseline_agents(env, 5)['random'], 'again': baseline_agents(env, 5)['random'],
+                'other': baseline_agents(env, 6)['random']}
 
     records = play_agents(run(kind), agents_for)
     for first, again, other in zip(records['first'], records['again'], records['other']):
@@ -350,3 +359,42 @@ def test_cli_prints_the_per_asset_table_and_reproduces_the_report(run, report, t
 def test_other_data_files_are_refused_for_a_multi_asset_run(run, tmp_path):
     with pytest.raises(ValueError, match='trades several assets'):
         evaluate(run('discrete'), data=[str(tmp_path / 'bars.csv')], episodes=1, out=str(tmp_path / 'out'))
+
+
+# ----------------------------------------------------------------------------------------- other data: --assets
+
+@pytest.fixture(scope='module')
+def held_out_files(tmp_path_factory):
+    """{asset: [CSV of days 1-2, CSV of days 3-4]} of two walks of another seed, from 2019-01-01 (no bar of the
+    run's data)."""
+    folder = tmp_path_factory.mktemp('held_out')
+    frames = make_correlated_walks(num_bars=4 * 1440, names=ASSETS, correlation=0.3, seed=7,
+                                   start='2019-01-01')
+    return {name: [write_histdata_csv(frame[:2 * 1440], str(folder / '{}_1.csv'.format(name))),
+                   write_histdata_csv(frame[2 * 1440:], str(folder / '{}_2.csv'.format(name)))]
+            for name, frame in frames.items()}
+
+
+@pytest.mark.parametrize('kind', KINDS)
+def test_a_multi_asset_run_is_evaluated_on_other_files_per_asset(run, held_out_files, tmp_path, kind):
+    result = evaluate(run(kind), data=held_out_files, episodes=1, out=str(tmp_path / 'out'), seed=SEED, plots=False)
+    assert result['data'] == held_out_files and result['episode_type'] == 'test'
+    assert set(result['agents']) >= {'policy', 'buy_and_hold', 'random', 'buy_and_hold_A', 'buy_and_hold_B'}
+    assert result['windows'][0]['window_first_bar_time'] >= '2019-01-04'  # the test interval: the files' last day
+
+
+def test_assets_must_be_the_runs_in_its_order_and_only_for_multi_asset_runs(run, held_out_files, tmp_path,
+                                                                            capsys):
+    swapped = {'B': held_out_files['B'], 'A': held_out_files['A']}
+    with pytest.raises(ValueError, match=r"must name the run's assets in its order: A B \(given: B A\)"):
+        evaluate(run('discrete'), data=swapped, episodes=1, out=str(tmp_path / 'out'))
+    with pytest.raises(ValueError, match='trades several assets .*--assets'):
+        evaluate(run('discrete'), data=held_out_files['A'], episodes=1, out=str(tmp_path / 'out'))
+    entries = ['{}={}'.format(name, ','.join(files)) for name, files in held_out_files.items()]
+    assert cli_main(['evaluate', run('portfolio'), '--assets', entries[0], '--episodes', '1', '--out',
+                     str(tmp_path / 'cli'), '--no-episode-plots', '--no-tearsheet']) == 2
+    assert "must name the run's assets in its order: A B (given: A)" in capsys.readouterr().err
+    assert cli_main(['evaluate', run('portfolio'), '--assets'] + entries + ['--episodes', '1', '--out',
+                     str(tmp_path / 'cli'), '--no-episode-plots', '--no-tearsheet']) == 0
+    with open(tmp_path / 'cli' / 'report.json') as f:
+        assert json.load(f)['data'] == held_out_files

@@ -161,7 +161,7 @@ def evaluation(tmp_path_factory):
                   'trainer_config': {'class_ref': A3C, 'kwargs': {'rollout_length': 20}}, 'test_mode': False}
     env = make_evaluation_env(run_config)
     try:
-        buy_and_hold, random_agent = baseline_agents(env, SEED)
+        buy_and_hold, random_agent = (baseline_agents(env, SEED)[name] for name in ('buy_and_hold', 'random'))
         agents = {'policy': ScriptedAgent([BUY, HOLD, HOLD, CLOSE, SELL, HOLD, CLOSE]), 'buy_and_hold': buy_and_hold,
                   'random': random_agent}
         records = {name: [play_episode(env, agent, SEED + index, reset_options(1)) for index in range(EPISODES)]

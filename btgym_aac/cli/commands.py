@@ -4,7 +4,7 @@ import os
 import sys
 import time
 
-from btgym_aac.cli.config_files import _configs_from_args, cost_flags
+from btgym_aac.cli.config_files import _configs_from_args, cost_flags, data_argument
 from btgym_aac.distributed.tasks import start_forkserver_early
 from btgym_aac.distributed.launcher import make_launcher
 from btgym_aac.evaluation.tearsheet import TEARSHEET_FILE
@@ -233,11 +233,11 @@ def _evaluate(args):
     try:
         if args.tile and args.episodes is not None:
             raise ValueError('--tile plays every window of the data: drop --episodes')
-        if args.tile and not args.data:
-            raise ValueError('--tile plays every window of held-out data: give it with --data (the run\'s own data '
-                             'holds its training bars)')
-        report = evaluate(args.log_dir, data=args.data, episodes=args.episodes or 5, out=args.out, seed=args.seed,
-                          allow_untrusted=args.allow_untrusted_config, costs=cost_flags(args),
+        if args.tile and not (args.data or args.assets):
+            raise ValueError('--tile plays every window of held-out data: give it with --data or --assets (the '
+                             'run\'s own data holds its training bars)')
+        report = evaluate(args.log_dir, data=data_argument(args), episodes=args.episodes or 5, out=args.out,
+                          seed=args.seed, allow_untrusted=args.allow_untrusted_config, costs=cost_flags(args),
                           plots=not args.no_episode_plots, show_progress=True, tearsheet=not args.no_tearsheet,
                           tile=args.tile)
     except EngineError as error:
@@ -271,8 +271,8 @@ def _walk_forward(args):
 
     configs = _configs_from_args(args)
     report, status = run_resumable('walk-forward', lambda: walk_forward(
-        configs, args.data, args.folds, train_steps=args.train_steps, test_episodes=args.test_episodes, out=args.out,
-        continue_training=args.continue_training, seed=args.seed or 0, embargo=args.embargo,
+        configs, data_argument(args), args.folds, train_steps=args.train_steps, test_episodes=args.test_episodes,
+        out=args.out, continue_training=args.continue_training, seed=args.seed or 0, embargo=args.embargo,
         episode_plots=not args.no_episode_plots, show_progress=True))
     if report is None:
         return status

@@ -128,22 +128,32 @@ def cost_flags(args):
 
 
 def asset_files(entries):
-    """The `--assets NAME=CSV ...` entries as an ordered dict.
+    """The `--assets NAME=CSV[,CSV...] ...` entries as an ordered dict asset -> absolute path, or list of paths
+    (several files of one asset, concatenated in time).
 
     Raises:
         ValueError: an entry without a name or a file, or a name given twice. FileNotFoundError: no such file.
     """
     assets = {}
     for entry in entries:
-        name, sign, path = entry.partition('=')
-        if not sign or not name or not path:
-            raise ValueError('--assets entry {!r} is not NAME=CSV'.format(entry))
+        name, sign, given = entry.partition('=')
+        paths = given.split(',')
+        if not sign or not name or not all(paths):
+            raise ValueError('--assets entry {!r} is not NAME=CSV[,CSV...]'.format(entry))
         if name in assets:
             raise ValueError('--assets names {!r} twice'.format(name))
-        if not os.path.isfile(path):
-            raise FileNotFoundError('--assets {}: no such file {!r}'.format(name, path))
-        assets[name] = os.path.abspath(path)
+        for path in paths:
+            if not os.path.isfile(path):
+                raise FileNotFoundError('--assets {}: no such file {!r}'.format(name, path))
+        absolute = [os.path.abspath(path) for path in paths]
+        assets[name] = absolute if len(absolute) > 1 else absolute[0]
     return assets
+
+
+def data_argument(args):
+    """The data of a command taking --data or --assets: the --data files, or a dict asset -> file(s)
+    (`asset_files`)."""
+    return asset_files(args.assets) if getattr(args, 'assets', None) else args.data
 
 
 def _multi_asset_env_config(args, config_file_env):

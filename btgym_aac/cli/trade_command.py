@@ -74,9 +74,10 @@ def _parity(args):
     (its warm-up included) to the artifact in a paper `trade` run, and compares the decision times, actions,
     action probabilities, fills and final value. Writes the replayed bars, the trade run and parity.json to --out.
     Exit status 0: no difference; 1: differences (printed, and listed in parity.json)."""
+    from btgym_aac.cli.config_files import data_argument
     from btgym_aac.deploy.parity import PARITY_FILE, check_parity
 
-    report = check_parity(args.log_dir, args.artifact, args.data, args.out, window=args.window,
+    report = check_parity(args.log_dir, args.artifact, data_argument(args), args.out, window=args.window,
                           backend=args.backend, allow_untrusted=args.allow_untrusted_config)
     window = report['window']
     print('window {} ({} to {}): evaluate {} decisions, {} fills, final value {:.2f}; trade {} decisions, {} fills, '

@@ -208,6 +208,20 @@ class BTgymBaseData:
         self._resolve_timeframe()
         self.log.info('loaded {} bars of {} min from {}'.format(len(self.data), self.timeframe, self.filename))
 
+    def replace_data(self, source, load=True):
+        """Takes `source` in place of the data; the object must be reset again before it samples.
+
+        Args:
+            source: path or list of paths (read with `parsing_params`, concatenated in time), or a DataFrame.
+            load: read the files now (else at the next `read_csv` or `reset`); a DataFrame is always read.
+        """
+        is_frame = isinstance(source, pd.DataFrame)
+        self.filename = None if is_frame else source
+        self.data = read_ohlcv(source, self.parsing_params) if load or is_frame else None
+        self.is_ready = False
+        if self.data is not None:
+            self._resolve_timeframe()
+
     def reset(self, data_filename=None, timestamp=None, **ignored):
         """Gets the object ready to sample: loads data if needed, computes intervals and record counts.
 

@@ -268,6 +268,31 @@ class BTgymMultiData:
 
     # ----------------------------------------------------------------------------------------- loading, aligning
 
+    def with_data(self, sources, load=True):
+        """A copy of this object (its settings, its streams' settings) reading other data.
+
+        Args:
+            sources: dict data line -> path, list of paths (concatenated in time) or DataFrame, for every line.
+            load: read and align the data now (else at the copy's `read_csv` or `reset`, as a config's dataset).
+
+        Returns:
+            BTgymMultiData, to be reset before it samples.
+
+        Raises:
+            ValueError: `sources` does not name exactly this object's data lines (naming both).
+            DataError: as `read_csv`.
+        """
+        if set(sources) != set(self.data_names):
+            raise ValueError('data for the lines {} must name exactly the data lines {}'.format(
+                ', '.join(sources), ', '.join(self.data_names)))
+        replaced = copy.deepcopy(self)
+        for key, source in sources.items():
+            replaced.data[key].replace_data(source, load)
+        replaced.is_ready = False
+        if load:
+            replaced._align()
+        return replaced
+
     def read_csv(self, data_filename=None, force_reload=False):
         """Loads every stream that is not loaded (all with `force_reload`), then aligns them.
 

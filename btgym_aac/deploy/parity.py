@@ -8,6 +8,7 @@ import numpy as np
 from btgym_aac.data import write_histdata_csv
 from btgym_aac.deploy.journal import TradingFolder
 from btgym_aac.deploy.trading import trade
+from btgym_aac.evaluation.evaluator import data_files
 from btgym_aac.evaluation.episodes import TEST, make_evaluation_env, play_episode, reset_options, tile_windows
 from btgym_aac.evaluation.loading import load_policy, read_run_config
 from btgym_aac.evaluation.report import json_ready, check_output_folder
@@ -27,7 +28,7 @@ def check_parity(log_dir, artifact, data, out, window=0, backend='onnx', allow_u
     Args:
         log_dir: the run's log dir.
         artifact: its policy artifact (`btgym-aac export`).
-        data: CSV path(s) of the bars.
+        data: CSV path(s) of the bars; for a multi-asset run, a dict asset -> CSV path(s) (see `evaluate`).
         out: a new folder: the replayed bars (`<line>.csv`), the trade run (`trade/`) and `parity.json`.
         window: index of the window among the data's consecutive episode windows (`episodes.tile_windows`).
         backend: the artifact's backend ('onnx' or 'tf').
@@ -54,7 +55,7 @@ def check_parity(log_dir, artifact, data, out, window=0, backend='onnx', allow_u
     differences = compare(record, journal, result)
     report = {
         'log_dir': os.path.abspath(log_dir), 'artifact': os.path.abspath(artifact), 'backend': backend,
-        'data': [data] if isinstance(data, str) else list(data), 'window_index': window,
+        'data': data_files(data), 'window_index': window,
         'window': json_ready(record.window()),
         'evaluate': {'decisions': len(record.actions), 'fills': len(record.trade_log['fills']),
                      'final_value': float(record.step_values[-1])},

@@ -234,7 +234,8 @@ def multi_asset_env_config(assets=None, portfolio=False, **dataset_kwargs):
         assets: dict asset name -> CSV path(s) or DataFrame, in data line order; None or empty: the built-in
             cointegrated pair `X`, `Y` (`make_cointegrated_pair(seed=0)`).
         portfolio: PortfolioEnv (target weights) instead of MultiDiscreteEnv (one discrete action per asset).
-        **dataset_kwargs: more kwargs of every data line's `BTgymDataset` (e.g. `target_period` for test episodes).
+        **dataset_kwargs: more kwargs of every data line's `BTgymDataset` (e.g. `target_period` for test episodes),
+            or other values of the reference's `episode_duration` and `time_gap`.
 
     Returns:
         dict with `class_ref` and `kwargs` (the dataset unloaded: the Launcher reads and aligns its files before
@@ -251,8 +252,8 @@ def multi_asset_env_config(assets=None, portfolio=False, **dataset_kwargs):
     data_config = {name: ({'filename': None, 'dataframe': source} if isinstance(source, pd.DataFrame)
                           else {'filename': source}) for name, source in assets.items()}
     dataset = BTgymMultiData(data_class_ref=BTgymDataset, data_config=data_config,
-                             episode_duration=REFERENCE_ENV_KWARGS['episode_duration'],
-                             time_gap=REFERENCE_ENV_KWARGS['time_gap'], **dataset_kwargs)
+                             **dict({key: REFERENCE_ENV_KWARGS[key] for key in ('episode_duration', 'time_gap')},
+                                    **dataset_kwargs))
     kwargs = {key: REFERENCE_ENV_KWARGS[key] for key in (
         'start_cash', 'commission', 'leverage', 'drawdown_call', 'target_call', 'gamma', 'reward_scale')}
     kwargs.update(dataset=dataset, strategy=MultiAssetStrategy, asset_names=list(assets),

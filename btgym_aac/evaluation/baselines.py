@@ -6,11 +6,20 @@ of the env's order size each) and holds; random picks every asset's action unifo
 PortfolioEnv runs: buy-and-hold sends equal weights 1/K on the K assets (no cash) at the first step and then
 `KEEP_POSITIONS`, which `episodes.play_episode` turns into a step without a new target, so the portfolio is never
 rebalanced; random sends weights drawn from a flat Dirichlet over the assets and cash at every step.
+
+With several assets there are more: buy-and-hold of each asset alone (`buy_and_hold_<asset>`: its 'buy' order, or
+all the weight on it), and for PortfolioEnv the equal-weight portfolio rebalanced at every decision (`rebalanced`).
 """
 import numpy as np
 
 KEEP_POSITIONS = 'keep_positions'
 """An action meaning 'no new target weights' (see `episodes.keep_positions`)."""
+BUY_AND_HOLD, RANDOM, REBALANCED = 'buy_and_hold', 'random', 'rebalanced'
+
+
+def asset_buy_and_hold(asset):
+    """The name of the baseline buying and holding `asset` alone."""
+    return '{}_{}'.format(BUY_AND_HOLD, asset)
 
 
 class BaselineAgent:
@@ -29,16 +38,18 @@ class BuyAndHoldAgent(BaselineAgent):
     Args:
         action_names: the env's discrete action names (`portfolio_actions`); needs 'hold' and 'buy'.
         assets: None (one asset: actions are indices) or the traded assets (actions are dicts asset -> index,
-            every asset bought at the first step).
+            every asset of `bought` bought at the first step, the others held).
+        bought: the assets bought (None: every one of `assets`).
     """
 
-    def __init__(self, action_names, assets=None):
+    def __init__(self, action_names, assets=None, bought=None):
         names = list(action_names or ())
         missing = [name for name in ('hold', 'buy') if name not in names]
         if missing:
             raise ValueError('buy-and-hold needs the actions {}; the env has {}'.format(missing, names))
         self.hold, self.buy = names.index('hold'), names.index('buy')
         self.assets = None if assets is None else tuple(assets)
+        self.buying = frozenset(self.assets if bought is None else bought) if self.assets is not None else None
         self.bought = False
 
     def reset(self, observation=None):
@@ -46,10 +57,12 @@ class BuyAndHoldAgent(BaselineAgent):
         self.bought = False
 
     def act(self, observation):
-        """'buy' at the first step of the episode, 'hold' after (for every asset when `assets` is given)."""
+        """'buy' at the first step of the episode, 'hold' after (per asset when `assets` is given)."""
         index = self.hold if self.bought else self.buy
         self.bought = True
-        return index if self.assets is None else {asset: index for asset in self.assets}
+        if self.assets is None:
+            return index
+        return {asset: index if asset in self.buying else self.hold for asset in self.assets}
 
 
 class RandomAgent(BaselineAgent):
@@ -77,17 +90,21 @@ class RandomAgent(BaselineAgent):
         return {asset: int(index) for asset, index in zip(self.assets, indices)}
 
 
-class EqualWeightHoldAgent(BaselineAgent):
-    """PortfolioEnv buy-and-hold: equal weights on the assets at the first step, then `KEEP_POSITIONS`.
+class TargetWeightsAgent(BaselineAgent):
+    """PortfolioEnv: fixed target weights at the first step, then `KEEP_POSITIONS` (held), or the same targets at
+    every step (rebalanced).
 
     Args:
+        weights: dict asset -> weight of the assets invested in (the others get 0).
         assets: the traded assets.
         cash_name: the env's cash key (weight 0).
+        rebalance: send the targets again at every step.
     """
 
-    def __init__(self, assets, cash_name):
-        self.weights = {asset: np.full(1, 1.0 / len(assets), dtype=np.float32) for asset in assets}
+    def __init__(self, weights, assets, cash_name, rebalance=False):
+        self.weights = {asset: np.full(1, weights.get(asset, 0.0), dtype=np.float32) for asset in assets}
         self.weights[cash_name] = np.zeros(1, dtype=np.float32)
+        self.rebalance = rebalance
         self.invested = False
 
     def reset(self, observation=None):
@@ -95,8 +112,9 @@ class EqualWeightHoldAgent(BaselineAgent):
         self.invested = False
 
     def act(self, observation):
-        """The equal weights at the first step of the episode, `KEEP_POSITIONS` after."""
-        if self.invested:
+        """The target weights at the first step of the episode (at every step when rebalancing), else
+        `KEEP_POSITIONS`."""
+        if self.invested and not self.rebalance:
             return KEEP_POSITIONS
         self.invested = True
         return {key: value.copy() for key, value in self.weights.items()}
@@ -121,19 +139,29 @@ class DirichletAgent(BaselineAgent):
 
 
 def baseline_agents(env, seed):
-    """The buy-and-hold and random baselines for `env`.
+    """The baselines for `env`: buy-and-hold and random; with several assets also each asset's buy-and-hold, and
+    for a PortfolioEnv the equal-weight portfolio rebalanced at every decision.
 
     Args:
         env: evaluation env (BTgymEnv, MultiDiscreteEnv or PortfolioEnv).
         seed: seed of the random baseline.
 
     Returns:
-        (buy-and-hold agent, random agent).
+        dict baseline name -> agent: `BUY_AND_HOLD`, `RANDOM`, then `asset_buy_and_hold(asset)` per asset and
+        `REBALANCED` where they apply.
     """
     space = env.action_space
     if not space.is_discrete:
-        return EqualWeightHoldAgent(env.asset_names, env.cash_name), DirichletAgent(space.assets, seed)
+        assets, cash = env.asset_names, env.cash_name
+        equal = {asset: 1.0 / len(assets) for asset in assets}
+        agents = {BUY_AND_HOLD: TargetWeightsAgent(equal, assets, cash), RANDOM: DirichletAgent(space.assets, seed)}
+        agents.update((asset_buy_and_hold(asset), TargetWeightsAgent({asset: 1.0}, assets, cash)) for asset in assets)
+        agents[REBALANCED] = TargetWeightsAgent(equal, assets, cash, rebalance=True)
+        return agents
     if len(space.assets) == 1:
-        return BuyAndHoldAgent(env.portfolio_actions), RandomAgent(space.one_hot_depth, seed)
-    return (BuyAndHoldAgent(env.portfolio_actions, assets=space.assets),
-            RandomAgent(len(space.base_actions), seed, assets=space.assets))
+        return {BUY_AND_HOLD: BuyAndHoldAgent(env.portfolio_actions), RANDOM: RandomAgent(space.one_hot_depth, seed)}
+    agents = {BUY_AND_HOLD: BuyAndHoldAgent(env.portfolio_actions, assets=space.assets),
+              RANDOM: RandomAgent(len(space.base_actions), seed, assets=space.assets)}
+    agents.update((asset_buy_and_hold(asset), BuyAndHoldAgent(env.portfolio_actions, assets=space.assets,
+                                                             bought=[asset])) for asset in space.assets)
+    return agents

@@ -1,6 +1,7 @@
 """Evaluation episodes: the run's environment rebuilt for evaluation, seeded episode windows, windows laid end to end
 over a dataset (for out-of-sample runs that cover a whole stretch of data), and one played episode recorded step by
 step."""
+import collections.abc
 import dataclasses
 import os
 
@@ -23,9 +24,12 @@ def make_evaluation_env(run_config, data=None, costs=None):
 
     Args:
         run_config: saved configs (see `loading.read_run_config`).
-        data: None (the run's data), a CSV path or a list of CSV paths replacing the run's data source
-            (`dataset`, `dataframe` or `filename`); the env's other dataset kwargs such as `episode_duration` and
-            `target_period` are kept (settings held inside a `dataset` object are not).
+        data: None (the run's data); for a single-asset run a CSV path or a list of CSV paths replacing its data
+            source (`dataset`, `dataframe` or `filename`; the env's other dataset kwargs such as `episode_duration`
+            and `target_period` are kept, settings held inside a `dataset` object are not); for a multi-asset run
+            (MultiDiscreteEnv, PortfolioEnv) a dict asset -> CSV path(s) naming the run's assets in its order,
+            replacing every asset's data in its dataset (whose settings are kept), aligned on common bar times as
+            training aligns them.
         costs: dict of env cost settings replacing the run's (see `env.costs`), or None.
 
     Returns:
@@ -33,25 +37,24 @@ def make_evaluation_env(run_config, data=None, costs=None):
 
     Raises:
         ValueError: the run did not train on a BTgymEnv (test-mode gymnasium runs have no broker to evaluate), or
-            `data` is given for a multi-asset run (MultiDiscreteEnv, PortfolioEnv: its dataset is one object).
+            `data` does not fit the run: files for a multi-asset run, assets for a single-asset run, or assets
+            other than the run's (naming both sets).
         FileNotFoundError: a data file does not exist or is a folder.
     """
     env_class = resolved(run_config['env_config']['class_ref'])
     if run_config.get('test_mode') or not issubclass(env_class, BTgymEnv):
         raise ValueError('evaluation needs a run trained on a BTgymEnv; this run used {} (test_mode={})'.format(
             env_class.__name__, bool(run_config.get('test_mode'))))
-    if data and issubclass(env_class, MultiDiscreteEnv):
-        raise ValueError('other data files replace the data of a single-asset run; this run trades several assets '
-                         '({}) and is evaluated on its own dataset'.format(env_class.__name__))
+    several = issubclass(env_class, MultiDiscreteEnv)
+    if data and several != isinstance(data, collections.abc.Mapping):
+        raise ValueError('this run trades several assets ({}): give their files with --assets NAME=CSV (a dict '
+                         'asset -> files)'.format(env_class.__name__) if several else
+                         'this run trades one asset: give its files with --data, not --assets')
     overrides = dict(costs or {})
-    if data:
-        files = [data] if isinstance(data, str) else list(data)
-        folders = [path for path in files if os.path.isdir(path)]
-        if folders:
-            raise FileNotFoundError('data path(s) are folders, not CSV files: {}'.format(', '.join(folders)))
-        missing = [path for path in files if not os.path.isfile(path)]
-        if missing:
-            raise FileNotFoundError('data file(s) not found: {}'.format(', '.join(missing)))
+    if data and several:
+        run_config = with_asset_files(run_config, data)
+    elif data:
+        files = checked_files([data] if isinstance(data, str) else list(data))
         kwargs = run_config['env_config'].get('kwargs', {})
         run_config = dict(run_config, env_config=dict(run_config['env_config'], kwargs={
             key: value for key, value in kwargs.items() if key not in DATA_SOURCE_KWARGS}))
@@ -59,6 +62,35 @@ def make_evaluation_env(run_config, data=None, costs=None):
     env = make_env(run_config, **overrides)
     env.engine.addanalyzer(TradeLog, _name=TRADE_LOG_NAME)
     return env
+
+
+def checked_files(files):
+    """`files`, after checking that each is a file (FileNotFoundError naming the folders or missing ones)."""
+    folders = [path for path in files if os.path.isdir(path)]
+    if folders:
+        raise FileNotFoundError('data path(s) are folders, not CSV files: {}'.format(', '.join(folders)))
+    missing = [path for path in files if not os.path.isfile(path)]
+    if missing:
+        raise FileNotFoundError('data file(s) not found: {}'.format(', '.join(missing)))
+    return files
+
+
+def with_asset_files(run_config, assets):
+    """The run config of a multi-asset run with its dataset reading `assets` (dict asset -> CSV path or list of
+    paths, concatenated in time) instead of its own data: a copy of the dataset, loaded and aligned.
+
+    Raises:
+        ValueError: `assets` does not name the run's assets in its order (naming both). FileNotFoundError: a file.
+    """
+    kwargs = run_config['env_config'].get('kwargs', {})
+    dataset = kwargs.get('dataset')
+    names = list(getattr(dataset, 'data_names', None) or kwargs.get('asset_names') or ())
+    if list(assets) != names:
+        raise ValueError('--assets must name the run\'s assets in its order: {} (given: {})'.format(
+            ' '.join(names), ' '.join(assets)))
+    files = {name: checked_files([paths] if isinstance(paths, str) else list(paths)) for name, paths in assets.items()}
+    dataset = dataset.with_data({name: paths if len(paths) > 1 else paths[0] for name, paths in files.items()})
+    return dict(run_config, env_config=dict(run_config['env_config'], kwargs=dict(kwargs, dataset=dataset)))
 
 
 def episode_sample_type(env):

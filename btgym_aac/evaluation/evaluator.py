@@ -1,8 +1,9 @@
-"""`evaluate`: a trained run's policy and two baselines on the same seeded episodes, with a report and plots."""
+"""`evaluate`: a trained run's policy and the baselines on the same seeded episodes, with a report and plots."""
+import collections.abc
 import functools
 import os
 
-from btgym_aac.evaluation.baselines import baseline_agents
+from btgym_aac.evaluation.baselines import BUY_AND_HOLD, baseline_agents
 from btgym_aac.evaluation.episodes import (TEST, episode_sample_type, make_evaluation_env, play_episode,
                                            reset_options, tile_windows)
 from btgym_aac.evaluation.loading import load_policy, read_run_config
@@ -13,7 +14,7 @@ from btgym_aac.evaluation.report import (build_report, check_output_folder, cost
 from btgym_aac.evaluation.tearsheet import TEARSHEET_FILE, write_evaluation_tearsheet
 from btgym_aac.progress import Progress
 
-POLICY, BUY_AND_HOLD, RANDOM, ORACLE = 'policy', 'buy_and_hold', 'random', 'oracle'
+POLICY, ORACLE = 'policy', 'oracle'
 
 
 def _checkpoint_step(path):
@@ -38,7 +39,8 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
 
     Args:
         log_dir: log dir of a Launcher run (run_config.pkl and checkpoints).
-        data: None (the run's data) or CSV path(s) replacing it (single-asset runs only).
+        data: None (the run's data); CSV path(s) replacing a single-asset run's data; for a multi-asset run, a dict
+            asset -> CSV path(s) naming the run's assets in its order (`episodes.make_evaluation_env`).
         episodes: number of episodes per agent.
         out: output folder (default `<log_dir>/evaluation`); gets report.json, `equity_episode_<i>.png`,
             `actions_episode_<i>.png` and, for multi-asset runs, `asset_<asset>_episode_<i>.png`.
@@ -63,8 +65,8 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
 
     Raises:
         FileNotFoundError: missing log dir, run_config.pkl, checkpoint or data file.
-        ValueError: bad `episodes`, a run that did not train on a BTgymEnv, `data` for a multi-asset run, or an
-            `out` that is a file.
+        ValueError: bad `episodes`, a run that did not train on a BTgymEnv, `data` that does not fit the run (files
+            for a multi-asset run, assets other than the run's), or an `out` that is a file.
         UntrustedFileError (a PermissionError): run_config.pkl or the log dir is another user's or writable by
             others.
     """
@@ -125,7 +127,7 @@ def covering_windows(env, seed):
     if not tiles:
         raise ValueError('the data holds no episode window of the run\'s episode length ({} bars) under its '
                          'sampling rules'.format(getattr(dataset, 'master_data', dataset).sample_num_records))
-    probe, _ = baseline_agents(env, seed)
+    probe = baseline_agents(env, seed)[BUY_AND_HOLD]
     first_decision = play_episode(env, probe, seed, reset_options(TEST, tiles[0])).step_times[0]
     overlap = int(_data_index(env).get_loc(first_decision)) - tiles[0][0]
     return tile_windows(dataset, overlap=overlap), overlap
@@ -208,8 +210,7 @@ def play_with_baselines(env, policy, plan, seed, show_progress=False):
     Returns:
         {agent name: [episode record, ...]}, the policy first.
     """
-    buy_and_hold, random_agent = baseline_agents(env, seed)
-    agents = {POLICY: policy, BUY_AND_HOLD: buy_and_hold, RANDOM: random_agent}
+    agents = dict({POLICY: policy}, **baseline_agents(env, seed))
     oracle = oracle_agent(env)
     if oracle is not None:
         agents[ORACLE] = oracle
@@ -237,10 +238,17 @@ def _run_description(log_dir, policy, data, sample_type, seed):
         'log_dir': log_dir,
         'checkpoint': policy.checkpoint,
         'global_step': _checkpoint_step(policy.checkpoint),
-        'data': 'run data' if not data else ([data] if isinstance(data, str) else list(data)),
+        'data': 'run data' if not data else data_files(data),
         'episode_type': 'test' if sample_type == TEST or data else 'train',
         'seed': seed,
     }
+
+
+def data_files(data):
+    """The report's `data`: the list of files, or for several assets a dict asset -> list of files."""
+    if isinstance(data, collections.abc.Mapping):
+        return {asset: data_files(files) for asset, files in data.items()}
+    return [data] if isinstance(data, str) else list(data)
 
 
 def _write_outputs(report, out, records, policy, plots):

@@ -1,9 +1,13 @@
 """The oracle baseline: where the evaluated bars came from a known-edge market (`btgym_aac.data.markets`), the rule
-that knows the market's process plays the same windows through the same env, so with the same costs."""
+that knows the market's process plays the same windows through the same env, so with the same costs. A single-asset
+env gets its market's oracle (`OracleAgent`); a multi-asset env whose assets are the two legs of a cointegrated pair
+(`markets.make_pair_market`) gets the pair's (`PairOracleAgent` for discrete orders, `PairWeightsOracleAgent` for a
+PortfolioEnv's weights)."""
 import numpy as np
 
-from btgym_aac.data.markets import MarketSpec, oracle_for, read_market_spec
-from btgym_aac.evaluation.baselines import BaselineAgent
+from btgym_aac.data.markets import MarketSpec, PairOracle, oracle_for, read_market_spec
+from btgym_aac.data.markets import pair
+from btgym_aac.evaluation.baselines import KEEP_POSITIONS, BaselineAgent
 from btgym_aac.env.costs import SPREAD_FROM_DATA
 
 LOOKAHEAD_DECISIONS = 6
@@ -108,22 +112,126 @@ class OracleAgent(BaselineAgent):
         return self.actions['buy'] if expected > 0 else self.actions['sell']
 
 
+def pair_lines(dataset):
+    """{'X': data line, 'Y': data line} of a multi-line dataset whose two lines are the legs of one cointegrated
+    pair (`markets.make_pair_market`, each line's spec naming its role), else None."""
+    streams = getattr(dataset, 'data', None)
+    if not isinstance(streams, dict) or len(streams) != 2:
+        return None
+    specs = {line: market_spec_of(stream) for line, stream in streams.items()}
+    first = next(iter(specs.values()))
+    if any(spec is None or spec.kind != pair.KIND or not spec.same_market(first) for spec in specs.values()):
+        return None
+    roles = {spec.asset: line for line, spec in specs.items()}
+    return roles if set(roles) == set(pair.ROLES) else None
+
+
+class PairOracleAgent(BaselineAgent):
+    """Trades a MultiDiscreteEnv on a cointegrated pair with its oracle (`markets.PairOracle`): while the expected
+    change of the spread beats the round trip of both legs, one more order on each leg at every decision (Y its
+    way, X the other), so it builds the largest hedged position the broker allows; while it is weaker it holds; a
+    leg held against the signal is closed first. It reads the positions from the step infos.
+
+    Args:
+        oracle: a `PairOracle`.
+        lines: {'X': data line, 'Y': data line} (`pair_lines`).
+        frames: {data line: its bars}, aligned, time-ordered.
+        action_names: the env's discrete action names per asset (needs hold, buy, sell and close).
+    """
+
+    def __init__(self, oracle, lines, frames, action_names):
+        names = list(action_names or ())
+        missing = [name for name in ('hold', 'buy', 'sell', 'close') if name not in names]
+        if missing:
+            raise ValueError('the oracle needs the actions {}; the env has {}'.format(missing, names))
+        self.actions = {name: names.index(name) for name in ('hold', 'buy', 'sell', 'close')}
+        self.oracle, self.lines = oracle, lines
+        bars_x, bars_y = frames[lines['X']], frames[lines['Y']]
+        self.times = bars_x.index
+        self.expected = oracle.expected_changes(bars_x['close'].to_numpy(), bars_y['close'].to_numpy())
+        self.sides, self.time = {}, None
+
+    def reset(self, observation=None):
+        """Starts an episode flat."""
+        self.sides, self.time = {}, None
+
+    def observe_info(self, info):
+        """Takes the env's current bar time and the sides of its positions from a step's (or the reset's) info."""
+        self.time = info['time']
+        if info.get('bars'):
+            self.sides = {asset: int(np.sign(size)) for asset, size in info['bars'][-1]['positions'].items()}
+
+    def expected_now(self):
+        """The oracle's expected change of the spread at the env's current bar."""
+        return self.expected[self.times.searchsorted(self.time, side='right') - 1]
+
+    def act(self, observation):
+        """Per leg: 'hold' while the signal does not beat the round trip; 'close' for a leg held against it; else
+        one more order its way (Y with the spread, X against it)."""
+        expected = self.expected_now()
+        if abs(expected) <= self.oracle.round_trip:
+            return {line: self.actions['hold'] for line in self.lines.values()}
+        wanted = {self.lines['Y']: int(np.sign(expected)), self.lines['X']: -int(np.sign(expected))}
+        return {line: self.actions['close'] if self.sides.get(line, 0) == -side else
+                self.actions['buy' if side > 0 else 'sell'] for line, side in wanted.items()}
+
+
+class PairWeightsOracleAgent(PairOracleAgent):
+    """A PortfolioEnv's pair oracle: its weights cannot be short, so it holds the leg the spread's expected change
+    favours (all the weight on Y while the spread should widen, on X while it should narrow) and keeps its
+    positions (`KEEP_POSITIONS`) while the signal does not beat the round trip.
+
+    Args:
+        oracle, lines, frames: as `PairOracleAgent`.
+        cash_name: the env's cash key (weight 0).
+    """
+
+    def __init__(self, oracle, lines, frames, cash_name):
+        super().__init__(oracle, lines, frames, ('hold', 'buy', 'sell', 'close'))
+        self.cash_name = cash_name
+
+    def act(self, observation):
+        """All the weight on the favoured leg, or `KEEP_POSITIONS`."""
+        expected = self.expected_now()
+        if abs(expected) <= self.oracle.round_trip:
+            return KEEP_POSITIONS
+        favoured = self.lines['Y' if expected > 0 else 'X']
+        weights = {line: np.full(1, float(line == favoured), dtype=np.float32) for line in self.lines.values()}
+        weights[self.cash_name] = np.zeros(1, dtype=np.float32)
+        return weights
+
+
 def oracle_agent(env):
-    """The oracle baseline for `env`, or None where its bars come from no known-edge market or it trades several
-    assets.
+    """The oracle baseline for `env`, or None where its bars come from no known-edge market (or, for several
+    assets, from no cointegrated pair).
 
     Args:
         env: the evaluation env (its dataset read).
 
     Returns:
-        OracleAgent or None.
+        OracleAgent, PairOracleAgent, PairWeightsOracleAgent or None.
     """
-    if len(env.action_space.assets) != 1 or not env.action_space.is_discrete:
+    lookahead = LOOKAHEAD_DECISIONS * int(env.strategy_params['skip_frame'])
+    if len(env.action_space.assets) > 1:
+        return _pair_oracle_agent(env, lookahead)
+    if not env.action_space.is_discrete:
         return None
     spec = market_spec_of(env.dataset)
     if spec is None:
         return None
-    lookahead = LOOKAHEAD_DECISIONS * int(env.strategy_params['skip_frame'])
     cost = env_cost_per_side(env, float(env.dataset.data['close'].median()))
     oracle = oracle_for(spec, commission=cost, horizon=lookahead)
     return OracleAgent(oracle, env.dataset.data, env.portfolio_actions)
+
+
+def _pair_oracle_agent(env, lookahead):
+    lines = pair_lines(env.dataset)
+    if lines is None:
+        return None
+    frames = dict(env.dataset.frames)
+    spec = market_spec_of(env.dataset.data[lines['Y']])
+    cost = env_cost_per_side(env, float(frames[lines['Y']]['close'].median()))
+    oracle = PairOracle(spec, commission=cost, horizon=lookahead)
+    if env.action_space.is_discrete:
+        return PairOracleAgent(oracle, lines, frames, env.portfolio_actions)
+    return PairWeightsOracleAgent(oracle, lines, frames, env.cash_name)

@@ -9,6 +9,8 @@ import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from btgym_aac.evaluation.baselines import BUY_AND_HOLD
+
 FILL_MARKERS = {'buy': ('^', 'tab:green'), 'sell': ('v', 'tab:red'), 'close': ('X', 'black')}
 FIGURE_SIZE = (11, 4.5)
 DPI = 100
@@ -66,7 +68,9 @@ def fill_kind(fill):
 
 
 def plot_equity(path, records, title):
-    """Broker value per bar of every agent of one episode; the first agent's fills are marked.
+    """Broker value per bar of every agent of one episode; the first agent's fills are marked, and each asset's
+    buy-and-hold (`baselines.asset_buy_and_hold`) is a dashed line under the others, which are drawn each under the
+    ones before it.
 
     Args:
         path: PNG file to write.
@@ -78,8 +82,10 @@ def plot_equity(path, records, title):
     """
     figure, axes = new_axes()
     for index, (name, record) in enumerate(records.items()):
+        one_asset = name.startswith(BUY_AND_HOLD + '_')
         axes.plot(record.bar_times, record.bar_values, label=name, linewidth=1.6 if index == 0 else 0.9,
-                  zorder=3 if index == 0 else 2)
+                  zorder=3 if index == 0 else 1 if one_asset else 2 - 0.1 * index,
+                  linestyle='--' if one_asset else '-')
     main = next(iter(records.values()))
     value_at = dict(zip(main.bar_times, main.bar_values))
     for kind, (marker, color) in FILL_MARKERS.items():

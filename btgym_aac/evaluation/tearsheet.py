@@ -419,9 +419,18 @@ def write_evaluation_tearsheet(path, report, records, run_config):
     ]
     warnings = [] if any(record.trade_log['fills'] for record in records[POLICY]) else [
         'The policy placed no order in any episode: its return is that of holding the start cash.']
-    data = report['data'] if isinstance(report['data'], str) else ', '.join(report['data'])
+    data = _data_label(report['data'])
     subtitle = 'Evaluation of run {}, checkpoint {} (global step {}): {} {} episodes on {}, seed {}.'.format(
         report['log_dir'], os.path.basename(report['checkpoint']), report['global_step'], report['episodes'],
         report['episode_type'], data, report['seed'])
     return write_page(path, 'btgym-aac tearsheet: {} evaluation'.format(policy),
                       '{}: evaluation against its baselines'.format(policy), subtitle, sections, warnings)
+
+
+def _data_label(data):
+    """The report's `data` in words: 'run data', the files, or per asset its files."""
+    if isinstance(data, str):
+        return data
+    if isinstance(data, dict):
+        return '; '.join('{}: {}'.format(asset, ', '.join(files)) for asset, files in data.items())
+    return ', '.join(data)

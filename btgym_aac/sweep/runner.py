@@ -18,8 +18,6 @@ import numpy as np
 import optuna
 
 from btgym_aac.config_modules import dumps_with_sources, load_with_sources
-from btgym_aac.data.markets import read_market_spec
-from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.distributed.log_dir import LogDirLock
 from btgym_aac.distributed.supervision import STOP_GRACE_SECONDS, signals_handled, stop_on_signal, terminate_and_wait
 from btgym_aac.progress import Progress
@@ -32,7 +30,7 @@ from btgym_aac.sweep.study import (DEFAULT_STUDY, check_owner, claim_out, counte
 from btgym_aac.sweep.trial import (DEFAULT_OBJECTIVE, ENVIRONMENT_ERROR, TrialObjective, TrialPlan, check_objective,
                                    equity_record)
 from btgym_aac.validation import check_number, check_whole_number
-from btgym_aac.walk_forward.blocks import block_windows, whole_block, write_block_file
+from btgym_aac.walk_forward.blocks import block_windows, data_market, read_data, whole_block, write_block_file
 
 LOCKBOX_DIR = 'lockbox'
 DATA_DIR = 'data'
@@ -48,7 +46,7 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
 
     Args:
         configs: the config dicts the trials start from (`run_config.default_configs()`'s layout).
-        data: CSV path or list of paths.
+        data: CSV path or list of paths; for a multi-asset env, a dict asset -> path(s) (see `walk_forward`).
         trials: the number of trials the study should hold (done, pruned or failed; those cut off by a stop do not
             count): a study holding them already only gets its lockbox test and report.
         out: the sweep's folder.
@@ -93,7 +91,7 @@ def sweep(configs, data, trials, out='runs/sweep', space=None, algo='a3c', stora
                                   objective=objective)
         study = open_study(url, name, settings)  # (a study of other settings is refused before anything is written)
         claim_out(out, url, name)
-        market = read_market_spec(paths[0]) if len(paths) == 1 else None
+        market = data_market(paths)
         validation_file, lockbox_file = write_sweep_data(validation, held_out, out, market)
         plan = TrialPlan(quiet_training(configs), space, validation_file, out, folds, train_steps, test_episodes,
                          seed, embargo, objective, episode_plots, search_only)
@@ -137,18 +135,18 @@ def split_lockbox(frame, fraction):
     return validation, lockbox
 
 
-def read_sweep_data(paths, parsing_params, fraction):
+def read_sweep_data(paths, env_kwargs, fraction):
     """Reads the data files and sets the lockbox aside (see `split_lockbox`).
 
     Args:
-        paths: the data's CSV files.
-        parsing_params: the env's `parsing_params` (how to read them).
+        paths: the data's CSV files (for several assets, a dict asset -> files: `walk_forward.blocks.read_data`).
+        env_kwargs: the env's kwargs (its `parsing_params`, or its multi-asset `dataset`: how to read them).
         fraction: the lockbox's share of the time span.
 
     Returns:
         (validation DataFrame, lockbox DataFrame).
     """
-    return split_lockbox(read_ohlcv(paths, parsing_params), fraction)
+    return split_lockbox(read_data(env_kwargs, paths), fraction)
 
 
 def write_sweep_data(validation, lockbox, out, market=None):
@@ -182,7 +180,7 @@ def _checked_data(data, train_steps, configs, lockbox, folds, test_episodes, emb
 
     paths, train_steps = data_and_steps(data, train_steps, configs)
     env_kwargs = configs['env_config'].get('kwargs', {})
-    validation, held_out = read_sweep_data(paths, env_kwargs.get('parsing_params'), lockbox)
+    validation, held_out = read_sweep_data(paths, env_kwargs, lockbox)
     gap = plan_frame_folds(env_kwargs, validation, folds, test_episodes, embargo)[1]
     _check_lockbox(held_out, env_kwargs, test_episodes)
     return paths, train_steps, validation, held_out, gap

@@ -28,7 +28,10 @@ WIDEST_VALUE = 60
 
 
 def file_checksums(paths):
-    """[[file name, SHA-256]] of the data files (a study is the same search on any host holding the same data)."""
+    """[[file name, SHA-256]] of the data files (for several assets, a dict asset -> them): a study is the same
+    search on any host holding the same data."""
+    if isinstance(paths, dict):
+        return {asset: file_checksums(files) for asset, files in paths.items()}
     return [[os.path.basename(path), sha256_file(path)] for path in paths]
 
 
@@ -61,7 +64,7 @@ def changed_settings(previous, current):
         if key == 'space':
             rows.extend(_space_rows(then or {}, now or {}))
         elif key == 'data':
-            rows.extend(_data_rows(then or [], now or []))
+            rows.extend(_data_change_rows(then or [], now or []))
         elif key == 'configs':
             rows.extend(_config_rows(previous.get(CONFIG_DICTS), current.get(CONFIG_DICTS), then, now))
         else:
@@ -100,9 +103,21 @@ def _distribution(text):
     return words
 
 
-def _data_rows(then, now):
-    """A row per data file ([name, SHA-256]) that differs, by its place in --data."""
-    label = '--data' if max(len(then), len(now)) == 1 else '--data file {}'
+def _data_change_rows(then, now):
+    """The rows of data files that differ: by their place in --data, or per asset of --assets (dicts asset ->
+    files); one row when one side had one asset and the other several."""
+    if isinstance(then, dict) and isinstance(now, dict):
+        return [row for asset in list(then) + [name for name in now if name not in then]
+                for row in _data_rows(then.get(asset, []), now.get(asset, []), '--assets ' + asset)]
+    if isinstance(then, dict) or isinstance(now, dict):
+        return [('--data / --assets', *('assets ' + ' '.join(side) if isinstance(side, dict) else 'one asset'
+                                        for side in (then, now)))]
+    return _data_rows(then, now)
+
+
+def _data_rows(then, now, flag='--data'):
+    """A row per data file ([name, SHA-256]) that differs, by its place in `flag`'s files."""
+    label = flag if max(len(then), len(now)) == 1 else flag + ' file {}'
     return [(label.format(place + 1), _data_file(then, place), _data_file(now, place))
             for place in range(max(len(then), len(now))) if _data_file(then, place) != _data_file(now, place)]
 

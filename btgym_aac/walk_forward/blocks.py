@@ -1,14 +1,21 @@
 """The data of a walk-forward: its time span cut into K+1 consecutive blocks of equal duration, the folds' files
-and the checks that every block can hold an episode."""
+and the checks that every block can hold an episode.
+
+The data of several assets (a multi-asset env's, `--assets`) is one wide frame of their aligned bars: columns
+(asset, field), so that every cut in time cuts every asset at the same bar; its files are one per asset.
+"""
+import collections.abc
 import dataclasses
 import os
+import re
 
 import pandas as pd
 
 from btgym_aac.data import BTgymDataset, write_histdata_csv
 from btgym_aac.data.datetimes import infer_timeframe
 from btgym_aac.data.errors import DataError
-from btgym_aac.data.markets import write_market_spec
+from btgym_aac.data.markets import read_market_spec, write_market_spec
+from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.env.base import DATASET_KWARGS
 from btgym_aac.evaluation.episodes import DATA_SOURCE_KWARGS, tile_windows
 from btgym_aac.paths import written_in_place_of
@@ -100,9 +107,52 @@ def train_frames(blocks, number, embargo=pd.Timedelta(0)):
     return [block.frame[block.frame.index < cut] for block in blocks[:number + 1]]
 
 
+def read_data(env_kwargs, data):
+    """The bars of a walk-forward's data.
+
+    Args:
+        env_kwargs: the run's env kwargs (its `parsing_params`; for several assets its multi-line `dataset`).
+        data: CSV path(s) of one asset, or a dict asset -> CSV path(s) naming the env's assets in its order.
+
+    Returns:
+        DataFrame: one asset's bars, or the assets' bars aligned as training aligns them, columns (asset, field).
+
+    Raises:
+        ValueError: a dict for an env of one asset, or assets other than the env's (naming both).
+    """
+    if not isinstance(data, collections.abc.Mapping):
+        return read_ohlcv(data, env_kwargs.get('parsing_params'))
+    names = list(getattr(env_kwargs.get('dataset'), 'data_names', ()))
+    if not names:
+        raise ValueError('data of several assets needs a multi-asset env (--assets); this env trades one asset')
+    if list(data) != names:
+        raise ValueError('the data must name the env\'s assets in its order: {} (given: {})'.format(
+            ' '.join(names), ' '.join(data)))
+    return pd.concat(env_kwargs['dataset'].with_data(dict(data)).frames, axis=1)
+
+
+def data_market(paths):
+    """The known-edge market of the data files (`markets.read_market_spec`): its `MarketSpec` when the data is one
+    file, for several assets a dict asset -> the spec of its one file (None where an asset has several files or
+    no spec); None for several files of one asset."""
+    if isinstance(paths, collections.abc.Mapping):
+        return {asset: data_market(files) for asset, files in paths.items()}
+    return read_market_spec(paths[0]) if len(paths) == 1 else None
+
+
+def asset_frames(frame):
+    """{asset: its bars} of a wide frame of several assets (`read_data`), or None for one asset's bars."""
+    if not isinstance(frame.columns, pd.MultiIndex):
+        return None
+    return {asset: frame[asset] for asset in frame.columns.unique(0)}
+
+
 def fold_env_kwargs(env_kwargs, filename):
-    """The run's env kwargs reading `filename` (a fold's HistData file) instead of the run's data source; only
-    the bar size and the data checks of its parsing params are kept."""
+    """The run's env kwargs reading `filename` (a fold's HistData file; for several assets, a dict asset -> file,
+    read by a copy of the env's dataset) instead of the run's data source; only the bar size and the data checks
+    of a single asset's parsing params are kept."""
+    if isinstance(filename, collections.abc.Mapping):
+        return dict(env_kwargs, dataset=env_kwargs['dataset'].with_data(dict(filename), load=False))
     kwargs = {key: value for key, value in env_kwargs.items() if key not in DATA_SOURCE_KWARGS}
     parsing = {key: value for key, value in (env_kwargs.get('parsing_params') or {}).items()
                if key in KEPT_PARSING_PARAMS}
@@ -122,7 +172,9 @@ def block_windows(block, env_kwargs, max_windows=None):
     where = 'block {} ({} to {}, {} bars)'.format(block.number, block.start, block.stop, len(block.frame))
     windows = []
     if len(block.frame):
-        dataset = BTgymDataset(dataframe=block.frame, parsing_params=env_kwargs.get('parsing_params'), **settings)
+        assets = asset_frames(block.frame)
+        dataset = env_kwargs['dataset'].with_data(assets) if assets else BTgymDataset(
+            dataframe=block.frame, parsing_params=env_kwargs.get('parsing_params'), **settings)
         try:
             dataset.reset()
         except DataError as error:
@@ -137,16 +189,23 @@ def block_windows(block, env_kwargs, max_windows=None):
 
 
 def write_block_file(frames, path, market=None):
-    """Writes the bars of `frames` (in order) as a HistData CSV at `path`, atomically; kept when it exists.
+    """Writes the bars of `frames` (in order) as a HistData CSV at `path`, atomically; kept when it exists. Frames
+    of several assets (`read_data`) are written one file per asset, `<path stem>_<asset>.csv`.
 
     Args:
         frames: OHLCV DataFrames.
         path: the CSV file.
-        market: the `MarketSpec` of the bars' known-edge market (written next to the file), or None.
+        market: the `MarketSpec` of the bars' known-edge market (written next to the file), for several assets a
+            dict asset -> spec (`data_market`), or None.
 
     Returns:
-        `path`.
+        `path`, or for several assets a dict asset -> its file.
     """
+    assets = asset_frames(frames[0])
+    if assets:
+        stem = os.path.splitext(path)[0]
+        return {asset: write_block_file([frame[asset] for frame in frames], '{}_{}.csv'.format(
+            stem, re.sub(r'[^A-Za-z0-9_.-]', '_', asset)), (market or {}).get(asset)) for asset in assets}
     if not os.path.exists(path):
         with written_in_place_of(path) as f:
             write_histdata_csv(pd.concat(frames), f.name)

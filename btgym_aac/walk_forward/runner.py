@@ -9,6 +9,7 @@ evaluation and `fold.json`; at the end `walk_forward.json` and the plots. A fold
 written, so a walk-forward stopped in fold k continues there: its training resumes from the fold's checkpoint, or,
 stopped before the fold saved one, starts again as the fold first started.
 """
+import collections.abc
 import copy
 import json
 import os
@@ -16,15 +17,14 @@ import os
 import pandas as pd
 
 from btgym_aac.distributed.run_config import check_bar_costs, config_digest
-from btgym_aac.data.markets import read_market_spec
-from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.distributed.checkpoints import STATE_FILE
 from btgym_aac.evaluation.evaluator import evaluate
 from btgym_aac.paths import write_json
 from btgym_aac.progress import Progress
 from btgym_aac.validation import check_whole_number, setting_differences
-from btgym_aac.walk_forward.blocks import (Block, block_windows, fold_env_kwargs, parse_embargo, split_blocks,
-                                           train_frames, whole_block, write_block_file)
+from btgym_aac.walk_forward.blocks import (Block, asset_frames, block_windows, data_market, fold_env_kwargs,
+                                           parse_embargo, read_data, split_blocks, train_frames, whole_block,
+                                           write_block_file)
 from btgym_aac.walk_forward.plots import EQUITY_PLOT, FOLD_PLOT, plot_fold_metrics, plot_stitched_equity
 from btgym_aac.walk_forward.summary import summarize
 
@@ -54,6 +54,9 @@ def _check_settings(out, settings):
 
 
 def _data_identity(paths):
+    """[path, size, modification time] of every data file (per asset for several)."""
+    if isinstance(paths, collections.abc.Mapping):
+        return {asset: _data_identity(files) for asset, files in paths.items()}
     return [[os.path.abspath(path), os.path.getsize(path), os.path.getmtime(path)] for path in paths]
 
 
@@ -110,8 +113,9 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
     if not result['completed']:
         raise RuntimeError('fold {}: training stopped at env step {} of {}; run the walk-forward again to continue '
                            'it'.format(number, result['global_step'], train_steps))
-    report = evaluate(run_dir, data=[test_file], out=os.path.join(fold_dir, 'evaluation'), seed=seed,
-                      windows=windows, plots=episode_plots, show_progress=show_progress)
+    report = evaluate(run_dir, data=test_file if isinstance(test_file, dict) else [test_file],
+                      out=os.path.join(fold_dir, 'evaluation'), seed=seed, windows=windows, plots=episode_plots,
+                      show_progress=show_progress)
     record = {
         'fold': number,
         'train_window': {'first_bar': frames[0].index[0].isoformat(),
@@ -130,34 +134,47 @@ def _run_fold(number, blocks, windows, configs, out, train_steps, continue_train
 
 
 def data_and_steps(data, train_steps, configs):
-    """(the data files, checked to exist; the env steps per fold: the config's max_env_steps by default).
+    """(the data files, checked to exist (`checked_paths`); the env steps per fold: the config's max_env_steps by
+    default).
 
     Raises:
         FileNotFoundError: a data file is missing. ValueError: steps that are not a whole number >= 1.
     """
     from btgym_aac.distributed.run_config import DEFAULT_MAX_STEPS
 
+    if train_steps is None:
+        train_steps = configs.get('launcher_config', {}).get('max_env_steps', DEFAULT_MAX_STEPS)
+    return checked_paths(data), check_whole_number('train_steps', train_steps, 1)
+
+
+def checked_paths(data):
+    """The data files as a list (for several assets, a dict asset -> list), each checked to exist.
+
+    Raises:
+        FileNotFoundError: naming the missing files.
+    """
+    if isinstance(data, collections.abc.Mapping):
+        return {asset: checked_paths(files) for asset, files in data.items()}
     paths = [data] if isinstance(data, (str, os.PathLike)) else list(data)
     missing = [path for path in paths if not os.path.isfile(path)]
     if missing:
         raise FileNotFoundError('data file(s) not found: {}'.format(', '.join(map(str, missing))))
-    if train_steps is None:
-        train_steps = configs.get('launcher_config', {}).get('max_env_steps', DEFAULT_MAX_STEPS)
-    return paths, check_whole_number('train_steps', train_steps, 1)
+    return paths
 
 
 def plan_folds(env_kwargs, paths, folds, test_episodes, embargo):
-    """(blocks, embargo Timedelta, test windows per fold) of the data files `paths` (see `plan_frame_folds`)."""
-    return plan_frame_folds(env_kwargs, read_ohlcv(paths, env_kwargs.get('parsing_params')), folds, test_episodes,
-                            embargo)
+    """(blocks, embargo Timedelta, test windows per fold) of the data files `paths` (a dict asset -> files for
+    several assets; see `plan_frame_folds`)."""
+    return plan_frame_folds(env_kwargs, read_data(env_kwargs, paths), folds, test_episodes, embargo)
 
 
 def plan_frame_folds(env_kwargs, frame, folds, test_episodes, embargo):
     """(blocks, embargo Timedelta, test windows per fold) of the bars `frame`, checking that the env's costs fit
     their prices (`run_config.check_bar_costs`) and that fold 0's training data (block 0 less the embargo) and every
     test block hold an episode window."""
-    check_bar_costs(env_kwargs, [(float(frame['close'].median()), 'the bars from {} to {}'.format(
-        frame.index[0], frame.index[-1]))])
+    lines = asset_frames(frame) or {None: frame}
+    check_bar_costs(env_kwargs, [(float(bars['close'].median()), 'the bars{} from {} to {}'.format(
+        '' if asset is None else ' of ' + asset, frame.index[0], frame.index[-1])) for asset, bars in lines.items()])
     blocks = split_blocks(frame, folds)
     gap = parse_embargo(embargo, blocks)
     first = blocks[0]
@@ -173,7 +190,9 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
         configs: dict of env_config, cluster_config, policy_config, trainer_config and optionally
             launcher_config, as `run_config.default_configs()` returns (the env's data source is replaced by the
             folds' files; its other dataset settings, e.g. `episode_duration`, apply).
-        data: CSV path or list of paths (read with the env config's `parsing_params`).
+        data: CSV path or list of paths (read with the env config's `parsing_params`); for a multi-asset env
+            (MultiDiscreteEnv, PortfolioEnv), a dict asset -> path(s) naming its assets in its order, aligned as
+            training aligns them and cut at the same times (`blocks.read_data`).
         folds: K >= 1: K+1 blocks, K folds.
         train_steps: env steps each fold trains (None: `launcher_config['max_env_steps']`, else 20000).
         test_episodes: at most this many test episodes per block (windows spread evenly over the block).
@@ -216,7 +235,7 @@ def walk_forward(configs, data, folds, train_steps=None, test_episodes=5, out='r
     if gap:
         settings['embargo'] = str(gap)  # absent without one, as in walk-forwards made before the option
     _check_settings(out, settings)
-    market = read_market_spec(paths[0]) if len(paths) == 1 else None
+    market = data_market(paths)
     records = []
     num_folds = len(blocks) - 1
     with Progress('fold', num_folds, line_seconds=0, terminal=False, enabled=show_progress) as progress:

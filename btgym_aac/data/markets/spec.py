@@ -4,13 +4,14 @@ import dataclasses
 import json
 import os
 
-from btgym_aac.data.markets import intraday, mean_reversion, regime
+from btgym_aac.data.markets import intraday, mean_reversion, pair, regime
 from btgym_aac.data.synthetic import write_histdata_csv
 
 GENERATORS = {
     mean_reversion.KIND: mean_reversion.make_mean_reversion_data,
     regime.KIND: regime.make_regime_switching_data,
     intraday.KIND: intraday.make_intraday_pattern_data,
+    pair.KIND: pair.make_pair_market,
 }
 """Market kind -> the generator of its frames."""
 
@@ -22,15 +23,18 @@ class MarketSpec:
     """Everything that generated a market frame.
 
     Attributes:
-        kind: 'mean_reversion', 'regime_switching' or 'intraday_pattern'.
+        kind: 'mean_reversion', 'regime_switching', 'intraday_pattern' or 'cointegrated_pair'.
         edge: False for the no-edge twin.
         seed: the generator's seed.
         params: every other argument of the generator (JSON-able dict).
+        asset: for a market of several assets, the role of the frame's asset in it (e.g. 'X' or 'Y' of a pair);
+            None for one asset.
     """
     kind: str
     edge: bool
     seed: int
     params: dict = dataclasses.field(hash=False)
+    asset: str = None
 
     def __post_init__(self):
         if self.kind not in GENERATORS:
@@ -49,15 +53,25 @@ class MarketSpec:
         if missing:
             raise ValueError('market recipe lacks {}'.format(missing))
         return cls(kind=recipe['kind'], edge=bool(recipe['edge']), seed=recipe['seed'],
-                   params=copy.deepcopy(dict(recipe['params'])))
+                   params=copy.deepcopy(dict(recipe['params'])), asset=recipe.get('asset'))
 
     def to_dict(self):
-        """JSON-able dict with keys kind, edge, seed, params."""
-        return dict(kind=self.kind, edge=self.edge, seed=self.seed, params=copy.deepcopy(self.params))
+        """JSON-able dict with keys kind, edge, seed, params (and asset, for a market of several assets)."""
+        recipe = dict(kind=self.kind, edge=self.edge, seed=self.seed, params=copy.deepcopy(self.params))
+        if self.asset is not None:
+            recipe['asset'] = self.asset
+        return recipe
 
     def make(self):
-        """Regenerates the frame this spec describes, exactly."""
-        return GENERATORS[self.kind](edge=self.edge, seed=self.seed, **copy.deepcopy(self.params))
+        """Regenerates the frame this spec describes, exactly (of a market of several assets, its asset's)."""
+        made = GENERATORS[self.kind](edge=self.edge, seed=self.seed, **copy.deepcopy(self.params))
+        if self.asset is None:
+            return made
+        return list(made.values())[pair.ROLES.index(self.asset)]
+
+    def same_market(self, other):
+        """Whether `other` describes a frame of the same generated market (another asset of it, or the same)."""
+        return (self.kind, self.edge, self.seed, self.params) == (other.kind, other.edge, other.seed, other.params)
 
 
 def sidecar_path(path):

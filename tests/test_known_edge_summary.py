@@ -1,0 +1,59 @@
+"""The time-to-skill summary of `benchmarks/known_edge.py`: the env steps and CPU seconds to 50 % and 80 % of the
+oracle, the fraction at fixed budgets and the sampling policy's fraction, against hand-computed values."""
+import importlib.util
+import pathlib
+import sys
+
+import pytest
+
+BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / 'benchmarks'
+
+
+@pytest.fixture(scope='module')
+def summary():
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        spec = importlib.util.spec_from_file_location('known_edge_summary', str(BENCHMARKS / 'known_edge_summary.py'))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    return module
+
+
+def run(seed, policy, sampled, cpu_per_stage=10.0, oracle=2.0):
+    """A run of 4 stages of 5,000 env steps whose episodes return `policy[k]` (and `sampled[k]` sampling) and the
+    oracle `oracle`, at stage k."""
+    stages = [{'stage': k + 1, 'env_steps': 5000 * (k + 1) - (k % 2), 'cpu_seconds': cpu_per_stage * (k + 1),
+               'wall_seconds': 1.0, 'returns_pct': {'policy': [policy[k]] * 3, 'oracle': [oracle] * 3,
+                                                    'buy_and_hold': [0.0] * 3},
+               'sampled_returns_pct': [sampled[k]] * 3} for k in range(4)]
+    return {'market': 'mr', 'edge': True, 'trainer': 'a3c', 'seed': seed, 'stages': stages}
+
+
+def test_time_to_skill_and_the_fractions_at_budgets(summary):
+    runs = [run(0, [0.2, 1.2, 1.4, 1.8], [0.1, 0.6, 1.0, 1.2]),
+            run(1, [0.4, 0.9, 1.9, 1.8], [0.1, 0.6, 1.0, 1.2], cpu_per_stage=20.0)]
+    [row] = summary.summarize(runs, budgets=[10000, 20000, 40000])
+    # pooled fractions per stage: (0.2 + 0.4) / 2 / 2 = 0.15, then 0.525, 0.825, 0.9
+    assert [point['fraction'] for point in row['learning_curve']] == pytest.approx([0.15, 0.525, 0.825, 0.9])
+    assert row['time_to'] == {'0.5': {'env_steps': pytest.approx(9999.0), 'cpu_seconds': 30.0},
+                              '0.8': {'env_steps': pytest.approx(15000.0), 'cpu_seconds': 45.0}}
+    assert row['at_budgets']['10000']['fraction'] == pytest.approx(0.525)  # 9,999 steps: within 1 % of it
+    assert row['at_budgets']['20000']['fraction'] == pytest.approx(0.9)
+    assert row['at_budgets']['40000'] is None
+    assert row['fraction_of_oracle']['sampled']['fraction'] == pytest.approx(0.6)
+    lines = summary.table_lines([row], budgets=[10000, 20000, 40000])
+    assert '| 9,999 / 30 s; 15,000 / 45 s | 0.53 [' in lines[2]  # (the seeds differ there: a bootstrap interval)
+    assert '| 0.90 [0.90, 0.90] | - | 0.90 [0.90, 0.90] | 0.60 [0.60, 0.60] |' in lines[2]
+
+
+def test_a_fraction_never_reached_and_runs_without_sampling(summary):
+    runs = [run(0, [0.4, 0.8, 1.2, 1.5], [0.0] * 4)]
+    for stage in runs[0]['stages']:
+        del stage['sampled_returns_pct']  # a run of an earlier version of the benchmark
+    [row] = summary.summarize(runs)
+    assert row['time_to'] == {'0.5': {'env_steps': 15000.0, 'cpu_seconds': 30.0},
+                              '0.8': {'env_steps': None, 'cpu_seconds': None}}
+    assert row['fraction_of_oracle']['sampled'] is None
+    assert '| 15,000 / 30 s; - |' in summary.table_lines([row])[2]

@@ -1,0 +1,76 @@
+"""The cointegrated pair with a known edge: its spread reverts with the half-life asked for (the twin's wanders with
+the same per-bar variance), its recipe regenerates each asset, its oracle is causal and earns on the edge and not on
+the twin, and `evaluate` plays it beside the baselines of a MultiDiscreteEnv and a PortfolioEnv run."""
+import numpy as np
+import pytest
+from test_evaluation_multi_asset import untrained_run
+
+from btgym_aac.data.markets import MarketSpec, PairOracle, make_pair_market, read_market_spec, write_market_csv
+from btgym_aac.data.markets.pair import spread_reversion
+from btgym_aac.evaluation import evaluate
+
+pytestmark = pytest.mark.xdist_group('evaluation_multi_asset')  # the untrained runs are made in that group too
+
+
+def ar1_coefficient(values):
+    """Least-squares slope of values[t + 1] on values[t]."""
+    previous, following = values[:-1] - values[:-1].mean(), values[1:] - values[1:].mean()
+    return float(previous @ following / (previous @ previous))
+
+
+@pytest.fixture(scope='module')
+def pairs():
+    """(edge, twin) pairs of 200,000 bars of the same seed."""
+    return tuple(make_pair_market(num_bars=200000, half_life=60.0, seed=3, edge=edge) for edge in (True, False))
+
+
+def spreads(frames):
+    oracle = PairOracle(MarketSpec.from_frame(frames['Y']))
+    return oracle.spreads(frames['X']['close'].to_numpy(), frames['Y']['close'].to_numpy())
+
+
+def test_the_spread_reverts_with_its_half_life_and_the_twins_wanders(pairs):
+    edge, twin = (spreads(frames) for frames in pairs)
+    assert ar1_coefficient(edge) == pytest.approx(1 - spread_reversion(60.0), abs=2e-3)
+    assert 0.5 ** (1 / 60.0) == pytest.approx(1 - spread_reversion(60.0))
+    assert ar1_coefficient(twin) > 0.999
+    assert np.diff(twin).std() == pytest.approx(np.diff(edge).std(), rel=0.02)
+
+
+def test_the_recipe_regenerates_each_asset_and_travels_with_its_file(pairs, tmp_path):
+    frames = pairs[0]
+    specs = {name: MarketSpec.from_frame(frame) for name, frame in frames.items()}
+    assert {name: spec.asset for name, spec in specs.items()} == {'X': 'X', 'Y': 'Y'}
+    assert specs['X'].same_market(specs['Y']) and not specs['X'].same_market(MarketSpec.from_frame(pairs[1]['X']))
+    for name, spec in specs.items():
+        np.testing.assert_array_equal(spec.make()['close'].to_numpy(), frames[name]['close'].to_numpy())
+        assert read_market_spec(write_market_csv(frames[name][:100], str(tmp_path / '{}.csv'.format(name)))) == spec
+
+
+def test_the_oracle_is_causal_and_earns_on_the_edge_and_not_on_the_twin(pairs):
+    results = []
+    for frames in pairs:
+        oracle = PairOracle(MarketSpec.from_frame(frames['Y']), commission=1e-5, horizon=10)
+        closes_x, closes_y = frames['X']['close'].to_numpy(), frames['Y']['close'].to_numpy()
+        expected = oracle.expected_changes(closes_x, closes_y)
+        assert expected[999] == oracle.expected_changes(closes_x[:1000], closes_y[:1000])[-1]
+        returns = oracle.log_returns(closes_x, closes_y, oracle.positions(closes_x, closes_y))
+        blocks = returns[:len(returns) // 100 * 100].reshape(-1, 100).sum(axis=1)
+        results.append(blocks.mean() / blocks.std(ddof=1) * np.sqrt(len(blocks)))
+    edge_t, twin_t = results
+    assert edge_t > 10 and abs(twin_t) < 3
+
+
+@pytest.mark.parametrize('kind', ['discrete', 'portfolio'])
+def test_evaluate_plays_the_pairs_oracle_beside_the_baselines(tmp_path, kind):
+    """An untrained two-asset run (assets A and B) evaluated on a pair's files (A: X, B: Y)."""
+    frames = make_pair_market(num_bars=2 * 1440, half_life=30.0, spread_volatility=3e-4, seed=5,
+                              start='2019-01-07')
+    files = {'A': write_market_csv(frames['X'], str(tmp_path / 'x.csv')),
+             'B': write_market_csv(frames['Y'], str(tmp_path / 'y.csv'))}
+    log_dir = untrained_run(kind, str(tmp_path / 'run'))
+    report = evaluate(log_dir, data=files, episodes=3, out=str(tmp_path / 'evaluation'), seed=1, plots=False)
+    oracle = report['agents']['oracle']
+    assert report['fraction_of_oracle']['oracle_return_pct'] == oracle['mean']['return_pct'] > 0
+    assert oracle['mean']['orders'] > 0
+    assert oracle['assets']['A']['mean']['fills'] > 0 and oracle['assets']['B']['mean']['fills'] > 0  # both legs
