@@ -1,7 +1,9 @@
 """Does each trainer find an edge where one exists? Markets with a known edge (`btgym_aac.data.markets`, see
 docs/learning.md) and their no-edge twins, out of sample, against the oracle.
 
-For every market of `--markets` (mr: mean reversion, regime: regime switching, intraday: intraday pattern), every
+For every market of `--markets` (mr: mean reversion, regime: regime switching, intraday: intraday pattern; pair:
+a cointegrated pair, two assets traded by the env of `train --assets`, a MultiDiscreteEnv or with `--portfolio` a
+PortfolioEnv; not in the defaults), every
 trainer of `--trainers` and every seed 0 .. `--seeds` - 1, on the edge market and (unless `--no-twins`) on its
 no-edge twin:
 
@@ -80,6 +82,8 @@ def parse_args():
     parser.add_argument('--stages', type=int, default=20, help='equal stages, each followed by an evaluation')
     parser.add_argument('--budgets', type=int, nargs='*', default=[40000, 100000],
                         help='env steps at which the summary gives the fraction of the oracle')
+    parser.add_argument('--portfolio', action='store_true',
+                        help='on the pair market, a PortfolioEnv (target weights) instead of a MultiDiscreteEnv')
     parser.add_argument('--preset', choices=tuple(PRESETS), default='reference',
                         help="the configuration of this package's trainers (run_config.PRESETS)")
     parser.add_argument('--workers', type=int, default=2, help="workers of this package's trainers")
@@ -146,7 +150,7 @@ def import_sb3_first(trainers, torch_threads):
 def settings(args):
     """The settings written to the JSON."""
     written = {'markets': args.markets, 'trainers': args.trainers, 'seeds': list(range(args.seeds)),
-               'preset': args.preset, 'budgets': args.budgets,
+               'preset': args.preset, 'budgets': args.budgets, 'portfolio': args.portfolio,
                'twins': args.twins, 'steps': args.steps, 'stages': args.stages, 'workers': args.workers,
                'eval_episodes': args.eval_episodes, 'eval_seed': EVAL_SEED, 'train_bars': args.train_bars,
                'test_bars': args.test_bars, 'sb3_torch_threads': args.sb3_torch_threads,

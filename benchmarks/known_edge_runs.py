@@ -10,11 +10,15 @@ import time
 
 import numpy as np
 
-from btgym_aac.data.markets import (make_intraday_pattern_data, make_mean_reversion_data,
+from btgym_aac.data.markets import (make_intraday_pattern_data, make_mean_reversion_data, make_pair_market,
                                     make_regime_switching_data, write_market_csv)
 
 MARKETS = {'mr': make_mean_reversion_data, 'regime': make_regime_switching_data,
-           'intraday': make_intraday_pattern_data}
+           'intraday': make_intraday_pattern_data, 'pair': make_pair_market}
+"""Market name -> generator; 'pair' makes two assets (a multi-asset env: MultiDiscreteEnv, or PortfolioEnv with
+`--portfolio`)."""
+DATASET_OVERRIDES = ('episode_duration', 'time_gap')
+"""The overrides a multi-asset env takes in its dataset."""
 OUR_TRAINERS = ('a3c', 'ppo', 'unreal')
 SB3_TRAINER = 'sb3_ppo'
 TEST_START = '2018-01-01'
@@ -38,28 +42,50 @@ def market_seeds(seed):
 
 
 def write_markets(market, edge, seed, folder, train_bars, test_bars):
-    """Writes (once) the train CSV and the test CSV (a fresh seed of the same process, starting at TEST_START) of
-    `market` (the no-edge twin where `edge` is False) for run seed `seed`; returns their paths."""
+    """Writes (once) the train data and the test data (a fresh seed of the same process, starting at TEST_START)
+    of `market` (the no-edge twin where `edge` is False) for run seed `seed`: one CSV, or for several assets one CSV
+    per asset (`train_<asset>.csv`); returns (train, test): paths, or dicts asset -> path."""
     os.makedirs(folder, exist_ok=True)
-    make = MARKETS[market]
-    paths = []
-    for name, bars, generator_seed, start in zip(('train.csv', 'test.csv'), (train_bars, test_bars),
-                                                  market_seeds(seed), (None, TEST_START)):
-        path = os.path.join(folder, name)
-        if not os.path.exists(path):
+    written = []
+    for name, bars, generator_seed, start in zip(('train', 'test'), (train_bars, test_bars), market_seeds(seed),
+                                                  (None, TEST_START)):
+        def make():
             extra = {'start': start} if start else {}
-            write_market_csv(make(num_bars=bars, seed=generator_seed, edge=edge, **extra), path)
-        paths.append(path)
-    return paths
+            return MARKETS[market](num_bars=bars, seed=generator_seed, edge=edge, **extra)
+
+        if market == 'pair':
+            paths = {asset: os.path.join(folder, '{}_{}.csv'.format(name, asset)) for asset in ('X', 'Y')}
+            if not all(os.path.exists(path) for path in paths.values()):
+                frames = make()
+                for asset, path in paths.items():
+                    write_market_csv(frames[asset], path)
+        else:
+            paths = os.path.join(folder, name + '.csv')
+            if not os.path.exists(paths):
+                write_market_csv(make(), paths)
+        written.append(paths)
+    return tuple(written)
 
 
-def reference_configs(algo, train_csv, overrides, preset='reference'):
+def evaluation_data(data):
+    """`evaluate`'s data of a test file (a list of it), or of several assets' (the dict asset -> file)."""
+    return data if isinstance(data, dict) else [data]
+
+
+def reference_configs(algo, train_data, overrides, preset='reference', portfolio=False):
     """`default_configs(algo, preset=preset)` with the train file and `overrides` (ENV_OVERRIDES and the costs
-    asked for) in the env kwargs."""
-    from btgym_aac.distributed.run_config import default_configs
+    asked for) in the env kwargs; for several assets (`train_data` a dict asset -> file) the env of
+    `train --assets` (`multi_asset_env_config`, a PortfolioEnv with `portfolio`), its dataset taking the
+    `DATASET_OVERRIDES`."""
+    from btgym_aac.distributed.run_config import default_configs, multi_asset_env_config
 
     configs = default_configs(algo, preset=preset)
-    configs['env_config']['kwargs'].update(overrides, filename=train_csv)
+    if not isinstance(train_data, dict):
+        configs['env_config']['kwargs'].update(overrides, filename=train_data)
+        return configs
+    dataset = {key: value for key, value in overrides.items() if key in DATASET_OVERRIDES}
+    configs['env_config'] = multi_asset_env_config(train_data, portfolio=portfolio, **dataset)
+    configs['env_config']['kwargs'].update({key: value for key, value in overrides.items() if key not in dataset})
     return configs
 
 
@@ -104,12 +130,12 @@ def sampled_returns(env, agent, episodes):
     return [return_pct(record.bar_values[0], record.bar_values[-1]) for record in records]
 
 
-def evaluate_sampled(log_dir, test_csv, episodes):
-    """`sampled_returns` of a run's policy (its latest checkpoint) on `test_csv`."""
+def evaluate_sampled(log_dir, test_data, episodes):
+    """`sampled_returns` of a run's policy (its latest checkpoint) on `test_data`."""
     from btgym_aac.evaluation.episodes import make_evaluation_env
     from btgym_aac.evaluation.loading import load_policy, read_run_config
 
-    env = make_evaluation_env(read_run_config(log_dir), [test_csv])
+    env = make_evaluation_env(read_run_config(log_dir), evaluation_data(test_data))
     try:
         with load_policy(log_dir, env=env) as policy:
             return sampled_returns(env, policy, episodes)
@@ -151,7 +177,7 @@ class ClusterCpu:
 
 
 def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, episodes, overrides,
-               trainer_overrides=None, preset='reference'):
+               trainer_overrides=None, preset='reference', portfolio=False):
     """Trains `default_configs(algo, preset=preset)` (with `workers` workers) on `train_csv` to
     steps * k / stages env steps, k = 1..stages (the first stage empties `folder/run`, the others resume from its
     checkpoint), and evaluates the checkpoint after each stage on `test_csv` with `evaluate` (policy, buy-and-hold,
@@ -159,7 +185,7 @@ def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, 
     from btgym_aac.evaluation import evaluate
     from btgym_aac.distributed.launcher import make_launcher
 
-    configs = reference_configs(algo, train_csv, overrides, preset)
+    configs = reference_configs(algo, train_csv, overrides, preset, portfolio)
     configs['trainer_config']['kwargs'].update(trainer_overrides or {})
     log_dir = os.path.join(folder, 'run')
     configs['cluster_config'].update(num_workers=workers, log_dir=log_dir)
@@ -172,7 +198,7 @@ def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, 
         result = launcher.run()
         wall += time.time() - start
         cpu.end_run()
-        report = evaluate(log_dir, data=[test_csv], episodes=episodes,
+        report = evaluate(log_dir, data=evaluation_data(test_csv), episodes=episodes,
                           out=os.path.join(folder, 'evaluation_{}'.format(stage)), seed=EVAL_SEED)
         records.append(stage_record(stage, result['global_step'], cpu.seconds, wall, report,
                                     evaluate_sampled(log_dir, test_csv, episodes)))
@@ -185,7 +211,7 @@ def process_cpu_seconds():
     return time.process_time() + times.children_user + times.children_system
 
 
-def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides):
+def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides, portfolio=False):
     """Trains SB3's PPO (its defaults, 'MultiInputPolicy') on the reference env on `train_csv`, wrapped by
     `SimpleSpaces`, in `stages` `learn` calls up to steps * k / stages env steps (SB3 rounds each up to whole
     rollouts of its `n_steps`), and evaluates it after each stage as `evaluate` would (`evaluate_sb3`); its
@@ -194,7 +220,7 @@ def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides):
 
     from btgym_aac.env.wrappers import SimpleSpaces
 
-    env_config = reference_configs('ppo', train_csv, overrides)['env_config']
+    env_config = reference_configs('ppo', train_csv, overrides, portfolio=portfolio)['env_config']
     cpu_start, wall_start = process_cpu_seconds(), time.time()
     env = SimpleSpaces(env_config['class_ref'](**env_config['kwargs']))
     model = PPO('MultiInputPolicy', env, seed=seed, verbose=0)
@@ -229,7 +255,7 @@ class Sb3Agent:
 
     def act(self, observation, deterministic=True):
         action, _ = self.model.predict(self.wrapper.observation(observation), deterministic=deterministic)
-        return int(action)
+        return self.wrapper.env_action(action)
 
 
 def evaluate_sb3(model, env_config, test_csv, episodes, seed):
@@ -240,12 +266,12 @@ def evaluate_sb3(model, env_config, test_csv, episodes, seed):
     from btgym_aac.env.wrappers import SimpleSpaces
     from btgym_aac.evaluation.episodes import episode_sample_type, make_evaluation_env, reset_options
     from btgym_aac.evaluation.evaluator import play_with_baselines
-    from btgym_aac.evaluation.oracle_agent import market_spec_of
+    from btgym_aac.evaluation.oracle_agent import oracle_agent
     from btgym_aac.evaluation.report import build_report
 
-    env = make_evaluation_env({'env_config': env_config}, [test_csv])
+    env = make_evaluation_env({'env_config': env_config}, evaluation_data(test_csv))
     try:
-        if market_spec_of(env.dataset) is None:
+        if oracle_agent(env) is None:
             raise RuntimeError('{} carries no market recipe: no oracle to measure against'.format(test_csv))
         plan = [reset_options(episode_sample_type(env)) for _ in range(episodes)]
         agent = Sb3Agent(model, SimpleSpaces(env))
@@ -253,7 +279,7 @@ def evaluate_sb3(model, env_config, test_csv, episodes, seed):
         sampled = sampled_returns(env, agent, episodes)
     finally:
         env.close()
-    return build_report(records, {'data': [test_csv], 'seed': seed}), sampled
+    return build_report(records, {'data': evaluation_data(test_csv), 'seed': seed}), sampled
 
 
 def run_one(market, edge, trainer, seed, folder, args):
@@ -262,12 +288,13 @@ def run_one(market, edge, trainer, seed, folder, args):
     train_csv, test_csv = write_markets(market, edge, seed, data_folder, args.train_bars, args.test_bars)
     overrides = env_overrides(args)
     if trainer == SB3_TRAINER:
-        stages = train_sb3(train_csv, test_csv, args.steps, args.stages, seed, args.eval_episodes, overrides)
+        stages = train_sb3(train_csv, test_csv, args.steps, args.stages, seed, args.eval_episodes, overrides,
+                           args.portfolio)
     else:
         run_folder = os.path.join(folder, 'runs', '{}_{}_{}_seed_{}'.format(
             market, 'edge' if edge else 'twin', trainer, seed))
         stages = train_ours(trainer, train_csv, test_csv, run_folder, args.steps, args.stages, args.workers, seed,
-                            args.eval_episodes, overrides, args.trainer_kwargs, args.preset)
+                            args.eval_episodes, overrides, args.trainer_kwargs, args.preset, args.portfolio)
     train_seed, test_seed = market_seeds(seed)
     return {'market': market, 'edge': edge, 'trainer': trainer, 'seed': seed, 'train_market_seed': train_seed,
             'test_market_seed': test_seed, 'stages': stages}

@@ -210,3 +210,35 @@ def test_stable_baselines3_accepts_the_wrapped_env():
             warnings.simplefilter('always')
             sb3_checker.check_env(SimpleSpaces(walk_env(render_enabled=False), flatten=flatten), warn=True)
         assert not caught, [str(w.message) for w in caught]
+
+
+@pytest.mark.parametrize('kind', ['discrete', 'portfolio'])
+def test_simple_spaces_of_several_assets_observe_each_asset_and_act_on_all(kind):
+    from test_evaluation_multi_asset import env_config
+
+    config = env_config(kind)
+    env = SimpleSpaces(config['class_ref'](**config['kwargs']))
+    assert env.keys == ['external/A', 'external/B', 'internal']
+    observation, _ = env.reset(seed=0)
+    raw = env.unwrapped._last_step['state']
+    np.testing.assert_allclose(observation['external/B'], np.reshape(raw['external']['B'], -1), rtol=1e-6)
+    if kind == 'discrete':
+        assert env.action_space == gymnasium.spaces.MultiDiscrete([4, 4])
+        _, _, _, _, info = env.step(np.array([1, 2]))
+        assert info['bars'][0]['action'] == {'A': 'buy', 'B': 'sell'}
+    else:
+        assert env.action_space == gymnasium.spaces.Box(-1.0, 1.0, (3,), dtype=np.float32)
+        action = env.env_action(np.array([0.4, -0.4, -1.0], dtype=np.float32))
+        assert list(action) == ['A', 'B', 'default_cash'] and action['A'].shape == (1,)
+        assert [float(weight[0]) for weight in action.values()] == pytest.approx([0.7, 0.3, 0.0])
+        for _ in range(3):
+            observation, _, _, _, info = env.step(np.array([0.4, -0.4, -1.0], dtype=np.float32))
+        assert info['bars'][-1]['positions']['A'] > info['bars'][-1]['positions']['B'] > 0
+    assert observation in env.observation_space
+    sb3_checker = pytest.importorskip('stable_baselines3.common.env_checker',
+                                      reason='stable-baselines3 is an optional dependency, not installed here')
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        sb3_checker.check_env(env, warn=True)
+    assert not caught, [str(w.message) for w in caught]
+    env.close()

@@ -113,7 +113,7 @@ def test_lines_cut_short_by_a_crash_are_dropped_and_the_run_continues(reference_
 def test_a_run_killed_at_random_moments_takes_the_decisions_of_an_uninterrupted_one(reference_artifact, sine_day,
                                                                                     straight_run, tmp_path):
     """SIGKILL after a random number of journal lines and a random few milliseconds more (during the decisions,
-    the writes or the replay of the bars), eight times, then a run to the end."""
+    the writes or the replay of the bars), six times, then a run to the end."""
     rng = random.Random(61)
     spec = replay(sine_day, tmp_path / 'day.csv')
     folder = tmp_path / 'run'
@@ -122,7 +122,7 @@ def test_a_run_killed_at_random_moments_takes_the_decisions_of_an_uninterrupted_
     command = [sys.executable, '-m', 'btgym_aac.cli', 'trade', reference_artifact[1], '--feed', spec, '--out',
                str(folder)]
     kills = 0
-    for target in sorted(rng.sample(range(2, decisions), 8)):
+    for target in sorted(rng.sample(range(2, decisions), 6)):
         process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 120
         while process.poll() is None and time.monotonic() < deadline and \
@@ -133,10 +133,10 @@ def test_a_run_killed_at_random_moments_takes_the_decisions_of_an_uninterrupted_
             process.kill()
             kills += 1
         process.communicate(timeout=60)
-    assert kills >= 6, 'most kills land while the run trades'
+    assert kills >= 5, 'most kills land while the run trades'
     finished = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr
-    assert len(end_records(folder)) <= 9 - kills  # a killed run journals no end
+    assert len(end_records(folder)) <= 7 - kills  # a killed run journals no end
     assert_as_straight(str(folder), straight_run)
 
 
