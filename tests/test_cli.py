@@ -190,10 +190,13 @@ def config_file(tmp_path, text):
     ('cluster_config = {"log_ckpt_subdir": "../escape"}\n',
      "cluster_config log_ckpt_subdir must be a folder name inside the log dir, got '../escape'"),
     ('launcher_config = {"max_restarts": "3"}\n', "max_restarts must be a whole number >= 0, got '3'"),
+    ('launcher_config = {"restart_window_minutes": 0}\n',
+     'restart_window_minutes must be a positive number of minutes, got 0'),
     ('launcher_config = {"stall_seconds": "x"}\n', "stall_seconds must be a positive number of seconds, got 'x'"),
     ('launcher_config = {"save_secs": float("inf")}\n', 'save_secs must be a positive number of seconds, got inf'),
 ], ids=['syntax', 'name', 'import', 'not-a-dict', 'unknown-key', 'steps', 'save-secs', 'workers', 'port', 'exit',
-        'unknown-cluster-key', 'host', 'huge-cluster', 'ckpt-subdir', 'restarts', 'stall', 'infinite-save-secs'])
+        'unknown-cluster-key', 'host', 'huge-cluster', 'ckpt-subdir', 'restarts', 'restart-window', 'stall',
+        'infinite-save-secs'])
 def test_bad_config_file_gives_one_line_naming_the_problem(tmp_path, capsys, text, message):
     assert cli_main(['train', config_file(tmp_path, text), '--log-dir', str(tmp_path / 'run')]) == 2
     err = capsys.readouterr().err

@@ -30,6 +30,7 @@ from btgym_aac.compat import tf
 from btgym_aac.distributed.checkpoints import FastSaver, latest_checkpoint
 from btgym_aac.distributed.cluster import PortInUseError, free_ports
 from btgym_aac.distributed.log_dir import LOCK_FILE, LogDirInUseError, LogDirLock
+from btgym_aac.distributed.rescued_weights import rescued_files
 from btgym_aac.distributed.run_config import RUN_CONFIG_DICTS, pickle_run_config, write_run_config
 from btgym_aac.distributed.run_config import launcher_configs
 from btgym_aac.distributed.supervision import terminate_and_wait
@@ -258,7 +259,8 @@ def test_a_worker_that_keeps_dying_ends_the_run_once_its_restarts_are_used_up(tm
     launcher = cartpole_launcher(tmp_path / 'run', 10 ** 6, num_workers=1, max_restarts=1)
     launcher.env_config = {'class_ref': BreakingEnv, 'kwargs': {'env_id': 'CartPole-v1', 'break_at': 50,
                                                                 'exit_code': 7}}
-    with pytest.raises(RuntimeError, match=r'worker 0 died with exit code 7 after 1 restarts'):
+    with pytest.raises(RuntimeError, match=r'^worker 0 died with exit code 7: 2 restarts within 10 minutes, more '
+                                           r'than --max-restarts 1 allows; the log dir holds no checkpoint$'):
         launcher.run()
     assert launcher.restarts == {0: 1}
     assert multiprocessing.active_children() == []
@@ -977,8 +979,14 @@ def test_a_run_on_two_parameter_servers_trains_saves_and_resumes_every_variable(
         np.testing.assert_allclose(after[name], before[name], atol=1e-6, err_msg=name)
 
 
-def test_a_killed_parameter_server_is_restarted_and_training_goes_on_from_the_checkpoint(tmp_path):
-    launcher = cartpole_launcher(tmp_path / 'run', 8000, num_workers=2, save_secs=1)
+def test_a_killed_parameter_server_is_restarted_and_training_goes_on_from_the_weights_the_workers_held(tmp_path,
+                                                                                                       capfd):
+    """The parameter server is killed a second after the first checkpoint (half the time to the next, some 1,500
+    env steps): the workers write the weights of their last sync before they exit, and the restarted chief takes the
+    freshest over the checkpoint, so the run goes on from a step far past the checkpoint's; it saves them at its
+    first step, which removes the rescued files."""
+    ckpt_dir = str(tmp_path / 'run' / CKPT)
+    launcher = cartpole_launcher(tmp_path / 'run', 10000, num_workers=2, save_secs=2)
     killed, reports = [], []
     drain = launcher._drain
 
@@ -986,27 +994,41 @@ def test_a_killed_parameter_server_is_restarted_and_training_goes_on_from_the_ch
         drain(progress, start)
         reports.extend(dict(report) for report in launcher.progress.values())
 
-    def kill_the_parameter_server_after_a_checkpoint():
+    def kill_the_parameter_server_a_second_after_the_first_checkpoint():
         deadline = time.time() + 120
-        while time.time() < deadline and not killed:
-            if latest_checkpoint(str(tmp_path / 'run' / CKPT)):  # the first, a second into an 8,000-step run
-                os.kill(launcher.processes[('ps', 0)].pid, signal.SIGKILL)
-                killed.append(len(reports))
-            time.sleep(0.2)
+        while time.time() < deadline and not latest_checkpoint(ckpt_dir):
+            time.sleep(0.05)
+        time.sleep(1.0)
+        killed.append((checkpoint_step(ckpt_dir), time.time()))
+        os.kill(launcher.processes[('ps', 0)].pid, signal.SIGKILL)
 
     launcher._drain = drain_and_keep
-    thread = threading.Thread(target=kill_the_parameter_server_after_a_checkpoint, daemon=True)
+    thread = threading.Thread(target=kill_the_parameter_server_a_second_after_the_first_checkpoint, daemon=True)
     thread.start()
     with logbook.TestHandler(level=logbook.NOTICE) as handler:
         result = launcher.run()
     thread.join(5)
-    assert killed and result['completed'] and result['global_step'] >= 8000
+    assert killed and result['completed'] and result['global_step'] >= 10000
+    (saved, killed_at), = killed
+    reached = max(report['step'] for report in reports if report['startup']['started'] < killed_at)  # (final reports)
     assert result['ps_restarts'] == {0: 1} and result['restarts'] == {}  # the workers' restarts are not counted
     warnings = [record.message for record in handler.records if 'parameter server 0 died' in record.message]
-    assert len(warnings) == 1 and 'died with exit code -9: restarting it (1 of 3)' in warnings[0], warnings
-    resumed_at = int(re.search(r'goes on from the checkpoint at step (\d+), losing the (\d+) env steps',
-                               warnings[0]).group(1))
-    assert resumed_at > 0
-    restarted_chief = [report['start_step'] for report in reports if report['task'] == 0 and report['start_step']]
-    assert restarted_chief and set(restarted_chief) == {resumed_at}  # it went on from the step it restored
+    assert len(warnings) == 1, warnings
+    assert 'died with exit code -9: restarting it (restart 1 of 3 allowed within 10 minutes); training goes on ' \
+           'from the freshest of: the checkpoint at step {}, the weights the workers held at their last ' \
+           'sync'.format(saved) in warnings[0], warnings
+    log = capfd.readouterr().err
+    assert len(re.findall(r'Worker_\d: rescued the weights of its last sync, at step \d+, to ', log)) == 2, log
+    took = re.findall(r'took the weights worker (\d) held at step (\d+) \(.*worker_\1\.npz\) over the checkpoint '
+                      r'at step (\d+): (\d+) env steps saved', log)
+    assert len(took) == 1, log
+    rescued_step, over = int(took[0][1]), int(took[0][2])
+    assert over == saved and reached - rescued_step < 0.1 * (reached - saved), (saved, rescued_step, reached)
+    after_taking = log[log.index('took the weights'):]
+    first_save = int(re.search(r'Worker_0: saved checkpoint at step (\d+)', after_taking).group(1))
+    assert rescued_step < first_save <= rescued_step + 100  # saved at its first step: no checkpoint held them
+    restarted_chief = {report['start_step'] for report in reports
+                       if report['task'] == 0 and report['startup']['started'] > killed_at}
+    assert restarted_chief == {rescued_step}  # the restarted chief went on from the rescued step
+    assert rescued_files(str(tmp_path / 'run')) == {}  # the final checkpoint caught up with them
     assert multiprocessing.active_children() == []

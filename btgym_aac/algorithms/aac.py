@@ -193,7 +193,7 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
                 self.learner = Learner(self.train_ops, config, self.targets, pi,
                                        pi_prime if config.use_target_policy else None, self.model_summary_op,
                                        self.extra_feed, self.task,
-                                       [getattr(env, 'dataset', None) for env in self.env_list])
+                                       [getattr(env, 'dataset', None) for env in self.env_list], self.global_step)
 
     def _decayed_learn_rate(self):
         """`opt_learn_rate` decayed linearly to `opt_end_learn_rate` over `opt_decay_steps` global steps."""

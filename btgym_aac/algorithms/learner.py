@@ -305,31 +305,42 @@ class Learner:
         extra_feed: fn(TrainBatches) -> dict of more placeholder values (the trainer's `extra_feed`).
         task: the worker's index (named in errors).
         datasets: the envs' datasets (or None), whose data checks explain a non-finite step.
+        global_step: the global step variable, read with the sync of `start` (None: `synced_global_step` is known
+            from the first update that ends with the sync).
 
     Attributes:
         steps: train steps run (the original's `local_steps`).
         last_global_step: the global step after the latest train step (None before the first).
         local_policy_synced: whether the local policy holds the global weights of the end of the last update
             (the previous step ended with the sync).
+        synced_global_step: the global step of the local policy's latest sync, the step of the global weights it
+            holds (None before one is known). A sync that is not part of an update takes the step of the update
+            before it, a lower bound: other workers may have moved the step meanwhile.
         summaries: the `summaries.RunnerSummaryWriter` the step writes with (None: no summaries).
     """
 
     def __init__(self, ops, config, targets, pi, pi_prime=None, summary_op=None, extra_feed=None, task=0,
-                 datasets=()):
+                 datasets=(), global_step=None):
         self.ops, self.config, self.targets = ops, config, targets
         self.pi, self.pi_prime = pi, pi_prime
         self.summary_op, self.extra_feed = summary_op, extra_feed
         self.task, self.datasets = task, list(datasets)
+        self.global_step = global_step
         self.calls = session_calls(ops, summary_op)
         self.steps = 0
         self.last_global_step = None
         self.local_policy_synced = False
+        self.synced_global_step = None
         self.summaries = None
         self._callables = CallableCache()
 
     def start(self, sess, summaries=None):
-        """Copies every global variable to the local policy; the steps write with `summaries` (or write none)."""
-        sess.run(self.ops.sync)
+        """Copies every global variable to the local policy (reading the global step with them); the steps write
+        with `summaries` (or write none)."""
+        if self.global_step is None:
+            sess.run(self.ops.sync)
+        else:
+            self.synced_global_step = int(sess.run([self.ops.sync, self.global_step])[1])
         self.local_policy_synced = True
         self.summaries = summaries
 
@@ -365,8 +376,10 @@ class Learner:
             feed = self.train_feed(data, is_train)
             if calls.copy_to_target is not None or not self.local_policy_synced:
                 self._run(sess, calls.sync)
+                self._synced_after(self.last_global_step)
             for _ in range(config.num_epochs - 1):
                 self._check_finite(sess, self._run(sess, calls.update_epoch, feed)[0], feed)
+                self._synced_after(self.last_global_step)
             if calls.update_with_summary is not None and self.steps % config.model_summary_freq == 0:
                 last = calls.update_with_summary
             else:
@@ -375,12 +388,20 @@ class Learner:
             self.local_policy_synced = last is calls.update_then_sync
             self._check_finite(sess, fetched[1], feed)
             self.last_global_step = int(fetched[0])
+            if self.local_policy_synced:
+                self.synced_global_step = self.last_global_step
             model_summary = fetched[2] if last is calls.update_with_summary else None
             frames = int(np.sum(feed[self.targets.on_policy.mask]))
             self.steps += 1
         if self.summaries is not None:
             self.summaries.write(sess, data, model_summary, step=self.last_global_step)
         return frames
+
+    def _synced_after(self, step):
+        """Records a sync run after the update that left the global step at `step` (None: none known yet, the
+        step of the previous sync stays)."""
+        if step is not None:
+            self.synced_global_step = step
 
     def _run(self, sess, call, feed=None):
         return self._callables.run(sess, call.name, call.fetches, feed or {}, targets=call.targets)

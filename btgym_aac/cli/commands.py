@@ -190,7 +190,7 @@ def _cluster_node(args):
         if job == 'ps':
             stopped = run_task(launcher.task_config(job, task))
         else:
-            stopped, status = run_node_worker(launcher.task_config(job, task), launcher.max_restarts, launcher.log)
+            stopped, status = run_node_worker(launcher.task_config(job, task), launcher.restart_budget, launcher.log)
     except KeyboardInterrupt:
         stopped = True
     if stopped:

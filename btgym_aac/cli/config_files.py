@@ -79,12 +79,11 @@ def _configs_from_args(args):
             cluster[key] = getattr(args, flag)
     if getattr(args, 'initial_ckpt_dir', None) is not None:
         _check_initial_checkpoint(args.initial_ckpt_dir)
-    if getattr(args, 'max_steps', None) is not None:
-        launcher['max_env_steps'] = args.max_steps
-    if getattr(args, 'progress_seconds', None) is not None:
-        launcher['progress_seconds'] = args.progress_seconds
-    if getattr(args, 'seed', None) is not None:
-        launcher['root_random_seed'] = args.seed
+    for flag, key in (('max_steps', 'max_env_steps'), ('progress_seconds', 'progress_seconds'),
+                      ('seed', 'root_random_seed'), ('max_restarts', 'max_restarts'),
+                      ('restart_window', 'restart_window_minutes')):
+        if getattr(args, flag, None) is not None:
+            launcher[key] = getattr(args, flag)
     if getattr(args, 'assets', None) is not None:
         configs['env_config'] = _multi_asset_env_config(args, 'env_config' in file_configs)
         configs['env_config']['kwargs'].update(cost_flags(args), **order_flags(args))

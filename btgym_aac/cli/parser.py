@@ -5,7 +5,8 @@ from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _tr
 from btgym_aac.cli.order_flags import add_order_flags
 from btgym_aac.cli.sweep_command import _sweep
 from btgym_aac.cli.trade_command import _parity, _tearsheet, _trade
-from btgym_aac.distributed.run_config import DEFAULT_LOG_DIR, DEFAULT_MAX_STEPS, PRESETS, TRAINER_CLASSES
+from btgym_aac.distributed.run_config import (DEFAULT_LOG_DIR, DEFAULT_MAX_RESTARTS, DEFAULT_MAX_STEPS,
+                                              DEFAULT_RESTART_WINDOW_MINUTES, PRESETS, TRAINER_CLASSES)
 from btgym_aac.progress import PLAIN_LINE_SECONDS
 from btgym_aac.sweep import OBJECTIVES, PRUNERS
 
@@ -13,15 +14,15 @@ COMMAND_DESCRIPTION = ('The `btgym-aac` command: train, evaluate, walk-forward, 
                        'tearsheet, demo.')
 
 
-def _seed(text):
-    """argparse type of --seed: a whole number >= 0."""
+def _whole_number(text):
+    """argparse type of --seed and --max-restarts: a whole number >= 0."""
     try:
-        seed = int(text)
+        number = int(text)
     except ValueError:
-        seed = -1
-    if seed < 0:
+        number = -1
+    if number < 0:
         raise argparse.ArgumentTypeError('must be a whole number >= 0, got {!r}'.format(text))
-    return seed
+    return number
 
 
 def _add_run_flags(parser, cluster_spec_given=False):
@@ -44,7 +45,7 @@ def _add_run_flags(parser, cluster_spec_given=False):
                         'X, Y')
     parser.add_argument('--portfolio', action='store_true',
                         help='with --assets: trade target portfolio weights (PortfolioEnv) instead')
-    parser.add_argument('--seed', type=_seed, help='root random seed')
+    parser.add_argument('--seed', type=_whole_number, help='root random seed')
     if not cluster_spec_given:
         parser.add_argument('--port', type=int, help='first cluster port (default: free ports)')
     parser.add_argument('--initial-ckpt-dir', metavar='DIR', help='start from the latest checkpoint in DIR '
@@ -56,6 +57,12 @@ def _add_run_flags(parser, cluster_spec_given=False):
         isolation_help = ('a cluster node cannot be isolated: auto (default) warns that its port is open to the '
                           'network, require refuses to run, off runs without the warning')
     parser.add_argument('--network-isolation', choices=('auto', 'require', 'off'), help=isolation_help)
+    parser.add_argument('--max-restarts', type=_whole_number, metavar='N',
+                        help='restarts allowed per task (each worker, each parameter server) within any '
+                        '--restart-window; one more stops the run (default {})'.format(DEFAULT_MAX_RESTARTS))
+    parser.add_argument('--restart-window', type=_positive_number, metavar='MINUTES',
+                        help='the sliding window over which a task\'s restarts are counted (default {:g})'.format(
+                            DEFAULT_RESTART_WINDOW_MINUTES))
     _add_cost_flags(parser)
     add_order_flags(parser)
 
@@ -152,7 +159,7 @@ def _add_evaluate_command(commands):
                           help='instead of seeded episodes, consecutive test episodes covering every bar of the data '
                           'after the first warm-up (each episode\'s warm-up overlaps the one before)')
     evaluate.add_argument('--out', help='folder for report.json and the plots (default: LOG_DIR/evaluation)')
-    evaluate.add_argument('--seed', type=_seed, default=0, help='seed of the first episode (default: 0)')
+    evaluate.add_argument('--seed', type=_whole_number, default=0, help='seed of the first episode (default: 0)')
     _add_episode_plots_flag(evaluate, 'report.json alone')
     _add_tearsheet_flag(evaluate)
     _add_cost_flags(evaluate)
@@ -217,7 +224,7 @@ def _add_walk_forward_flags(parser, data_use):
                         help='a gap between each fold\'s last training bar and its test block, e.g. 2h or 90min '
                         '(default: none)')
     parser.add_argument('--workers', type=int, help='number of workers (default 2)')
-    parser.add_argument('--seed', type=_seed, help='root random seed (default 0)')
+    parser.add_argument('--seed', type=_whole_number, help='root random seed (default 0)')
     parser.add_argument('--network-isolation', choices=('auto', 'require', 'off'),
                         help='as for train (default auto)')
     _add_episode_plots_flag(parser, 'each fold\'s evaluation writes its report alone; its own plots are written '
@@ -367,7 +374,7 @@ def _add_demo_command(commands):
     demo = _add_command(commands, 'demo', help='run one episode on the built-in data and save its renderings',
                         description=_demo.__doc__)
     demo.add_argument('--out', default='out/demo', help='folder for the PNG files (default: out/demo)')
-    demo.add_argument('--seed', type=_seed, default=0, help='random seed (default: 0)')
+    demo.add_argument('--seed', type=_whole_number, default=0, help='random seed (default: 0)')
     demo.set_defaults(run=_demo)
 
 

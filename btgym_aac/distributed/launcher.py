@@ -2,9 +2,10 @@
 
 `run()` returns when the workers reach `max_env_steps` (they save, close their environments and exit; the
 parameter servers are then stopped). A worker that dies is reported with its exit status and restarted, up to
-`max_restarts` times, and so is one that stops reporting progress for `stall_seconds`. A parameter server that
-dies is restarted too (up to `max_restarts` times): the workers, whose sessions fail with it, are restarted without
-counting, and the chief restores the global variables from the latest checkpoint. Ctrl-C or SIGTERM stops
+`max_restarts` times within any `restart_window_minutes` minutes, and so is one that stops reporting progress for
+`stall_seconds`. A parameter server that dies is restarted too (on the same budget): the workers, whose sessions
+fail with it, are restarted without counting, and the chief restores the global variables from the freshest of the
+latest checkpoint and the weights the workers held (`rescued_weights`). Ctrl-C or SIGTERM stops
 everything cleanly (the chief saves first), and no task outlives the launcher. Only processes this launcher
 started are ever stopped. A launcher holds its log dir's lock (`log_dir.LogDirLock`) while it empties the folder and
 while it runs, so a second run on the same log dir is refused instead of overwriting the first one's checkpoints.
@@ -30,9 +31,10 @@ from btgym_aac.distributed.checkpoints import (check_checkpoint_readable, checkp
 from btgym_aac.distributed.cluster import check_local_task_count, make_cluster_spec
 from btgym_aac.distributed.log_dir import LogDirLock, checkpoint_report, log_dir_state, prepare_log_dir
 from btgym_aac.distributed.network_namespace import isolate_cluster
-from btgym_aac.distributed.run_config import (check_data_costs, check_purge_previous, launcher_configs,
-                                              pickle_run_config, positive_seconds, read_data_files)
-from btgym_aac.distributed.supervision import TaskSupervision, signals_handled, stop_on_signal
+from btgym_aac.distributed.run_config import (DEFAULT_MAX_RESTARTS, DEFAULT_RESTART_WINDOW_MINUTES, check_data_costs,
+                                              check_purge_previous, launcher_configs, pickle_run_config,
+                                              positive_minutes, positive_seconds, read_data_files)
+from btgym_aac.distributed.supervision import RestartBudget, TaskSupervision, signals_handled, stop_on_signal
 from btgym_aac.distributed.tasks import LauncherSurroundings, ctrl_c_held, task_context
 from btgym_aac.distributed.worker import run_pickled_task
 from btgym_aac.logs import get_logger
@@ -63,10 +65,11 @@ class Launcher(TaskSupervision):
             when run interactively), 2 delete its contents.
         render_last_env: render only the chief's last env (else all the chief's envs).
         log_level, verbose: logging (0 notice, 1 info, 2 debug).
-        max_restarts: restarts allowed per worker task after a crash or a stall (a worker that cannot set up is
-            never restarted: the run stops, see `worker.WorkerSetupError`; nor is one that dies before training
-            of the same error as before its last restart), and per parameter server after it died (the workers'
-            restarts that follow do not count).
+        max_restarts: restarts allowed per task within any `restart_window_minutes`: per worker after a crash or
+            a stall (a worker that cannot set up is never restarted: the run stops, see `worker.WorkerSetupError`;
+            nor is one that dies before training of the same error as before its last restart), and per parameter
+            server after it died (the workers' restarts that follow do not count). One more stops the run.
+        restart_window_minutes: the sliding window, in minutes, over which a task's restarts are counted.
         stall_seconds: a worker that has reported training progress and then reports nothing for this long (a
             deadlocked env, say) is stopped and restarted like a crashed one; None: never.
         show_progress: show the training's progress on stdout from the workers' first report on (env steps, their
@@ -85,9 +88,9 @@ class Launcher(TaskSupervision):
 
     def __init__(self, env_config=None, cluster_config=None, policy_config=None, trainer_config=None,
                  max_env_steps=100e6, save_secs=600, root_random_seed=None, test_mode=False, purge_previous=0,
-                 render_last_env=True, log_level=None, verbose=0, max_restarts=3, show_progress=True,
-                 cluster_spec=None, stall_seconds=300, shared_log_dir=False, resume_from=None,
-                 progress_seconds=PLAIN_LINE_SECONDS):
+                 render_last_env=True, log_level=None, verbose=0, max_restarts=DEFAULT_MAX_RESTARTS,
+                 restart_window_minutes=DEFAULT_RESTART_WINDOW_MINUTES, show_progress=True, cluster_spec=None,
+                 stall_seconds=300, shared_log_dir=False, resume_from=None, progress_seconds=PLAIN_LINE_SECONDS):
         self.log = get_logger('Launcher', 'shell', verbose, log_level)
         self.log_level = self.log.level
         configs = launcher_configs(env_config=env_config, cluster_config=cluster_config, policy_config=policy_config,
@@ -99,6 +102,7 @@ class Launcher(TaskSupervision):
         self.test_mode = test_mode
         self.render_last_env = render_last_env
         self.max_restarts = check_whole_number('max_restarts', max_restarts, 0)
+        self.restart_window_minutes = positive_minutes('restart_window_minutes', restart_window_minutes)
         self.stall_seconds = None if stall_seconds is None else positive_seconds('stall_seconds', stall_seconds)
         check_purge_previous(purge_previous, shared_log_dir)
         if resume_from is not None and purge_previous != 0:
@@ -170,10 +174,11 @@ class Launcher(TaskSupervision):
                              'must be importable (defined at the top level of a module)'.format(error)) from error
 
     def _init_run_state(self):
-        """The bookkeeping of `run()`: task processes, and per worker its restarts, last progress report and its
-        time, episodes of its previous lives and errors; the peak memory of the parameter servers; the progress
-        display (made at the first report)."""
+        """The bookkeeping of `run()`: task processes, the tasks' restart budget, and per worker its restarts, last
+        progress report and its time, episodes of its previous lives and errors; the peak memory of the parameter
+        servers; the progress display (made at the first report)."""
         self.processes = {}
+        self.restart_budget = RestartBudget(self.max_restarts, self.restart_window_minutes)
         self.restarts = {}
         self.ps_restarts = {}
         self.started_at = {}

@@ -30,6 +30,10 @@ CONFIG_NAMES = ('env_config', 'cluster_config', 'policy_config', 'trainer_config
 CLASS_CONFIG_NAMES = ('env_config', 'policy_config', 'trainer_config')
 DEFAULT_LOG_DIR = 'runs/btgym_aac'
 DEFAULT_MAX_STEPS = 20000
+DEFAULT_MAX_RESTARTS = 3
+DEFAULT_RESTART_WINDOW_MINUTES = 10
+"""The Launcher's restart budget: a task may be restarted `DEFAULT_MAX_RESTARTS` times within any
+`DEFAULT_RESTART_WINDOW_MINUTES` minutes (docs/distributed.md, "Failures, restarts and stopping", says why)."""
 TRAINER_CLASSES = {'a3c': 'A3C', 'unreal': 'Unreal', 'ppo': 'PPO'}
 """`--algo` names of the trainers of `btgym_aac.algorithms.aac`."""
 
@@ -212,8 +216,17 @@ def _check_cluster_config(config, known):
 
 def positive_seconds(name, value):
     """`value` if it is a finite number of seconds > 0, else ValueError naming the setting."""
+    return _positive(name, value, 'seconds')
+
+
+def positive_minutes(name, value):
+    """`value` if it is a finite number of minutes > 0, else ValueError naming the setting."""
+    return _positive(name, value, 'minutes')
+
+
+def _positive(name, value, unit):
     if not is_finite_real(value) or value <= 0:
-        raise ValueError('{} must be a positive number of seconds, got {!r}'.format(name, value))
+        raise ValueError('{} must be a positive number of {}, got {!r}'.format(name, unit, value))
     return value
 
 

@@ -3,15 +3,17 @@ class of `Launcher`), the worker of a `btgym-aac cluster-node` kept going throug
 (`run_node_worker`), and Ctrl-C and SIGTERM, which stop either cleanly and cut neither a task start nor the final
 stop short.
 
-A launcher's worker that dies, or stops reporting progress for `stall_seconds`, is restarted up to `max_restarts`
-times; one that could not set up, met NaN or inf values, or died again before training of the error it died of
-before stops the run. A parameter server that dies is restarted up to `max_restarts` times, and the workers that
-lost their cluster session to it are restarted without counting. At the end every task is stopped (`_stop_all`).
+A launcher's worker that dies, or stops reporting progress for `stall_seconds`, is restarted while its restart
+budget lasts (`RestartBudget`: at most `max_restarts` restarts within any `restart_window_minutes` minutes); one
+that could not set up, met NaN or inf values, or died again before training of the error it died of before stops
+the run. A parameter server that dies is restarted on a budget of its own, and the workers that lost their cluster
+session to it are restarted without spending theirs. At the end every task is stopped (`_stop_all`).
 
 A scheduler (Kubernetes, SLURM) restarts a parameter server that dies, often elsewhere and later; the workers'
-sessions fail with it. A cluster node runs its worker in a spawned child process and starts it again when it exits
-because its cluster session failed: the new process waits for the parameter servers (saying so every
-`worker.PS_WAIT_NOTICE_SECONDS`), and the chief restores the global variables from the latest checkpoint.
+sessions fail with it. A cluster node runs its worker in a spawned child process and starts it again, on the same
+budget, when it exits because its cluster session failed: the new process waits for the parameter servers (saying
+so every `worker.PS_WAIT_NOTICE_SECONDS`). Either way the chief restores the global variables from the freshest of
+the latest checkpoint and the weights the workers rescued when their sessions failed (`rescued_weights`).
 """
 import contextlib
 import multiprocessing
@@ -96,13 +98,65 @@ def stop_process(process, grace_seconds):
         process.join()
 
 
+# ---------------------------------------------------------------------------------------------------- restart budgets
+
+class RestartBudgetSpent(RuntimeError):
+    """A task needs one restart more than its budget allows; the message counts them ('4 restarts within 10
+    minutes, more than --max-restarts 3 allows')."""
+
+
+class RestartBudget:
+    """How often each task may be restarted: at most `max_restarts` times within any `window_minutes` minutes (a
+    sliding window over the times of its restarts), so a run survives occasional deaths however long it runs, and
+    stops when a task dies faster than that.
+
+    Args:
+        max_restarts: restarts allowed per task within the window (0: none).
+        window_minutes: the window's length in minutes.
+        clock: fn() -> seconds (default `time.monotonic`).
+    """
+
+    def __init__(self, max_restarts, window_minutes, clock=time.monotonic):
+        self.max_restarts, self.window_minutes, self.clock = max_restarts, window_minutes, clock
+        self._restart_times = {}
+
+    def spend(self, task):
+        """Takes one restart of `task` now from its budget.
+
+        Args:
+            task: the task's key, e.g. ('worker', 0).
+
+        Returns:
+            the restarts of `task` within the window, this one included.
+
+        Raises:
+            RestartBudgetSpent: this restart would be more than `max_restarts` within the window (it is not
+                recorded).
+        """
+        now = self.clock()
+        recent = [at for at in self._restart_times.get(task, []) if now - at < self.window_minutes * 60]
+        if len(recent) >= self.max_restarts:
+            raise RestartBudgetSpent('{}, more than --max-restarts {} allows'.format(
+                self.count_in_words(len(recent) + 1), self.max_restarts))
+        self._restart_times[task] = recent + [now]
+        return len(recent) + 1
+
+    def count_in_words(self, count):
+        """'4 restarts within 10 minutes' ('1 restart ...')."""
+        return '{} restart{} within {:g} minutes'.format(count, '' if count == 1 else 's', self.window_minutes)
+
+    def spent_in_words(self, count):
+        """'restart 2 of 3 allowed within 10 minutes', for the `count`th restart of a window."""
+        return 'restart {} of {} allowed within {:g} minutes'.format(count, self.max_restarts, self.window_minutes)
+
+
 # ------------------------------------------------------------------------------------------------ the launcher's tasks
 
 class TaskSupervision:
     """Mixin of `Launcher`: the supervision of the task processes from their start to their stop.
 
-    It reads the launcher's settings (`cluster_spec`, `max_restarts`, `stall_seconds`, `current_ckpt_dir`, `log`)
-    and keeps its run state (`processes`, `started_at`, `restarts`, `ps_restarts`, `progress`, `last_report_time`,
+    It reads the launcher's settings (`cluster_spec`, `stall_seconds`, `current_ckpt_dir`, `log`) and keeps its run
+    state (`processes`, `started_at`, `restart_budget`, `restarts`, `ps_restarts`, `progress`, `last_report_time`,
     `episodes_before_restart`, `last_errors`, `error_before_restart`, `first_step_seconds`, `first_trained`,
     `ps_peak_rss_mb`, see `Launcher._init_run_state`); it starts tasks with `Launcher._start` and reports with
     `summary`, `_print_progress` and `_log_dir_state`.
@@ -180,20 +234,24 @@ class TaskSupervision:
         return None
 
     def _restart_parameter_server(self, context, task, exitcode):
-        """Starts parameter server `task` again, up to `max_restarts` times (then raises RuntimeError), saying
-        from which checkpoint training goes on and how many env steps are lost: the workers lose their sessions
-        (and are restarted), and the chief restores the global variables from the latest checkpoint."""
+        """Starts parameter server `task` again while its restart budget lasts (then raises RuntimeError), saying
+        from what training goes on: the workers lose their sessions (and are restarted), each writing the weights
+        it holds to the log dir first, and the chief restores the global variables from the freshest of the latest
+        checkpoint and those weights."""
         reason = 'parameter server {} died with exit code {}'.format(task, exitcode)
-        count = self.ps_restarts.get(task, 0)
-        if count >= self.max_restarts:
-            raise RuntimeError(reason + (' after {} restarts'.format(count) if count else '') +
-                               '; {}'.format(self._log_dir_state()))
-        self.ps_restarts[task] = count + 1
+        try:
+            count = self.restart_budget.spend(('ps', task))
+        except RestartBudgetSpent as spent:
+            raise RuntimeError('{}: {}; {}'.format(reason, spent, self._log_dir_state())) from None
+        self.ps_restarts[task] = self.ps_restarts.get(task, 0) + 1
         reached = self.summary(time.time())['global_step']
         saved = checkpoint_step(latest_checkpoint(self.current_ckpt_dir))
-        resume = 'scratch (no checkpoint yet)' if saved is None else 'the checkpoint at step {}'.format(saved)
-        self.log.warning('{}: restarting it ({} of {}); training goes on from {}, losing the {} env steps trained '
-                         'since'.format(reason, count + 1, self.max_restarts, resume, max(reached - (saved or 0), 0)))
+        checkpoint = 'scratch (no checkpoint yet)' if saved is None else 'the checkpoint at step {}'.format(saved)
+        self.log.warning('{}: restarting it ({}); training goes on from the freshest of: {}, the weights the workers '
+                         'held at their last sync (the chief says which it takes; with the weights, few of the {} env '
+                         'steps trained since the checkpoint are lost)'.format(
+                             reason, self.restart_budget.spent_in_words(count), checkpoint,
+                             max(reached - (saved or 0), 0)))
         self._start(context, 'ps', task, None)
 
     def _restarted_parameter_server_since(self, job_task):
@@ -215,24 +273,25 @@ class TaskSupervision:
         stop_process(self.processes[('worker', task)], STALL_STOP_SECONDS)
 
     def _restart(self, context, task, reason, progress, counted=True):
-        """Starts worker `task` again; one `counted` uses up one of its `max_restarts` (RuntimeError when none is
-        left, or when it died again before training of the error it died of before)."""
-        count = self.restarts.get(task, 0)
+        """Starts worker `task` again; one `counted` spends a restart of its budget (RuntimeError when the budget
+        is spent, or when it died again before training of the error it died of before)."""
         error = self.last_errors.pop(task, None)
         cause = '; its error: {}'.format(error) if error and counted else ''
         self.log.warning('worker {} {}{}'.format(task, reason, cause))
         which = ''
         if counted:
-            if count >= self.max_restarts:
-                raise RuntimeError('worker {} {} after {} restarts{}; see the log above'.format(
-                    task, reason, count, cause))
+            try:
+                count = self.restart_budget.spend(('worker', task))
+            except RestartBudgetSpent as spent:
+                raise RuntimeError('worker {} {}: {}{}; {}'.format(task, reason, spent, cause,
+                                                                   self._log_dir_state())) from None
             trained = self.progress.get(task, {}).get('step', 0) > self.progress.get(task, {}).get('start_step', 0)
             if error and not trained and error == self.error_before_restart.get(task):
                 raise RuntimeError('worker {} died again before training, of the same error as before its restart '
                                    '({}): a restart would meet it again; {}'.format(task, error, self._log_dir_state()))
             self.error_before_restart[task] = error
-            self.restarts[task] = count + 1
-            which = ' ({} of {})'.format(count + 1, self.max_restarts)
+            self.restarts[task] = self.restarts.get(task, 0) + 1
+            which = ' ({})'.format(self.restart_budget.spent_in_words(count))
         self._forget_progress(task)
         self.log.notice('restarting worker {}{}'.format(task, which))
         self._start(context, 'worker', task, progress)
@@ -286,14 +345,14 @@ class TaskSupervision:
 
 # --------------------------------------------------------------------------------------------- a cluster node's worker
 
-def run_node_worker(task_config, max_restarts, log):
-    """Runs worker `task_config['task']` in a child process (which dies with this one), started again up to
-    `max_restarts` times when it loses its cluster session. Ctrl-C or SIGTERM stop it as they stop a worker (the
+def run_node_worker(task_config, restart_budget, log):
+    """Runs worker `task_config['task']` in a child process (which dies with this one), started again when it
+    loses its cluster session, while `restart_budget` lasts. Ctrl-C or SIGTERM stop it as they stop a worker (the
     chief saves).
 
     Args:
         task_config: the worker's config (`Launcher.task_config`).
-        max_restarts: restarts allowed after lost sessions.
+        restart_budget: RestartBudget of the restarts after lost sessions.
         log: logbook logger of the node.
 
     Returns:
@@ -303,7 +362,6 @@ def run_node_worker(task_config, max_restarts, log):
     context = multiprocessing.get_context('spawn')
     task = task_config['task']
     pickled = dumps_with_sources(dict(task_config, launcher_pid=os.getpid()))
-    restarts = 0
     while True:
         process = context.Process(target=run_pickled_task, args=(pickled, None),
                                   name='btgym_aac-worker-{}'.format(task))
@@ -316,8 +374,13 @@ def run_node_worker(task_config, max_restarts, log):
             with signals_handled({signal.SIGINT: signal.SIG_IGN, signal.SIGTERM: signal.SIG_IGN}):
                 stop_process(process, STOP_GRACE_SECONDS)  # it finishes its step; the chief saves
             return True, process.exitcode
-        if process.exitcode != SESSION_LOST_EXIT_CODE or restarts == max_restarts:
+        if process.exitcode != SESSION_LOST_EXIT_CODE:
             return False, process.exitcode
-        restarts += 1
-        log.warning('worker {} lost its cluster session (a parameter server is gone or cannot be reached): starting '
-                    'it again ({} of {}); it waits for the parameter servers'.format(task, restarts, max_restarts))
+        lost = 'worker {} lost its cluster session (a parameter server is gone or cannot be reached)'.format(task)
+        try:
+            count = restart_budget.spend(('worker', task))
+        except RestartBudgetSpent as spent:
+            log.error('{}: {}; it is not started again'.format(lost, spent))
+            return False, process.exitcode
+        log.warning('{}: starting it again ({}); it waits for the parameter servers'.format(
+            lost, restart_budget.spent_in_words(count)))

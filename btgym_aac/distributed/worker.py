@@ -3,10 +3,12 @@ serves, or a worker that trains, with the signals, exit statuses and launcher re
 training: its environments, graph, session, training loop, checkpoints and progress reports.
 
 A worker builds its environments, graph and session; the chief (task 0) alone initialises or restores the global
-variables (pre-trained model, else this run's checkpoint, else scratch) and then writes the run's configs
-(`run_config.pkl`); other workers wait until the global variables are ready. Every worker trains until the global
-step reaches `max_env_steps`; the chief saves every `save_secs` and at the end. Workers report progress to the
-launcher through a queue.
+variables (pre-trained model, else this run's checkpoint, else scratch, then the weights the workers rescued from a
+lost parameter server where they are fresher) and then writes the run's configs (`run_config.pkl`); other workers
+wait until the global variables are ready. Every worker trains until the global step reaches `max_env_steps`; the
+chief saves every `save_secs` and at the end. Workers report progress to the launcher through a queue. A worker
+whose cluster session fails writes the weights of its local policy to the log dir before it exits (see
+`rescued_weights`).
 """
 import os
 import resource
@@ -30,6 +32,8 @@ PS_CONNECT_TIMEOUT_SECONDS = 1.0
 PS_WAIT_NOTICE_SECONDS = 30.0
 CHIEF_WAIT_POLL_SECONDS = 0.2
 """How often a worker other than the chief checks whether the chief has set up the global variables."""
+RESCUE_READ_TIMEOUT_SECONDS = 10
+"""How long a worker whose cluster session failed may take to read its local policy's weights (`_rescue_weights`)."""
 
 
 # ---------------------------------------------------------------------------------------------------- the task process
@@ -269,6 +273,13 @@ def cause_where(error, test):
     return None
 
 
+def load_values(sess, values):
+    """Assigns every (variable, value) pair of `values` in one session run through the variables' initializers, as
+    `Variable.load` does: no op is added to the graph (a worker's is finalised)."""
+    sess.run([variable.initializer for variable, _ in values],
+             feed_dict={variable.initializer.inputs[1]: value for variable, value in values})
+
+
 def _accepts_connections(address):
     """True if a TCP connection to `address` ('host:port') succeeds now."""
     host, _, port = address.rpartition(':')
@@ -325,6 +336,8 @@ class Worker:
 
     Attribute `startup`: `time.time()` stamps of its start-up, sent with every progress report: `started` and
     `imported` (from `config['startup']`, where given), `envs_made`, `graph_built`, `session_ready`, `first_step`.
+    Attribute `took_rescued_weights`: the chief set the global policy from weights rescued from a lost parameter
+    server (see `_take_rescued_weights`).
     """
 
     def __init__(self, config, server, log, progress_queue=None, stop=None):
@@ -338,6 +351,7 @@ class Worker:
         self.envs = []
         self.start_step = self.step = None
         self.startup = dict(config.get('startup', {}))
+        self.took_rescued_weights = False
 
     def run(self):
         from btgym_aac.env.training_envs import EpisodeRecorder
@@ -381,6 +395,8 @@ class Worker:
         self.resume_step = global_step.assign(self.saved_step)
         self.float_globals = [(variable.op.name, variable) for variable in global_vars
                               if variable.dtype.base_dtype.is_floating]
+        self.policy_pairs = list(zip(self.trainer.local_network.var_list, self.trainer.network.var_list)) \
+            if self.trainer.learner is not None else []
         self.init_op = tf.variables_initializer(global_vars)
         self.local_init_op = tf.variables_initializer(local_vars)
         with tf.device('/job:ps/task:0'):
@@ -412,7 +428,8 @@ class Worker:
         """The chief initialises and restores the global variables unless the parameter server has them from a
         chief that finished doing so: `chief_ready` (on the parameter server, never saved) is initialised only
         after the restore, so a chief that died in between is followed by one that restores again, and the
-        other workers wait for it."""
+        other workers wait for it. Unless it starts from a pre-trained model, it then takes the weights the
+        workers rescued from a lost parameter server where they are fresher (`_take_rescued_weights`)."""
         from btgym_aac.compat import tf
         from btgym_aac.distributed.checkpoints import recover_checkpoints, remove_save_leftovers, restore_order
 
@@ -423,19 +440,52 @@ class Worker:
         else:
             sess.run(self.init_op)
             try:
-                restore_order(sess, self.saver, self.trainer.reset_global_step, self.config['initial_ckpt_dir'],
-                              self.config['current_ckpt_dir'], self.log, resume_step=self.resume_step)
+                restored = restore_order(sess, self.saver, self.trainer.reset_global_step,
+                                         self.config['initial_ckpt_dir'], self.config['current_ckpt_dir'], self.log,
+                                         resume_step=self.resume_step)
             except (tf.errors.OpError, ValueError) as error:
                 raise _setup_error(
                     'cannot restore the checkpoint in {}; it is left as it is. Point the run at a new log dir (or '
                     'start fresh) to train from scratch, or use the policy and trainer configs the checkpoint was '
                     'made with'.format(self.config['initial_ckpt_dir'] or self.config['current_ckpt_dir']),
                     error) from error
+            if restored != 'pre-trained':
+                self._take_rescued_weights(sess, restored)
             sess.run(self.chief_ready.initializer)
         remove_save_leftovers(self.config['current_ckpt_dir'], self.log)
         recover_checkpoints(self.saver, self.config['current_ckpt_dir'])
         sess.run(self.local_init_op)
         return sess
+
+    def _take_rescued_weights(self, sess, restored):
+        """Assigns the freshest weights the workers rescued from a lost parameter server to the global policy, and
+        their step to the global step, where that step is past the one restored (the optimizer's state stays the
+        checkpoint's); weights that do not fit the policy (a name or a shape) are warned of and left alone.
+
+        Args:
+            sess: the chief's session, its global variables restored.
+            restored: how they were, 'resumed' (this run's checkpoint) or 'scratch' (see `restore_order`).
+        """
+        from btgym_aac.distributed.rescued_weights import freshest_rescued_weights, mismatches
+
+        restored_step = int(sess.run(self.trainer.global_step))
+        rescued = freshest_rescued_weights(self.config['log_dir'], restored_step, self.log)
+        if rescued is None:
+            return
+        origin = 'the checkpoint at step {}'.format(restored_step) if restored == 'resumed' else 'scratch'
+        problems = mismatches(rescued.weights, {local.op.name: local.get_shape().as_list()
+                                                for local, _ in self.policy_pairs})
+        if problems:
+            self.log.warning('the weights worker {} rescued at step {} ({}) do not fit this run\'s policy: {}; they '
+                             'are ignored and training goes on from {}'.format(
+                                 rescued.task, rescued.step, rescued.path, '; '.join(problems), origin))
+            return
+        load_values(sess, [(global_variable, rescued.weights[local.op.name])
+                           for local, global_variable in self.policy_pairs] +
+                    [(self.trainer.global_step, rescued.step)])
+        self.took_rescued_weights = True
+        self.log.notice('took the weights worker {} held at step {} ({}) over {}: {} env steps saved'.format(
+            rescued.task, rescued.step, rescued.path, origin, rescued.step - restored_step))
 
     def _worker_session(self):
         from btgym_aac.compat import tf
@@ -477,10 +527,10 @@ class Worker:
             raise _setup_error('cannot write the run config to {}'.format(self.config['log_dir']), error) from error
 
     def _train_in(self, sess, writer, graph=None):
-        """Trains to `max_env_steps` (see `learner.train_until`), the chief saving every `save_secs` and
-        every worker reporting progress every PROGRESS_SECONDS; then ends (see `_end_training`). `graph` (the
-        chief's) goes to the summary `writer` for TensorBoard after the first trained step, off the start-up's
-        critical path."""
+        """Trains to `max_env_steps` (see `learner.train_until`), the chief saving every `save_secs` (and at its
+        first step where it took rescued weights, which no checkpoint holds yet) and every worker reporting
+        progress every PROGRESS_SECONDS; then ends (see `_end_training`). `graph` (the chief's) goes to the
+        summary `writer` for TensorBoard after the first trained step, off the start-up's critical path."""
         from btgym_aac.algorithms.learner import train_until
 
         ckpt_path = os.path.join(self.config['current_ckpt_dir'], 'model_parameters')
@@ -488,7 +538,7 @@ class Worker:
         self.start_step = self.step = int(sess.run(self.trainer.global_step))
         self.log.notice('started at global step {}'.format(self.step))
         start_time = time.time()
-        times = {'save': start_time, 'report': 0.0}
+        times = {'save': 0.0 if self.took_rescued_weights else start_time, 'report': 0.0}
 
         def after_step(step):
             self.step, now = step, time.time()
@@ -525,6 +575,8 @@ class Worker:
 
         session_lost = failure is not None and cause_where(failure, is_session_failure) is not None
         self.trainer.stop()
+        if session_lost:
+            self._rescue_weights()
         try:
             if self.stop.is_set():
                 self.log.notice('stop requested at step {}'.format(step))
@@ -541,11 +593,67 @@ class Worker:
             if not session_lost:
                 sess.close()  # (closing a failed cluster session waits on its lost tasks: the process ends instead)
 
+    def _rescue_weights(self):
+        """After its cluster session failed: writes the local policy's weights, with the global step of the sync
+        they come from, to the log dir (`rescued_weights.write_rescued_weights`) for the chief that restores the
+        global variables on the restarted parameter server; says so, or why nothing was written."""
+        import numpy as np
+
+        from btgym_aac.compat import tf
+        from btgym_aac.distributed.rescued_weights import write_rescued_weights
+        from btgym_aac.logs import error_summary
+
+        step = self.trainer.learner.synced_global_step if self.trainer.learner is not None else None
+        if step is None:
+            self.log.notice('no weights synced from the global policy yet: nothing rescued')
+            return
+        local_variables = [local for local, _ in self.policy_pairs]
+        try:
+            values = self._read_on_own_device(local_variables)
+        except tf.errors.OpError as error:
+            self.log.warning('cannot read the local policy\'s weights ({}): nothing rescued'.format(
+                error_summary(error)))
+            return
+        if not all(np.all(np.isfinite(value)) for value in values if np.issubdtype(value.dtype, np.floating)):
+            self.log.warning('the local policy\'s weights hold NaN or inf: nothing rescued')
+            return
+        try:
+            path = write_rescued_weights(self.config['log_dir'], self.task, step,
+                                         {local.op.name: value for local, value in zip(local_variables, values)})
+        except OSError as error:
+            self.log.warning('cannot write the local policy\'s weights ({}): nothing rescued'.format(
+                error_summary(error)))
+            return
+        self.log.notice('rescued the weights of its last sync, at step {}, to {}'.format(step, path))
+
+    def _read_on_own_device(self, variables):
+        """The values of `variables`, which live on this worker's own device, read in a session that sees that
+        device alone and fails after `RESCUE_READ_TIMEOUT_SECONDS`. Its graph holds one variable op of the same name,
+        type, shape and device per variable: the server keeps a variable's value by its name for all the sessions
+        it serves (as it keeps the global ones for every worker). The failed cluster session is not used: it would
+        clean up its partitions on the lost parameter server, logging errors."""
+        from btgym_aac.compat import tf
+
+        graph = tf.Graph()
+        with graph.as_default():
+            reads = []
+            for variable in variables:
+                with tf.device(variable.device):
+                    stored = tf.raw_ops.VariableV2(shape=variable.shape, dtype=variable.dtype.base_dtype,
+                                                   name=variable.op.name)
+                    reads.append(tf.identity(stored))
+        config = quiet_threads_config(device_filters=['/job:worker/task:{}'.format(self.task)],
+                                      operation_timeout_in_ms=RESCUE_READ_TIMEOUT_SECONDS * 1000)
+        with tf.Session(self.server.target, graph=graph, config=config) as sess:
+            return sess.run(reads)
+
     def _save(self, sess, ckpt_path, start_time):
         """Saves a checkpoint of the global variables named after the global step it stores (a snapshot of the
         step, taken first, is saved in its place: other workers move the step meanwhile), unless a variable holds
-        NaN or inf: then raises NonFiniteTrainingError, and the previous checkpoint stays the latest."""
+        NaN or inf: then raises NonFiniteTrainingError, and the previous checkpoint stays the latest. Then removes
+        the rescued weights the checkpoint has caught up with."""
         from btgym_aac.algorithms.common.finite_guard import first_non_finite
+        from btgym_aac.distributed.rescued_weights import remove_caught_up
         from btgym_aac.nonfinite import NonFiniteTrainingError
 
         step = int(sess.run(self.snapshot_step))
@@ -557,6 +665,7 @@ class Worker:
         self.saver.save(sess, ckpt_path, global_step=step)
         speed = (step - self.start_step) / max(time.time() - start_time, 1e-9)
         self.log.notice('saved checkpoint at step {}; cluster speed {:.1f} env steps/s'.format(step, speed))
+        remove_caught_up(self.config['log_dir'], step, self.log)
 
     def _report(self, step, seconds, finished=False):
         if self.progress_queue is None:
