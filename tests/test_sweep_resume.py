@@ -1,7 +1,9 @@
 """Sweeps through the command line: one stopped in a trial's second fold continues that trial from its finished
-fold, and `--parallel 2` runs the study's trials in two processes, each trial once."""
+fold, `--parallel 2` runs the study's trials in two processes, each trial once, and one killed at random moments
+ends with every trial counted once."""
 import json
 import os
+import random
 import signal
 import subprocess
 import sys
@@ -84,3 +86,33 @@ def test_parallel_trials_run_in_two_processes_each_trial_once(tmp_path):
     starts = sorted((trial.datetime_start, trial.datetime_complete) for trial in trials)
     overlapping = any(later[0] < earlier[1] for earlier, later in zip(starts, starts[1:]))
     assert overlapping  # two trials ran at the same time
+
+
+@pytest.mark.slow
+def test_a_sweep_killed_at_random_moments_ends_with_every_trial_counted_once(tmp_path):
+    """SIGKILL of the sweep's whole process group three times, each at a random moment 5 to 25 s after its start
+    (seeded), then a run to the end: the study holds the 4 trials asked for, each counted once, and the trials the
+    kills cut off are recorded and not counted."""
+    rng = random.Random(61)
+    out = tmp_path / 'sweep'
+    command = sweep_command(tmp_path, out, 4, '--lockbox', '0')
+    kills = 0
+    for _ in range(3):
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   start_new_session=True)
+        try:
+            process.wait(timeout=rng.uniform(5, 25))
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            kills += 1
+        process.communicate(timeout=60)
+        assert wait_until_group_ends(process.pid, 60) == []
+    finished = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    assert kills == 3
+    report = json.loads((out / 'sweep.json').read_text())
+    counted = [row for row in report['trials'] if row['counted']]
+    assert len(counted) == 4 and len({row['folder'] for row in counted}) == 4
+    trials = load_study(out).trials
+    assert sum(trial.state.name == 'COMPLETE' for trial in trials) == 4
+    assert all(trial.state.name in ('COMPLETE', 'FAIL') for trial in trials)  # the cut-off ones recorded as failed
