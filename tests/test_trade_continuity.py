@@ -12,8 +12,8 @@ from datetime import datetime
 
 import numpy as np
 import pytest
-from test_deploy_trade import (BUY, end_records, evaluated_episode, price_path, read_journal, read_lines, read_state,
-                               scripted, without_timing)
+from test_deploy_trade import (BUY, SilentAfter, end_records, evaluated_episode, price_path, read_journal,
+                               read_lines, read_state, scripted, without_timing)
 
 from btgym_aac.data import write_histdata_csv
 from btgym_aac.data.parsing import read_ohlcv
@@ -169,7 +169,20 @@ def test_the_strategys_end_rule_exits_5_and_finishes_the_folder(reference_artifa
     with pytest.raises(ValueError, match='its strategy ended .DRAWDOWN CALL.*new folder'):
         trade(reference_artifact[1], replay(falling, tmp_path / 'falling.csv'), folder)
     assert STOPS == {'end of data': 0, 'feed failed': 1, 'refused': 2, 'signal': 3, 'max drawdown': 4,
-                     'strategy end': 5}
+                     'strategy end': 5, 'silent feed': 6}
+
+
+def test_a_silent_feed_ends_the_run_with_its_own_exit_status_when_asked(reference_artifact, tmp_path, monkeypatch):
+    scripted(monkeypatch, [BUY])
+    flat = price_path(1.1 + 1e-4 * np.sin(np.arange(700) / 20.0))
+    path = replay(flat, tmp_path / 'flat.csv').split(':')[1]
+    result = trade(reference_artifact[1], SilentAfter(path, index=400, silence=30.0), str(tmp_path / 'run'),
+                   max_bar_delay=1.0, stop_on_silence=True)
+    assert (result['stop'], result['exit_code'], result['bars']) == ('silent feed', 6, 400)
+    [end] = end_records(tmp_path / 'run')
+    assert end['ended'] == 'the feed of default_asset is silent' and end['positions']['default_asset'] > 0
+    with pytest.raises(ValueError, match='stop_on_silence needs max_bar_delay'):
+        trade(reference_artifact[1], path, str(tmp_path / 'other'), stop_on_silence=True)
 
 
 class RecordingPolicy:

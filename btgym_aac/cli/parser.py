@@ -309,6 +309,9 @@ def _add_trade_command(commands):
                        help='close the positions and stop once the value is this far below its peak')
     trade.add_argument('--flatten-on-exit', action='store_true',
                        help='on Ctrl-C / SIGTERM close the positions first (their orders fill on the next bar)')
+    trade.add_argument('--stop-on-silence', action='store_true',
+                       help='with --max-bar-delay: a silent feed ends the run at once (exit status 6), its positions '
+                       'left as they are')
     trade.add_argument('--close-at-end', action='store_true',
                        help='replayed files: close the positions before the files end, as evaluate ends an episode '
                        '(such a run cannot be continued)')

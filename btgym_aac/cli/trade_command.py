@@ -33,7 +33,8 @@ def _trade(args):
     journaled. OUT holds journal.jsonl (the decisions, the closes and the end of every run), state.json and the bars
     processed; started again on the same OUT, the run continues where it stopped, with the feed's bars after the
     last one processed. Ctrl-C / SIGTERM finish the current decision. Exit status: 0 end of data, 1 a feed failed,
-    2 refused, 3 stopped by a signal, 4 --max-drawdown, 5 the strategy's own end rule."""
+    2 refused, 3 stopped by a signal, 4 --max-drawdown, 5 the strategy's own end rule, 6 a silent feed with
+    --stop-on-silence."""
     from btgym_aac.deploy.live_feeds import FeedError
     from btgym_aac.deploy.trader import STOPS
     from btgym_aac.deploy.trading import trade
@@ -42,7 +43,7 @@ def _trade(args):
         result = trade(args.artifact, feed_arguments(args.feed), args.out, mode=args.mode, backend=args.backend,
                        max_bar_delay=args.max_bar_delay, max_drawdown=args.max_drawdown,
                        flatten_on_exit=args.flatten_on_exit, show_progress=True, close_at_end=args.close_at_end,
-                       reset_state=args.reset_state)
+                       reset_state=args.reset_state, stop_on_silence=args.stop_on_silence)
     except FeedError as error:
         print('btgym-aac trade: the feed failed: {}; the run is saved in {} (start it again to continue)'.format(
             error, args.out), file=sys.stderr)

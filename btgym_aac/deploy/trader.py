@@ -35,11 +35,13 @@ STOPS = {
     'signal': 3,
     'max drawdown': 4,
     'strategy end': 5,
+    'silent feed': 6,
 }
 """The kinds of end of a `trade` run and the exit status `btgym-aac trade` gives each: the feeds ended (or, with
 `close_at_end`, the strategy's end-of-data rule closed the run); a feed failed for good; the input was refused
 (during the run: a bar or observation, or bars or an artifact that changed under a continued run); SIGINT or SIGTERM;
-`--max-drawdown`; the strategy's own end rule (its drawdown call, target or `get_done`)."""
+`--max-drawdown`; the strategy's own end rule (its drawdown call, target or `get_done`); a feed silent for
+`max_bar_delay` with `stop_on_silence` (the run ends at once: no bar comes to close the positions at)."""
 END_OF_DATA_RULE = 'END OF DATA'
 STATE_RESET_RULES = ('episode', 'day', 'never')
 
@@ -92,6 +94,8 @@ class Trader:
         max_drawdown: percent of the broker value's peak (since the run's start, or since its latest drawdown stop);
             when lost, positions are closed and the run stops.
         flatten_on_exit: close positions before a stop asked for by a signal.
+        stop_on_silence: a silent feed ends the run (its positions left as they are) instead of closing them at
+            its next bar.
         state_reset: when the policy's recurrent state is reset before a decision (`check_state_reset`): 'episode'
             (every `episode_decisions` of `episode_bars`), 'day' (at the first decision of each UTC day of the
             bars), 'never', or every that many decisions.
@@ -102,8 +106,8 @@ class Trader:
     """
 
     def __init__(self, policy, folder, mode, source, strategy_params, identity, journaled=(), records=(), saved=None,
-                 max_drawdown=None, flatten_on_exit=False, state_reset='never', episode_bars=None, log=None,
-                 progress=None):
+                 max_drawdown=None, flatten_on_exit=False, stop_on_silence=False, state_reset='never',
+                 episode_bars=None, log=None, progress=None):
         if mode not in MODES:
             raise ValueError('mode must be one of {}, got {!r}'.format(', '.join(MODES), mode))
         if check_state_reset(state_reset) == 'episode' and not episode_bars:
@@ -116,7 +120,7 @@ class Trader:
                                 if record['record'] == CLOSE_RECORD}
         ends = [record for record in records if record['record'] == END_RECORD]
         self.earlier_end = ends[-1] if ends else None
-        self.max_drawdown, self.flatten_on_exit = max_drawdown, flatten_on_exit
+        self.max_drawdown, self.flatten_on_exit, self.stop_on_silence = max_drawdown, flatten_on_exit, stop_on_silence
         self.state_reset, self.episode_bars, self.reset_every = state_reset, episode_bars, None
         self.log = log or get_logger('Trader')
         self.progress = progress
@@ -264,8 +268,13 @@ class Trader:
             self.log.notice('stopping: {}{}', reason, ', closing positions first' if self.flatten else '')
 
     def on_silence(self, line):
-        """A feed went silent: in paper mode, open positions are closed at the first bar that comes again (orders
-        cannot be sent between bars), filled at the open of the bar after it."""
+        """A feed went silent: with `stop_on_silence` the run ends now; else, in paper mode, open positions are
+        closed at the first bar that comes again (orders cannot be sent between bars), filled at the open of the bar
+        after it."""
+        if self.stop_on_silence:
+            self.request_stop('silent feed', 'the feed of {} is silent'.format(line))
+            self.source.stop_requested = True
+            return
         if self.mode == 'paper' and self.strategy is not None and self._has_positions():
             self.log.warning('the feed of {} is silent: positions will be closed at its next bar', line)
             self.close_after_silence = True

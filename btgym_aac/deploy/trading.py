@@ -162,7 +162,8 @@ def _replay_records(opened, history, close_at_end):
 
 
 def trade(artifact, feeds, out, mode='paper', backend='onnx', max_bar_delay=None, max_drawdown=None,
-          flatten_on_exit=False, feed_options=None, show_progress=False, close_at_end=False, reset_state=None):
+          flatten_on_exit=False, feed_options=None, show_progress=False, close_at_end=False, reset_state=None,
+          stop_on_silence=False):
     """Trades the bars of live feeds with a policy artifact until the feeds end, a stop rule of the strategy
     fires, `max_drawdown` is lost, or SIGINT / SIGTERM comes (the current decision is finished and saved). The end
     is journaled (`trader.Trader.finish`) whatever it was, a failing feed included.
@@ -182,6 +183,8 @@ def trade(artifact, feeds, out, mode='paper', backend='onnx', max_bar_delay=None
             decisions, the latest bar's time and the broker value on stderr (`btgym_aac.progress.Progress`).
         close_at_end: replayed files only: the strategy's end-of-data rule closes the positions before the files
             end, as `evaluate` ends an episode.
+        stop_on_silence: a feed silent for `max_bar_delay` ends the run at once (exit status 6), positions as they
+            are, instead of closing them at its next bar.
         reset_state: when the policy's recurrent state is reset ('episode', 'day', 'never' or a number of
             decisions; see `trader.Trader`); None: every training episode's decisions, as the manifest records.
 
@@ -196,6 +199,8 @@ def trade(artifact, feeds, out, mode='paper', backend='onnx', max_bar_delay=None
         ValueError: bad feeds, mode, reset rule or folder (`trader.ResumeError`: the run on the folder is not taken
             again as journaled). FeedError: a feed failed for good.
     """
+    if stop_on_silence and max_bar_delay is None:
+        raise ValueError('stop_on_silence needs max_bar_delay, the seconds without a bar that make a feed silent')
     log = get_logger('Trade')
     policy = load_artifact(artifact, backend=backend)
     manifest = policy.manifest
@@ -217,7 +222,7 @@ def trade(artifact, feeds, out, mode='paper', backend='onnx', max_bar_delay=None
                            bar_interval=datetime.timedelta(minutes=lines['timeframe_minutes']))
         progress = Progress('bar', total, enabled=show_progress)
         trader = Trader(policy, folder, mode, source, strategy_params, identity, journaled, records, saved,
-                        max_drawdown, flatten_on_exit, state_reset, episode_bars, log, progress)
+                        max_drawdown, flatten_on_exit, stop_on_silence, state_reset, episode_bars, log, progress)
         source.on_silence = trader.on_silence
         cerebro = live_cerebro(manifest, source, records_told, trader)
         with stop_on_signals(trader, flatten_on_exit), progress:
