@@ -9,17 +9,20 @@ from btgym_aac.evaluation.loading import GLOBAL_SCOPE, env_spaces, global_policy
 CKPT_SUBDIR = 'current_train_checkpoint'
 
 
-def write_saved_run(log_dir, env_config, policy_config, trainer_config, step=100, seed=0, weight_scale=1.0):
-    """Writes run_config.pkl and checkpoint `model_parameters-<step>` of the global policy, its weights drawn with
-    graph seed `seed` (noise scales included) and multiplied by `weight_scale` (above 1, activations as large as a
-    trained policy's, where float rounding differences between two ways of computing the graph show).
+def write_saved_run(log_dir, env_config, policy_config, trainer_config, step=100, seed=0, weight_scale=1.0,
+                    preset=None):
+    """Writes run_config.pkl (naming `preset`, as a Launcher does) and checkpoint `model_parameters-<step>` of the
+    global policy, its weights drawn with graph seed `seed` (noise scales included) and multiplied by
+    `weight_scale` (above 1, activations as large as a trained policy's, where float rounding differences between
+    two ways of computing the graph show).
 
     Returns:
         the log dir (str).
     """
     log_dir = str(log_dir)
     configs = {'env_config': env_config, 'policy_config': policy_config, 'trainer_config': trainer_config,
-               'cluster_config': {'log_dir': log_dir, 'log_ckpt_subdir': CKPT_SUBDIR}, 'test_mode': False}
+               'cluster_config': {'log_dir': log_dir, 'log_ckpt_subdir': CKPT_SUBDIR}, 'test_mode': False,
+               'preset': preset}
     write_run_config(log_dir, pickle_run_config(configs))
     run_config = read_run_config(log_dir)
     env = make_env(run_config)
@@ -60,7 +63,7 @@ def exported_reference_run(folder, step=100):
 
     configs = reference_configs()
     log_dir = write_saved_run(os.path.join(str(folder), 'run'), configs['env_config'], configs['policy_config'],
-                              configs['trainer_config'], step=step)
+                              configs['trainer_config'], step=step, preset=configs['launcher_config']['preset'])
     artifact = os.path.join(str(folder), 'artifact')
     if cli_main(['export', log_dir, artifact]) != 0:
         raise RuntimeError('export of the reference run failed')

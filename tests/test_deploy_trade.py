@@ -29,6 +29,7 @@ from btgym_aac.deploy.runtime import load_artifact
 from btgym_aac.deploy.trading import live_settings, trade
 from btgym_aac.env.components import bars
 from btgym_aac.env.episode_setup import EpisodeSetup
+from btgym_aac.evaluation import evaluate
 from btgym_aac.evaluation.episodes import make_evaluation_env, play_episode, reset_options
 from btgym_aac.evaluation.loading import load_policy, read_run_config
 
@@ -413,6 +414,13 @@ def test_feeds_must_name_the_artifacts_data_lines(reference_artifact, tmp_path):
         'A': 'replay:a.csv', 'B': 'ccxt:binance:BTC/USDT:1m'}
     with pytest.raises(ValueError, match='each names its data line'):
         feed_arguments(['replay:a.csv', 'B=replay:b.csv'])
+
+
+def test_the_runs_preset_reaches_its_evaluation_report_and_its_artifact(reference_artifact, tmp_path):
+    log_dir, artifact = reference_artifact
+    assert read_manifest(artifact)['preset'] == 'reference'
+    report = evaluate(log_dir, episodes=1, out=str(tmp_path / 'evaluation'), plots=False)
+    assert report['preset'] == 'reference'
 
 
 def test_an_artifact_charging_the_spread_of_its_data_is_refused(reference_artifact):

@@ -7,8 +7,8 @@ import pytest
 from btgym_aac.algorithms.config import AacConfig
 from btgym_aac.class_refs import ClassRef
 from btgym_aac.cli import _configs_from_args, build_parser
-from btgym_aac.distributed.run_config import (PRESETS, default_configs, launcher_configs, launcher_defaults,
-                                              merge_config, merge_configs)
+from btgym_aac.distributed.run_config import (PRESETS, config_digest, default_configs, digested_configs,
+                                              launcher_configs, launcher_defaults, merge_config, merge_configs)
 
 REFERENCE_TRAINER_SETTINGS = dict(
     opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99, model_gae_lambda=1.0,
@@ -111,3 +111,22 @@ def test_an_unknown_preset_or_algo_is_refused_naming_the_known_ones():
         default_configs(preset='fast')
     with pytest.raises(ValueError, match="unknown algo 'dqn'; known: a3c, unreal, ppo"):
         default_configs('dqn')
+
+
+def test_the_preset_is_named_in_the_launcher_config_and_left_out_of_the_digest():
+    configs = default_configs('a3c', import_classes=False)
+    assert configs['launcher_config']['preset'] == 'reference'
+    unnamed = dict(configs, launcher_config={key: value for key, value in configs['launcher_config'].items()
+                                             if key != 'preset'})
+    assert config_digest(configs) == config_digest(unnamed)
+    assert 'preset' not in digested_configs(configs)['launcher_config']
+
+
+def test_a_launcher_records_the_preset_of_its_configs_in_the_run(tmp_path):
+    from btgym_aac.distributed.launcher import make_launcher
+
+    configs = default_configs('a3c', import_classes=False)
+    configs['cluster_config'] = dict(configs['cluster_config'], log_dir=str(tmp_path / 'run'))
+    assert make_launcher(configs).run_config()['preset'] == 'reference'
+    del configs['launcher_config']['preset']
+    assert make_launcher(configs).run_config()['preset'] is None

@@ -200,6 +200,7 @@ def manifest_content(run_config, env, agent, frozen, checkpoint):
         'package': {'name': 'btgym-aac', 'version': __version__},
         'created': datetime.datetime.now(datetime.timezone.utc).isoformat(timespec='seconds'),
         'checkpoint': os.path.basename(checkpoint), 'global_step': checkpoint_step(checkpoint),
+        'preset': run_config.get('preset'),
         'policy': {'class': type_name(type(agent.policy)),
                    'kwargs': settings_description(run_config['policy_config'].get('kwargs', {})),
                    'action_dp_alpha': to_json(getattr(agent.policy, 'action_dp_alpha', None))},

@@ -84,13 +84,16 @@ class Launcher(TaskSupervision):
         resume_from: name of an earlier checkpoint of this run (`model_parameters-<step>`) to resume from where
             the latest is damaged: the files of the later checkpoints are moved to `<checkpoint folder>/set_aside`
             (see `checkpoints.resume_from_checkpoint`). Needs `purge_previous` 0 and no `initial_ckpt_dir`.
+        preset: the name of the preset (`run_config.PRESETS`) the configs were made from (`default_configs` puts it
+            in their launcher_config), recorded in the run's run_config.pkl; None: configs made otherwise.
     """
 
     def __init__(self, env_config=None, cluster_config=None, policy_config=None, trainer_config=None,
                  max_env_steps=100e6, save_secs=600, root_random_seed=None, test_mode=False, purge_previous=0,
                  render_last_env=True, log_level=None, verbose=0, max_restarts=DEFAULT_MAX_RESTARTS,
                  restart_window_minutes=DEFAULT_RESTART_WINDOW_MINUTES, show_progress=True, cluster_spec=None,
-                 stall_seconds=300, shared_log_dir=False, resume_from=None, progress_seconds=PLAIN_LINE_SECONDS):
+                 stall_seconds=300, shared_log_dir=False, resume_from=None, progress_seconds=PLAIN_LINE_SECONDS,
+                 preset=None):
         self.log = get_logger('Launcher', 'shell', verbose, log_level)
         self.log_level = self.log.level
         configs = launcher_configs(env_config=env_config, cluster_config=cluster_config, policy_config=policy_config,
@@ -100,6 +103,7 @@ class Launcher(TaskSupervision):
         self.max_env_steps = check_whole_number('max_env_steps (env steps to train)', max_env_steps, 1)
         self.save_secs = positive_seconds('save_secs', save_secs)
         self.test_mode = test_mode
+        self.preset = preset
         self.render_last_env = render_last_env
         self.max_restarts = check_whole_number('max_restarts', max_restarts, 0)
         self.restart_window_minutes = positive_minutes('restart_window_minutes', restart_window_minutes)
@@ -200,7 +204,7 @@ class Launcher(TaskSupervision):
     def run_config(self):
         """The configs the chief writes to `<log_dir>/run_config.pkl` once it is set up (see `run_config.py`)."""
         return dict(env_config=self.env_config, policy_config=self.policy_config, trainer_config=self.trainer_config,
-                    cluster_config=self.cluster_config, test_mode=self.test_mode)
+                    cluster_config=self.cluster_config, test_mode=self.test_mode, preset=self.preset)
 
     def task_config(self, job_name, task):
         """Config of one cluster task, as passed to `worker.run_task`."""

@@ -95,7 +95,9 @@ def default_configs(algo='a3c', import_classes=True, preset='reference'):
         preset: a name of `PRESETS`.
 
     Returns:
-        dict of env_config, cluster_config, policy_config, trainer_config, launcher_config.
+        dict of env_config, cluster_config, policy_config, trainer_config, launcher_config; the launcher_config
+        names the preset (`preset`), which the Launcher records in the run (run_config.pkl), and so evaluation
+        reports and policy artifacts.
 
     Raises:
         ValueError: an unknown `algo` or `preset`.
@@ -107,6 +109,7 @@ def default_configs(algo='a3c', import_classes=True, preset='reference'):
     if preset not in PRESETS:
         raise ValueError('unknown preset {!r}; known: {}'.format(preset, ', '.join(PRESETS)))
     configs = merge_configs(launcher_defaults(), PRESETS[preset](algo))
+    configs['launcher_config'] = dict(configs.get('launcher_config') or {}, preset=preset)
     env_kwargs = configs['env_config']['kwargs']
     if 'state_ext_scale' in env_kwargs:
         env_kwargs['state_ext_scale'] = np.asarray(env_kwargs['state_ext_scale'])
@@ -391,8 +394,9 @@ def check_bar_costs(env_kwargs, medians):
 DATA_SOURCE_KWARGS = ('dataset', 'dataframe', 'filename')
 """The env kwargs that give an env its data (evaluations, walk-forwards and sweeps replace them with their own)."""
 UNSEEN_CONFIG_KEYS = {'cluster_config': ('log_dir', 'port', 'network_isolation', 'initial_ckpt_dir'),
-                      'launcher_config': ('show_progress',)}
-"""Config keys that do not change what a run trains (where it logs, how it is watched)."""
+                      'launcher_config': ('show_progress', 'preset')}
+"""Config keys that do not change what a run trains (where it logs, how it is watched, the name of the preset
+whose values the configs hold)."""
 
 
 def config_digest(configs):

@@ -91,7 +91,7 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
     finally:
         env.close()
     report = build_report(records, dict(_run_description(log_dir, policy, data, sample_type, seed),
-                                        costs=cost_record(charged, costs)))
+                                        preset=run_config.get('preset'), costs=cost_record(charged, costs)))
     if ORACLE in records:
         report['fraction_of_oracle'] = fraction_of_oracle(report['agents'])
     if tiling is not None:
