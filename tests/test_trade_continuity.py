@@ -4,7 +4,6 @@ time those it processed; the journal holds every fill and the end of every run; 
 reset as training episodes reset it; each kind of stop has its exit status."""
 import os
 import random
-import signal
 import subprocess
 import sys
 import time
