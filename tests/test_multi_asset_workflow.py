@@ -179,7 +179,7 @@ def test_a_pairs_recipe_goes_with_every_fold_file_of_its_asset(tmp_path):
     frames = make_pair_market(num_bars=2 * 1440, seed=8, names=ASSETS)
     files = {name: write_market_csv(frame, str(tmp_path / '{}.csv'.format(name))) for name, frame in frames.items()}
     market = data_market({name: [path] for name, path in files.items()})
-    assert {name: spec.asset for name, spec in market.items()} == {'A': 'X', 'B': 'Y'}
+    assert {name: spec.asset for name, spec in market.items()} == {'A': 'A', 'B': 'B'}
     block = split_blocks(read_data(env_kwargs(files), files), 1)[1]
     written = write_block_file([block.frame], str(tmp_path / 'test.csv'), market)
     assert {name: read_market_spec(path) for name, path in written.items()} == market

@@ -1,11 +1,12 @@
 """The oracle baseline: where the evaluated bars came from a known-edge market (`btgym_aac.data.markets`), the rule
 that knows the market's process plays the same windows through the same env, so with the same costs. A single-asset
-env gets its market's oracle (`OracleAgent`); a multi-asset env whose assets are the two legs of a cointegrated pair
-(`markets.make_pair_market`) gets the pair's (`PairOracleAgent` for discrete orders, `PairWeightsOracleAgent` for a
-PortfolioEnv's weights)."""
+env gets its market's oracle (`OracleAgent`); a multi-asset env whose assets are those of a market of several assets
+(a cointegrated pair, `markets.make_pair_market`; a basket with relative momentum, `markets.make_basket_market`)
+gets that market's (`MultiAssetOracleAgent` for discrete orders, `FavouredAssetOracleAgent` for a PortfolioEnv's
+weights)."""
 import numpy as np
 
-from btgym_aac.data.markets import MarketSpec, PairOracle, oracle_for, read_market_spec
+from btgym_aac.data.markets import BasketOracle, MarketSpec, PairOracle, oracle_for, read_market_spec
 from btgym_aac.data.markets import pair
 from btgym_aac.evaluation.baselines import KEEP_POSITIONS, BaselineAgent
 from btgym_aac.env.costs import SPREAD_FROM_DATA
@@ -112,48 +113,60 @@ class OracleAgent(BaselineAgent):
         return self.actions['buy'] if expected > 0 else self.actions['sell']
 
 
-def pair_lines(dataset):
-    """{'X': data line, 'Y': data line} of a multi-line dataset whose two lines are the legs of one cointegrated
-    pair (`markets.make_pair_market`, each line's spec naming its role), else None."""
+def market_lines(dataset):
+    """(spec, {asset name in the market: data line}) of a multi-line dataset whose lines are every asset of one
+    generated market of several assets (each line's spec naming its asset, under any data line names), else None."""
     streams = getattr(dataset, 'data', None)
-    if not isinstance(streams, dict) or len(streams) != 2:
+    if not isinstance(streams, dict) or len(streams) < 2:
         return None
     specs = {line: market_spec_of(stream) for line, stream in streams.items()}
     first = next(iter(specs.values()))
-    if any(spec is None or spec.kind != pair.KIND or not spec.same_market(first) for spec in specs.values()):
+    if any(spec is None or spec.asset is None or not spec.same_market(first) for spec in specs.values()):
         return None
-    roles = {spec.asset: line for line, spec in specs.items()}
-    return roles if set(roles) == set(pair.ROLES) else None
+    lines = {spec.asset: line for line, spec in specs.items()}
+    return (first, lines) if set(lines) == set(first.params['names']) else None
 
 
-class PairOracleAgent(BaselineAgent):
-    """Trades a MultiDiscreteEnv on a cointegrated pair with its oracle (`markets.PairOracle`): while the expected
-    change of the spread beats the round trip of both legs, one more order on each leg at every decision (Y its
-    way, X the other), so it builds the largest hedged position the broker allows; while it is weaker it holds; a
-    leg held against the signal is closed first. It reads the positions from the step infos.
+def wanted_sides(spec, lines, frames, commission, horizon):
+    """What the oracle of a market of several assets wants at every bar of `frames` (each from the bars up to it).
 
     Args:
-        oracle: a `PairOracle`.
-        lines: {'X': data line, 'Y': data line} (`pair_lines`).
-        frames: {data line: its bars}, aligned, time-ordered.
-        action_names: the env's discrete action names per asset (needs hold, buy, sell and close).
-    """
+        spec, lines: as `market_lines` gives them.
+        frames: {data line: its bars}, aligned.
+        commission: cost per side, as a log return.
+        horizon: bars the oracle looks ahead.
 
-    def __init__(self, oracle, lines, frames, action_names):
-        names = list(action_names or ())
-        missing = [name for name in ('hold', 'buy', 'sell', 'close') if name not in names]
-        if missing:
-            raise ValueError('the oracle needs the actions {}; the env has {}'.format(missing, names))
-        self.actions = {name: names.index(name) for name in ('hold', 'buy', 'sell', 'close')}
-        self.oracle, self.lines = oracle, lines
-        bars_x, bars_y = frames[lines['X']], frames[lines['Y']]
-        self.times = bars_x.index
-        self.expected = oracle.expected_changes(bars_x['close'].to_numpy(), bars_y['close'].to_numpy())
-        self.sides, self.time = {}, None
+    Returns:
+        ({data line: int array of the side wanted, 0 where the signal does not beat the round trip}, object array
+        of the data line a long-only portfolio would hold, None where none): for a pair (`PairOracle`) Y with the
+        spread's expected change and X against it, Y or X favoured; for a basket (`BasketOracle`) each asset by
+        the sign of its expected relative return, the best one favoured.
+    """
+    names = [lines[name] for name in spec.params['names']]
+    closes = np.column_stack([frames[line]['close'].to_numpy(dtype=np.float64) for line in names])
+    if spec.kind == pair.KIND:
+        oracle = PairOracle(spec, commission=commission, horizon=horizon)
+        expected = oracle.expected_changes(closes[:, 0], closes[:, 1])
+        side = np.where(np.abs(expected) > oracle.round_trip, np.sign(expected), 0).astype(int)
+        favoured = np.where(side > 0, names[1], np.where(side < 0, names[0], None))
+        return {names[1]: side, names[0]: -side}, favoured
+    oracle = BasketOracle(spec, commission=commission, horizon=horizon)
+    expected = oracle.expected_returns(closes)
+    sides = np.where(np.abs(expected) > oracle.round_trip, np.sign(expected), 0).astype(int)
+    favoured = np.where(expected.max(axis=1) > oracle.round_trip, np.asarray(names, dtype=object)[expected.argmax(
+        axis=1)], None)
+    return {line: sides[:, column] for column, line in enumerate(names)}, favoured
+
+
+class _BarClock(BaselineAgent):
+    """Reads the env's current bar time and the sides of its positions from the step infos."""
+
+    def __init__(self, times):
+        self.times, self.time, self.sides = times, None, {}
 
     def reset(self, observation=None):
         """Starts an episode flat."""
-        self.sides, self.time = {}, None
+        self.time, self.sides = None, {}
 
     def observe_info(self, info):
         """Takes the env's current bar time and the sides of its positions from a step's (or the reset's) info."""
@@ -161,59 +174,80 @@ class PairOracleAgent(BaselineAgent):
         if info.get('bars'):
             self.sides = {asset: int(np.sign(size)) for asset, size in info['bars'][-1]['positions'].items()}
 
-    def expected_now(self):
-        """The oracle's expected change of the spread at the env's current bar."""
-        return self.expected[self.times.searchsorted(self.time, side='right') - 1]
-
-    def act(self, observation):
-        """Per leg: 'hold' while the signal does not beat the round trip; 'close' for a leg held against it; else
-        one more order its way (Y with the spread, X against it)."""
-        expected = self.expected_now()
-        if abs(expected) <= self.oracle.round_trip:
-            return {line: self.actions['hold'] for line in self.lines.values()}
-        wanted = {self.lines['Y']: int(np.sign(expected)), self.lines['X']: -int(np.sign(expected))}
-        return {line: self.actions['close'] if self.sides.get(line, 0) == -side else
-                self.actions['buy' if side > 0 else 'sell'] for line, side in wanted.items()}
+    def now(self):
+        """The index of the env's current bar (the last one at or before its time)."""
+        return self.times.searchsorted(self.time, side='right') - 1
 
 
-class PairWeightsOracleAgent(PairOracleAgent):
-    """A PortfolioEnv's pair oracle: its weights cannot be short, so it holds the leg the spread's expected change
-    favours (all the weight on Y while the spread should widen, on X while it should narrow) and keeps its
-    positions (`KEEP_POSITIONS`) while the signal does not beat the round trip.
+class MultiAssetOracleAgent(_BarClock):
+    """Trades a MultiDiscreteEnv on its market's oracle (`wanted_sides`): per asset, 'hold' where the oracle wants no
+    side, 'close' for a position held against the side wanted, else one more order its way at every decision (so
+    it builds the largest position the broker allows).
 
     Args:
-        oracle, lines, frames: as `PairOracleAgent`.
+        times: the bars' times.
+        sides: {data line: the side wanted at every bar}.
+        action_names: the env's discrete action names per asset (needs hold, buy, sell and close).
+    """
+
+    def __init__(self, times, sides, action_names):
+        super().__init__(times)
+        names = list(action_names or ())
+        missing = [name for name in ('hold', 'buy', 'sell', 'close') if name not in names]
+        if missing:
+            raise ValueError('the oracle needs the actions {}; the env has {}'.format(missing, names))
+        self.actions = {name: names.index(name) for name in ('hold', 'buy', 'sell', 'close')}
+        self.wanted = sides
+
+    def act(self, observation):
+        """Per asset: hold, close, or one more order towards the side wanted at the current bar."""
+        now = self.now()
+        actions = {}
+        for line, sides in self.wanted.items():
+            side = int(sides[now])
+            actions[line] = self.actions['hold'] if side == 0 else self.actions['close'] \
+                if self.sides.get(line, 0) == -side else self.actions['buy' if side > 0 else 'sell']
+        return actions
+
+
+class FavouredAssetOracleAgent(_BarClock):
+    """A PortfolioEnv's oracle: its weights cannot be short, so it puts all the weight on the asset the oracle
+    favours at the current bar (`wanted_sides`) and keeps its positions (`KEEP_POSITIONS`) where it favours none.
+
+    Args:
+        times: the bars' times.
+        favoured: the favoured data line at every bar, or None.
+        lines: the env's data lines.
         cash_name: the env's cash key (weight 0).
     """
 
-    def __init__(self, oracle, lines, frames, cash_name):
-        super().__init__(oracle, lines, frames, ('hold', 'buy', 'sell', 'close'))
-        self.cash_name = cash_name
+    def __init__(self, times, favoured, lines, cash_name):
+        super().__init__(times)
+        self.favoured, self.lines, self.cash_name = favoured, list(lines), cash_name
 
     def act(self, observation):
-        """All the weight on the favoured leg, or `KEEP_POSITIONS`."""
-        expected = self.expected_now()
-        if abs(expected) <= self.oracle.round_trip:
+        """All the weight on the favoured asset, or `KEEP_POSITIONS`."""
+        favoured = self.favoured[self.now()]
+        if favoured is None:
             return KEEP_POSITIONS
-        favoured = self.lines['Y' if expected > 0 else 'X']
-        weights = {line: np.full(1, float(line == favoured), dtype=np.float32) for line in self.lines.values()}
+        weights = {line: np.full(1, float(line == favoured), dtype=np.float32) for line in self.lines}
         weights[self.cash_name] = np.zeros(1, dtype=np.float32)
         return weights
 
 
 def oracle_agent(env):
-    """The oracle baseline for `env`, or None where its bars come from no known-edge market (or, for several
-    assets, from no cointegrated pair).
+    """The oracle baseline for `env`, or None where its bars come from no known-edge market (for several assets:
+    from no market of several assets whose every asset the env trades).
 
     Args:
         env: the evaluation env (its dataset read).
 
     Returns:
-        OracleAgent, PairOracleAgent, PairWeightsOracleAgent or None.
+        OracleAgent, MultiAssetOracleAgent, FavouredAssetOracleAgent or None.
     """
     lookahead = LOOKAHEAD_DECISIONS * int(env.strategy_params['skip_frame'])
     if len(env.action_space.assets) > 1:
-        return _pair_oracle_agent(env, lookahead)
+        return _multi_asset_oracle_agent(env, lookahead)
     if not env.action_space.is_discrete:
         return None
     spec = market_spec_of(env.dataset)
@@ -224,14 +258,15 @@ def oracle_agent(env):
     return OracleAgent(oracle, env.dataset.data, env.portfolio_actions)
 
 
-def _pair_oracle_agent(env, lookahead):
-    lines = pair_lines(env.dataset)
-    if lines is None:
+def _multi_asset_oracle_agent(env, lookahead):
+    market = market_lines(env.dataset)
+    if market is None:
         return None
+    spec, lines = market
     frames = dict(env.dataset.frames)
-    spec = market_spec_of(env.dataset.data[lines['Y']])
-    cost = env_cost_per_side(env, float(frames[lines['Y']]['close'].median()))
-    oracle = PairOracle(spec, commission=cost, horizon=lookahead)
+    times = next(iter(frames.values())).index
+    cost = env_cost_per_side(env, float(np.median([frame['close'].median() for frame in frames.values()])))
+    sides, favoured = wanted_sides(spec, lines, frames, cost, lookahead)
     if env.action_space.is_discrete:
-        return PairOracleAgent(oracle, lines, frames, env.portfolio_actions)
-    return PairWeightsOracleAgent(oracle, lines, frames, env.cash_name)
+        return MultiAssetOracleAgent(times, sides, env.portfolio_actions)
+    return FavouredAssetOracleAgent(times, favoured, list(frames), env.cash_name)

@@ -40,6 +40,18 @@ def check_non_negative(**values):
             raise ValueError('{} must be >= 0, got {!r}'.format(name, value))
 
 
+def oracle_settings(commission, horizon):
+    """(commission, horizon) of an oracle as float and int.
+
+    Raises:
+        ValueError: a horizon that is not a whole number >= 1, or a negative commission.
+    """
+    if int(horizon) != horizon or horizon < 1 or commission < 0:
+        raise ValueError('need an integer horizon >= 1 and commission >= 0, got {!r}, {!r}'.format(
+            horizon, commission))
+    return float(commission), int(horizon)
+
+
 def bar_index(num_bars, start, freq):
     """DatetimeIndex of `num_bars` consecutive bars (`num_bars` checked to be a positive integer)."""
     return pd.date_range(start=start, periods=_check_num_bars(num_bars), freq=freq)

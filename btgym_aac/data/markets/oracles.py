@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from btgym_aac.data.markets import intraday, mean_reversion, regime
-from btgym_aac.data.markets.frames import minute_of_day
+from btgym_aac.data.markets.frames import minute_of_day, oracle_settings
 
 
 class Oracle:
@@ -26,13 +26,9 @@ class Oracle:
     """
 
     def __init__(self, spec, commission=1e-4, horizon=10):
-        if int(horizon) != horizon or horizon < 1 or commission < 0:
-            raise ValueError('need an integer horizon >= 1 and commission >= 0, got {!r}, {!r}'.format(
-                horizon, commission))
         self.spec = spec
         self.params = spec.params
-        self.commission = float(commission)
-        self.horizon = int(horizon)
+        self.commission, self.horizon = oracle_settings(commission, horizon)
 
     def expected_returns(self, log_closes, times):
         """The expected log return over the next `horizon` bars after every bar, each from the bars up to it.

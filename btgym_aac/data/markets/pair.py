@@ -6,7 +6,8 @@ import math
 
 import numpy as np
 
-from btgym_aac.data.markets.frames import DEFAULT_FREQ, DEFAULT_START, check_non_negative, check_positive, resolve_seed
+from btgym_aac.data.markets.frames import (DEFAULT_FREQ, DEFAULT_START, check_non_negative, check_positive,
+                                           oracle_settings, resolve_seed)
 from btgym_aac.data.synthetic import make_cointegrated_pair
 
 KIND = 'cointegrated_pair'
@@ -28,7 +29,7 @@ def make_pair_market(num_bars=100000, half_life=30.0, spread_volatility=3e-4, vo
     Edge market: s is an AR(1) around 0 whose deviations halve in `half_life` bars, innovation std
     `spread_volatility`. No-edge twin (`edge=False`): s is a random walk whose per-bar change has the edge spread's
     std, spread_volatility * sqrt(2 / (2 - theta)): the same per-bar variance, no reversion. Each frame carries the
-    recipe in `df.attrs['market']`, with `asset` naming its role (X or Y).
+    recipe in `df.attrs['market']`, with `asset` naming it (the first of `names` is X, the second Y).
 
     Args:
         num_bars: number of bars of both assets.
@@ -57,8 +58,8 @@ def make_pair_market(num_bars=100000, half_life=30.0, spread_volatility=3e-4, vo
     params = dict(num_bars=int(num_bars), half_life=float(half_life), spread_volatility=float(spread_volatility),
                   volatility=float(volatility), beta=float(beta), base=float(base), names=list(names),
                   start=str(start), freq=str(freq))
-    for role, (name, frame) in zip(ROLES, frames.items()):
-        frame.attrs['market'] = dict(kind=KIND, edge=bool(edge), seed=seed, params=params, asset=role)
+    for name, frame in frames.items():
+        frame.attrs['market'] = dict(kind=KIND, edge=bool(edge), seed=seed, params=params, asset=name)
     return dict(frames)
 
 
@@ -73,11 +74,8 @@ class PairOracle:
     """
 
     def __init__(self, spec, commission=1e-4, horizon=10):
-        if int(horizon) != horizon or horizon < 1 or commission < 0:
-            raise ValueError('need an integer horizon >= 1 and commission >= 0, got {!r}, {!r}'.format(
-                horizon, commission))
         self.spec, self.params = spec, spec.params
-        self.commission, self.horizon = float(commission), int(horizon)
+        self.commission, self.horizon = oracle_settings(commission, horizon)
         self.pull = 1.0 - (1.0 - spread_reversion(self.params['half_life'])) ** self.horizon
 
     @property

@@ -4,7 +4,7 @@ import dataclasses
 import json
 import os
 
-from btgym_aac.data.markets import intraday, mean_reversion, pair, regime
+from btgym_aac.data.markets import basket, intraday, mean_reversion, pair, regime
 from btgym_aac.data.synthetic import write_histdata_csv
 
 GENERATORS = {
@@ -12,6 +12,7 @@ GENERATORS = {
     regime.KIND: regime.make_regime_switching_data,
     intraday.KIND: intraday.make_intraday_pattern_data,
     pair.KIND: pair.make_pair_market,
+    basket.KIND: basket.make_basket_market,
 }
 """Market kind -> the generator of its frames."""
 
@@ -23,12 +24,13 @@ class MarketSpec:
     """Everything that generated a market frame.
 
     Attributes:
-        kind: 'mean_reversion', 'regime_switching', 'intraday_pattern' or 'cointegrated_pair'.
+        kind: 'mean_reversion', 'regime_switching', 'intraday_pattern', 'cointegrated_pair' or
+            'relative_momentum'.
         edge: False for the no-edge twin.
         seed: the generator's seed.
         params: every other argument of the generator (JSON-able dict).
-        asset: for a market of several assets, the role of the frame's asset in it (e.g. 'X' or 'Y' of a pair);
-            None for one asset.
+        asset: for a market of several assets, the name of the frame's asset among its `params['names']` (whose
+            order gives each asset its role: X and Y of a pair); None for one asset.
     """
     kind: str
     edge: bool
@@ -65,9 +67,7 @@ class MarketSpec:
     def make(self):
         """Regenerates the frame this spec describes, exactly (of a market of several assets, its asset's)."""
         made = GENERATORS[self.kind](edge=self.edge, seed=self.seed, **copy.deepcopy(self.params))
-        if self.asset is None:
-            return made
-        return list(made.values())[pair.ROLES.index(self.asset)]
+        return made if self.asset is None else made[self.asset]
 
     def same_market(self, other):
         """Whether `other` describes a frame of the same generated market (another asset of it, or the same)."""
