@@ -2,8 +2,8 @@
 docs/learning.md) and their no-edge twins, out of sample, against the oracle.
 
 For every market of `--markets` (mr: mean reversion, regime: regime switching, intraday: intraday pattern; pair:
-a cointegrated pair, two assets traded by the env of `train --assets`, a MultiDiscreteEnv or with `--portfolio` a
-PortfolioEnv; not in the defaults), every
+a cointegrated pair and basket: 4 assets with relative momentum, traded by the env of `train --assets`, a
+MultiDiscreteEnv or with `--portfolio` a PortfolioEnv; these two are not in the defaults), every
 trainer of `--trainers` and every seed 0 .. `--seeds` - 1, on the edge market and (unless `--no-twins`) on its
 no-edge twin:
 

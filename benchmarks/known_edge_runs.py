@@ -10,13 +10,15 @@ import time
 
 import numpy as np
 
-from btgym_aac.data.markets import (make_intraday_pattern_data, make_mean_reversion_data, make_pair_market,
-                                    make_regime_switching_data, write_market_csv)
+from btgym_aac.data.markets import (make_basket_market, make_intraday_pattern_data, make_mean_reversion_data,
+                                    make_pair_market, make_regime_switching_data, write_market_csv)
 
 MARKETS = {'mr': make_mean_reversion_data, 'regime': make_regime_switching_data,
-           'intraday': make_intraday_pattern_data, 'pair': make_pair_market}
-"""Market name -> generator; 'pair' makes two assets (a multi-asset env: MultiDiscreteEnv, or PortfolioEnv with
-`--portfolio`)."""
+           'intraday': make_intraday_pattern_data, 'pair': make_pair_market, 'basket': make_basket_market}
+"""Market name -> generator."""
+MARKET_ASSETS = {'pair': ('X', 'Y'), 'basket': ('A', 'B', 'C', 'D')}
+"""The assets of the markets of several assets (traded by a multi-asset env: MultiDiscreteEnv, or PortfolioEnv
+with `--portfolio`)."""
 DATASET_OVERRIDES = ('episode_duration', 'time_gap')
 """The overrides a multi-asset env takes in its dataset."""
 OUR_TRAINERS = ('a3c', 'ppo', 'unreal')
@@ -53,8 +55,8 @@ def write_markets(market, edge, seed, folder, train_bars, test_bars):
             extra = {'start': start} if start else {}
             return MARKETS[market](num_bars=bars, seed=generator_seed, edge=edge, **extra)
 
-        if market == 'pair':
-            paths = {asset: os.path.join(folder, '{}_{}.csv'.format(name, asset)) for asset in ('X', 'Y')}
+        if market in MARKET_ASSETS:
+            paths = {asset: os.path.join(folder, '{}_{}.csv'.format(name, asset)) for asset in MARKET_ASSETS[market]}
             if not all(os.path.exists(path) for path in paths.values()):
                 frames = make()
                 for asset, path in paths.items():
