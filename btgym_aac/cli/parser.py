@@ -140,6 +140,20 @@ def _add_train_command(commands):
     train.set_defaults(run=_train)
 
 
+def _add_data_flags(parser, required, data_help, assets_help):
+    """Adds --data CSV ... and --assets NAME=CSV[,CSV] ..., one or the other (`cli.config_files.data_argument` reads
+    them).
+
+    Args:
+        parser: the command's parser.
+        required: one of them must be given.
+        data_help, assets_help: their help texts.
+    """
+    data = parser.add_mutually_exclusive_group(required=required)
+    data.add_argument('--data', nargs='+', metavar='CSV', help=data_help)
+    data.add_argument('--assets', nargs='+', metavar='NAME=CSV[,CSV]', help=assets_help)
+
+
 def _add_evaluate_command(commands):
     """Adds `evaluate LOG_DIR`.
 
@@ -149,11 +163,9 @@ def _add_evaluate_command(commands):
     evaluate = _add_command(commands, 'evaluate', help='evaluate a trained run against baselines',
                             description=_evaluate.__doc__)
     evaluate.add_argument('log_dir', metavar='LOG_DIR', help='log dir of a btgym-aac train run')
-    data = evaluate.add_mutually_exclusive_group()
-    data.add_argument('--data', nargs='+', metavar='CSV', help='evaluate a single-asset run on these OHLC CSV files')
-    data.add_argument('--assets', nargs='+', metavar='NAME=CSV[,CSV]',
-                      help="evaluate a multi-asset run on these files, one entry per asset of the run, in its order "
-                      '(several files of one asset, comma-separated, are concatenated in time)')
+    _add_data_flags(evaluate, False, 'evaluate a single-asset run on these OHLC CSV files',
+                    "evaluate a multi-asset run on these files, one entry per asset of the run, in its order (several "
+                    'files of one asset, comma-separated, are concatenated in time)')
     evaluate.add_argument('--episodes', type=int, help='seeded episodes per agent (default: 5)')
     evaluate.add_argument('--tile', action='store_true',
                           help='instead of seeded episodes, consecutive test episodes covering every bar of the data '
@@ -211,11 +223,9 @@ def _add_walk_forward_flags(parser, data_use):
     parser.add_argument('--preset', choices=tuple(PRESETS), default='reference',
                         help='the configuration the config file and the flags change (default: reference, the '
                         'original notebook\'s; docs/configuration.md)')
-    data = parser.add_mutually_exclusive_group(required=True)
-    data.add_argument('--data', nargs='+', metavar='CSV', help='OHLC CSV files to ' + data_use)
-    data.add_argument('--assets', nargs='+', metavar='NAME=CSV[,CSV]',
-                      help='several assets to {}, one OHLC CSV file (or several, comma-separated) each, aligned on '
-                      'their common bar times and cut at the same times'.format(data_use))
+    _add_data_flags(parser, True, 'OHLC CSV files to ' + data_use,
+                    'several assets to {}, one OHLC CSV file (or several, comma-separated) each, aligned on their '
+                    'common bar times and cut at the same times'.format(data_use))
     parser.add_argument('--portfolio', action='store_true',
                         help='with --assets: trade target portfolio weights (PortfolioEnv) instead')
     parser.add_argument('--train-steps', type=int, help='env steps per fold (default: the config\'s max_env_steps)')
@@ -354,10 +364,8 @@ def _add_parity_command(commands):
                           description=_parity.__doc__)
     parity.add_argument('log_dir', metavar='LOG_DIR', help='log dir of a btgym-aac train run')
     parity.add_argument('artifact', metavar='ARTIFACT', help='its policy artifact (btgym-aac export)')
-    data = parity.add_mutually_exclusive_group(required=True)
-    data.add_argument('--data', nargs='+', metavar='CSV', help='OHLC CSV files of the bars')
-    data.add_argument('--assets', nargs='+', metavar='NAME=CSV[,CSV]',
-                      help="a multi-asset run's files, one entry per asset of the run, in its order")
+    _add_data_flags(parity, True, 'OHLC CSV files of the bars',
+                    "a multi-asset run's files, one entry per asset of the run, in its order")
     parity.add_argument('--out', required=True, help='a new folder for the replayed bars, the trade run and '
                         'parity.json')
     parity.add_argument('--window', type=int, default=0,

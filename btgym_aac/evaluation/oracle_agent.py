@@ -56,7 +56,44 @@ def env_cost_per_side(env, price):
     return commission + spread / 2.0 / price + slippage
 
 
-class OracleAgent(BaselineAgent):
+ORDER_ACTIONS = ('hold', 'buy', 'sell', 'close')
+
+
+def order_actions(action_names):
+    """{name: index} of the env's discrete actions an oracle sends (`ORDER_ACTIONS`).
+
+    Raises:
+        ValueError: the env lacks one of them, naming both lists.
+    """
+    names = list(action_names or ())
+    missing = [name for name in ORDER_ACTIONS if name not in names]
+    if missing:
+        raise ValueError('the oracle needs the actions {}; the env has {}'.format(missing, names))
+    return {name: names.index(name) for name in ORDER_ACTIONS}
+
+
+class _BarClock(BaselineAgent):
+    """Reads the env's current bar time and the sides of its positions from the step infos."""
+
+    def __init__(self, times):
+        self.times, self.time, self.sides = times, None, {}
+
+    def reset(self, observation=None):
+        """Starts an episode flat."""
+        self.time, self.sides = None, {}
+
+    def observe_info(self, info):
+        """Takes the env's current bar time and the sides of its positions from a step's (or the reset's) info."""
+        self.time = info['time']
+        if info.get('bars'):
+            self.sides = {asset: int(np.sign(size)) for asset, size in info['bars'][-1]['positions'].items()}
+
+    def now(self):
+        """The index of the env's current bar (the last one at or before its time)."""
+        return self.times.searchsorted(self.time, side='right') - 1
+
+
+class OracleAgent(_BarClock):
     """Trades a single-asset BTgymEnv on an oracle's signal, with the exposure a policy of the env can take: while
     the signal is strong enough to trade on (the oracle's expected move beats the round trip cost) it sends one
     more order of the env's order size at every decision (the broker refuses orders past its margin), so it builds
@@ -75,21 +112,16 @@ class OracleAgent(BaselineAgent):
     """
 
     def __init__(self, oracle, bars, action_names):
-        names = list(action_names or ())
-        missing = [name for name in ('hold', 'buy', 'sell', 'close') if name not in names]
-        if missing:
-            raise ValueError('the oracle needs the actions {}; the env has {}'.format(missing, names))
-        self.actions = {name: names.index(name) for name in ('hold', 'buy', 'sell', 'close')}
+        super().__init__(bars.index)
+        self.actions = order_actions(action_names)
         self.oracle = oracle
-        self.times = bars.index
         self.expected = oracle.expected_returns(np.log(bars['close'].to_numpy(dtype=np.float64)), bars.index)
         self.side = 0
-        self.time = None
 
     def reset(self, observation=None):
         """Starts an episode flat."""
+        super().reset(observation)
         self.side = 0
-        self.time = None
 
     def observe_info(self, info):
         """Takes the time of the env's current bar and the side of its position from a step's (or the reset's)
@@ -98,8 +130,8 @@ class OracleAgent(BaselineAgent):
         self.side = int(np.sign(info['position']))
 
     def expected_now(self):
-        """The oracle's expected return at the env's current bar (the last bar at or before its time)."""
-        return self.expected[self.times.searchsorted(self.time, side='right') - 1]
+        """The oracle's expected return at the env's current bar."""
+        return self.expected[self.now()]
 
     def act(self, observation):
         """The action moving towards the side of the oracle's signal at the current bar: 'hold' while the signal is
@@ -158,27 +190,6 @@ def wanted_sides(spec, lines, frames, commission, horizon):
     return {line: sides[:, column] for column, line in enumerate(names)}, favoured
 
 
-class _BarClock(BaselineAgent):
-    """Reads the env's current bar time and the sides of its positions from the step infos."""
-
-    def __init__(self, times):
-        self.times, self.time, self.sides = times, None, {}
-
-    def reset(self, observation=None):
-        """Starts an episode flat."""
-        self.time, self.sides = None, {}
-
-    def observe_info(self, info):
-        """Takes the env's current bar time and the sides of its positions from a step's (or the reset's) info."""
-        self.time = info['time']
-        if info.get('bars'):
-            self.sides = {asset: int(np.sign(size)) for asset, size in info['bars'][-1]['positions'].items()}
-
-    def now(self):
-        """The index of the env's current bar (the last one at or before its time)."""
-        return self.times.searchsorted(self.time, side='right') - 1
-
-
 class MultiAssetOracleAgent(_BarClock):
     """Trades a MultiDiscreteEnv on its market's oracle (`wanted_sides`): per asset, 'hold' where the oracle wants no
     side, 'close' for a position held against the side wanted, else one more order its way at every decision (so
@@ -192,11 +203,7 @@ class MultiAssetOracleAgent(_BarClock):
 
     def __init__(self, times, sides, action_names):
         super().__init__(times)
-        names = list(action_names or ())
-        missing = [name for name in ('hold', 'buy', 'sell', 'close') if name not in names]
-        if missing:
-            raise ValueError('the oracle needs the actions {}; the env has {}'.format(missing, names))
-        self.actions = {name: names.index(name) for name in ('hold', 'buy', 'sell', 'close')}
+        self.actions = order_actions(action_names)
         self.wanted = sides
 
     def act(self, observation):

@@ -7,7 +7,8 @@ import math
 import numpy as np
 
 from btgym_aac.data.markets.frames import (DEFAULT_FREQ, DEFAULT_START, bar_index, check_non_negative,
-                                           check_positive, market_frame, oracle_settings, resolve_seed)
+                                           check_positive, held_sides, market_frame, oracle_settings,
+                                           resolve_seed)
 
 KIND = 'relative_momentum'
 NAMES = ('A', 'B', 'C', 'D')
@@ -129,13 +130,7 @@ class BasketOracle:
     def sides(self, closes):
         """The side (-1, 0, +1) every asset is held on after every bar, deciding at bars 0, h, 2h, ...: the sign of
         its expected return where it beats the round trip, else the side held (holding costs nothing)."""
-        decided = self.expected_returns(closes)[::self.horizon]
-        signals = np.where(np.abs(decided) > self.round_trip, np.sign(decided), np.nan)
-        held = np.zeros_like(signals)
-        for row in range(len(signals)):
-            previous = held[row - 1] if row else np.zeros(signals.shape[1])
-            held[row] = np.where(np.isnan(signals[row]), previous, signals[row])
-        return np.repeat(held, self.horizon, axis=0)[:len(closes)].astype(int)
+        return held_sides(self.expected_returns(closes), self.horizon, self.round_trip)
 
     def log_returns(self, closes, sides):
         """Per-bar log returns of holding `sides` (one unit per asset, each position after bar t earning bar

@@ -52,6 +52,26 @@ def oracle_settings(commission, horizon):
     return float(commission), int(horizon)
 
 
+def held_sides(expected, horizon, threshold):
+    """The side (-1, 0, +1) an oracle holds after every bar: deciding at bars 0, h, 2h, ... on the sign of the
+    expected return where its size exceeds `threshold`, else keeping the side held (flat before the first such
+    signal), and holding in between.
+
+    Args:
+        expected: the expected return after every bar: 1-d, or (bars, assets) for one side per asset.
+        horizon: bars between decisions.
+        threshold: what the expected return must exceed in size (the round trip cost).
+
+    Returns:
+        int array shaped as `expected`.
+    """
+    expected = np.asarray(expected, dtype=np.float64)
+    decided = expected[::horizon]
+    signals = np.where(np.abs(decided) > threshold, np.sign(decided), np.nan)
+    held = pd.DataFrame(signals.reshape(len(signals), -1)).ffill().fillna(0.0).to_numpy().reshape(signals.shape)
+    return np.repeat(held, horizon, axis=0)[:len(expected)].astype(int)
+
+
 def bar_index(num_bars, start, freq):
     """DatetimeIndex of `num_bars` consecutive bars (`num_bars` checked to be a positive integer)."""
     return pd.date_range(start=start, periods=_check_num_bars(num_bars), freq=freq)

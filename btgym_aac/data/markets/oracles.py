@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 
 from btgym_aac.data.markets import intraday, mean_reversion, regime
-from btgym_aac.data.markets.frames import minute_of_day, oracle_settings
+from btgym_aac.data.markets.frames import held_sides, minute_of_day, oracle_settings
 
 
 class Oracle:
@@ -85,10 +85,7 @@ class Oracle:
             int array, one position per bar.
         """
         expected = self.expected_returns(np.log(df['close'].to_numpy(dtype=np.float64)), df.index)
-        decided = expected[::self.horizon]
-        signals = np.where(np.abs(decided) > 2.0 * self.commission, np.sign(decided), np.nan)
-        held = pd.Series(signals).ffill().fillna(0.0).to_numpy()
-        return np.repeat(held, self.horizon)[:len(df)].astype(int)
+        return held_sides(expected, self.horizon, 2.0 * self.commission)
 
 
 class MeanReversionOracle(Oracle):

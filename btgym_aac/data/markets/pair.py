@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from btgym_aac.data.markets.frames import (DEFAULT_FREQ, DEFAULT_START, check_non_negative, check_positive,
-                                           oracle_settings, resolve_seed)
+                                           held_sides, oracle_settings, resolve_seed)
 from btgym_aac.data.synthetic import make_cointegrated_pair
 
 KIND = 'cointegrated_pair'
@@ -97,10 +97,7 @@ class PairOracle:
     def positions(self, closes_x, closes_y):
         """The spread position (-1, 0, +1) held after every bar, starting flat, deciding at bars 0, h, 2h, ... on
         the sign of the expected change where it beats the round trip, else keeping the position."""
-        decided = self.expected_changes(closes_x, closes_y)[::self.horizon]
-        signals = np.where(np.abs(decided) > self.round_trip, np.sign(decided), np.nan)
-        held = np.nan_to_num(_forward_filled(signals))
-        return np.repeat(held, self.horizon)[:len(closes_x)].astype(int)
+        return held_sides(self.expected_changes(closes_x, closes_y), self.horizon, self.round_trip)
 
     def log_returns(self, closes_x, closes_y, positions):
         """Per-bar log returns of holding `positions` of the spread (the position after bar t earns bar t + 1's
@@ -111,14 +108,3 @@ class PairOracle:
         earned = np.concatenate([[0.0], positions[:-1] * spread_returns])
         return earned - self.commission * (1.0 + abs(self.params['beta'])) * np.abs(np.diff(positions, prepend=0.0))
 
-
-def _forward_filled(values):
-    """`values` with every NaN replaced by the last value before it (NaN before the first)."""
-    filled = np.array(values, dtype=np.float64)
-    last = np.nan
-    for index, value in enumerate(filled):
-        if np.isnan(value):
-            filled[index] = last
-        else:
-            last = value
-    return filled
