@@ -47,12 +47,15 @@ seed by seed, so a benchmark stopped early has every market and trainer on its f
 runs of the `known_edge.json` in `--out` (same settings) and makes only the others. SB3 is an optional dependency of
 this benchmark (see `peers.py`). `--spread` trains and evaluates every agent, the oracle included, with a bid/ask
 spread (`env.costs`): how much of each edge survives the cost of trading it. `--env-kwargs` and `--trainer-kwargs`
-(JSON objects) replace settings of the shipped configuration, to measure what a change of the defaults does.
+(JSON objects) replace settings of the shipped configuration, and `--config FILE` layers a config file over the
+preset as `btgym-aac train --config` does (with `--envs-per-worker`), to measure what a change of the defaults
+does.
 
 Usage:
     python benchmarks/known_edge.py [--markets mr regime intraday] [--trainers a3c ppo unreal sb3_ppo]
                                     [--seeds 5] [--steps 100000] [--stages 20] [--workers 2] [--eval-episodes 10]
-                                    [--budgets 40000 100000] [--preset reference]
+                                    [--budgets 40000 100000] [--preset reference] [--config FILE]
+                                    [--envs-per-worker K]
                                     [--no-twins] [--sb3-torch-threads 1] [--spread 0] [--env-kwargs JSON]
                                     [--trainer-kwargs JSON] [--train-bars 60000] [--test-bars 20000]
                                     [--out benchmarks/results/known_edge] [--work-dir DIR] [--resume]
@@ -86,7 +89,11 @@ def parse_args():
                         help='on the pair market, a PortfolioEnv (target weights) instead of a MultiDiscreteEnv')
     parser.add_argument('--preset', choices=tuple(PRESETS), default='reference',
                         help="the configuration of this package's trainers (run_config.PRESETS)")
+    parser.add_argument('--config', help="a config file (as `btgym-aac train --config` takes) over the preset, for "
+                                         "this package's trainers")
     parser.add_argument('--workers', type=int, default=2, help="workers of this package's trainers")
+    parser.add_argument('--envs-per-worker', type=int, help="envs per worker of this package's trainers (default: "
+                                                            "the preset's and config file's)")
     parser.add_argument('--eval-episodes', type=int, default=10, help='test episodes per agent and evaluation')
     parser.add_argument('--twins', action=argparse.BooleanOptionalAction, default=True,
                         help='also train on every market\'s no-edge twin')
@@ -109,8 +116,9 @@ def parse_args():
     parser.add_argument('--resume', action='store_true',
                         help='keep the runs of known_edge.json in --out (same settings) and make only the others')
     args = parser.parse_args()
-    for name in ('seeds', 'steps', 'stages', 'workers', 'eval_episodes', 'train_bars', 'test_bars'):
-        if getattr(args, name) < 1:
+    for name in ('seeds', 'steps', 'stages', 'workers', 'eval_episodes', 'train_bars', 'test_bars',
+                 'envs_per_worker'):
+        if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error('--{} must be >= 1, got {}'.format(name.replace('_', '-'), getattr(args, name)))
     if not args.spread >= 0:
         parser.error('--spread must be a number >= 0, got {}'.format(args.spread))
@@ -158,6 +166,11 @@ def settings(args):
                'env': "default_configs(algo)['env_config'] with the train file and env_overrides"}
     if args.trainer_kwargs:  # absent otherwise, so that --resume reads results written before the option
         written['trainer_overrides'] = args.trainer_kwargs
+    if args.config:  # likewise
+        with open(args.config) as f:
+            written['config_file'] = {'path': args.config, 'text': f.read()}
+    if args.envs_per_worker is not None:  # likewise
+        written['envs_per_worker'] = args.envs_per_worker
     return written
 
 

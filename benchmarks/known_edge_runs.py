@@ -74,14 +74,18 @@ def evaluation_data(data):
     return data if isinstance(data, dict) else [data]
 
 
-def reference_configs(algo, train_data, overrides, preset='reference', portfolio=False):
-    """`default_configs(algo, preset=preset)` with the train file and `overrides` (ENV_OVERRIDES and the costs
-    asked for) in the env kwargs; for several assets (`train_data` a dict asset -> file) the env of
+def reference_configs(algo, train_data, overrides, preset='reference', portfolio=False, config_file=None):
+    """`default_configs(algo, preset=preset)`, with the dicts of `config_file` over them as `btgym-aac train
+    --config` puts them (`run_config.merge_configs`), with the train file and `overrides` (ENV_OVERRIDES and the
+    costs asked for) in the env kwargs; for several assets (`train_data` a dict asset -> file) the env of
     `train --assets` (`multi_asset_env_config`, a PortfolioEnv with `portfolio`), its dataset taking the
     `DATASET_OVERRIDES`."""
-    from btgym_aac.distributed.run_config import default_configs, multi_asset_env_config
+    from btgym_aac.cli.config_files import load_config_file
+    from btgym_aac.distributed.run_config import default_configs, merge_configs, multi_asset_env_config
 
     configs = default_configs(algo, preset=preset)
+    if config_file:
+        configs = merge_configs(configs, load_config_file(config_file))
     if not isinstance(train_data, dict):
         configs['env_config']['kwargs'].update(overrides, filename=train_data)
         return configs
@@ -179,18 +183,21 @@ class ClusterCpu:
 
 
 def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, episodes, overrides,
-               trainer_overrides=None, preset='reference', portfolio=False):
-    """Trains `default_configs(algo, preset=preset)` (with `workers` workers) on `train_csv` to
+               trainer_overrides=None, preset='reference', portfolio=False, config_file=None, envs=None):
+    """Trains `default_configs(algo, preset=preset)` with `config_file` over it (`reference_configs`; `workers`
+    workers, `envs` envs per worker unless None) on `train_csv` to
     steps * k / stages env steps, k = 1..stages (the first stage empties `folder/run`, the others resume from its
     checkpoint), and evaluates the checkpoint after each stage on `test_csv` with `evaluate` (policy, buy-and-hold,
     random, oracle) and with the policy sampling its actions; returns the stage records."""
     from btgym_aac.evaluation import evaluate
     from btgym_aac.distributed.launcher import make_launcher
 
-    configs = reference_configs(algo, train_csv, overrides, preset, portfolio)
+    configs = reference_configs(algo, train_csv, overrides, preset, portfolio, config_file)
     configs['trainer_config']['kwargs'].update(trainer_overrides or {})
     log_dir = os.path.join(folder, 'run')
     configs['cluster_config'].update(num_workers=workers, log_dir=log_dir)
+    if envs is not None:
+        configs['cluster_config']['num_envs'] = envs
     cpu, wall, records = ClusterCpu(), 0.0, []
     for stage in range(1, stages + 1):
         launcher = make_launcher(configs, max_env_steps=steps * stage // stages, root_random_seed=1000 * seed + stage,
@@ -296,7 +303,8 @@ def run_one(market, edge, trainer, seed, folder, args):
         run_folder = os.path.join(folder, 'runs', '{}_{}_{}_seed_{}'.format(
             market, 'edge' if edge else 'twin', trainer, seed))
         stages = train_ours(trainer, train_csv, test_csv, run_folder, args.steps, args.stages, args.workers, seed,
-                            args.eval_episodes, overrides, args.trainer_kwargs, args.preset, args.portfolio)
+                            args.eval_episodes, overrides, args.trainer_kwargs, args.preset, args.portfolio,
+                            args.config, args.envs_per_worker)
     train_seed, test_seed = market_seeds(seed)
     return {'market': market, 'edge': edge, 'trainer': trainer, 'seed': seed, 'train_market_seed': train_seed,
             'test_market_seed': test_seed, 'stages': stages}
