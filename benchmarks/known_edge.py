@@ -18,14 +18,16 @@ no-edge twin:
   the TensorFlow sessions of our workers: on 2 busy cores torch's default, one per core, took 1.4 to 2 times the
   CPU and wall time of one thread in the smoke runs);
 - training runs for `--steps` env steps in `--stages` equal stages (by default 100,000 in stages of 5,000; ours:
-  the Launcher run again on the same log dir with a larger `max_env_steps`, resuming from its checkpoint; SB3:
-  `learn` in stages, rounded up to its whole rollouts of 2048 steps), and after every stage the policy plays
-  `--eval-episodes` episodes of the test file beside buy-and-hold, random and the oracle, on the same windows
-  (episode i seeded i): ours through `evaluate`, SB3 through the same episodes (`known_edge_runs.evaluate_sb3`);
-  and the same episodes again with the policy sampling its actions (`known_edge_runs.sampled_returns`);
+  one Launcher run keeping a checkpoint at the end of every stage, `keep_checkpoint_every_steps`, so that a
+  stage costs what it costs in a run that goes on; SB3: `learn` in stages, rounded up to its whole rollouts of
+  2048 steps), and the policy of every stage's end plays `--eval-episodes` episodes of the test file beside
+  buy-and-hold, random and the oracle, on the same windows (episode i seeded i): ours through `evaluate` of the
+  kept checkpoint, SB3 through the same episodes (`known_edge_runs.evaluate_sb3`); and the same episodes again
+  with the policy sampling its actions (`known_edge_runs.sampled_returns`);
 - every stage records the env steps, the training CPU seconds so far (ours: every task process of the cluster,
-  as `train_throughput.py` reads them from /proc; SB3: this process's and its children's during model building
-  and `learn`), the wall seconds, and every agent's per-episode returns (%).
+  as `train_throughput.py` reads them from /proc, at the moment the stage's checkpoint was written; SB3: this
+  process's and its children's during model building and `learn`), the wall seconds, and every agent's
+  per-episode returns (%).
 
 The summary, per market and trainer, time to skill first: the env steps and CPU seconds of the first stage at 50 %
 and at 80 % of the oracle or more (None if none); the fraction of the oracle (the policy's mean return per episode
@@ -74,6 +76,9 @@ from known_edge_summary import plot, summarize, table_lines
 from btgym_aac.distributed.run_config import PRESETS
 
 TRAINERS = OUR_TRAINERS + (SB3_TRAINER,)
+OUR_TRAINING = 'one Launcher run keeping a checkpoint every stage'
+"""How this package's trainers are trained (results of the earlier way, a Launcher run per stage that paid a
+cluster start-up every stage, are not resumed with these)."""
 
 
 def parse_args():
@@ -162,7 +167,7 @@ def settings(args):
                'twins': args.twins, 'steps': args.steps, 'stages': args.stages, 'workers': args.workers,
                'eval_episodes': args.eval_episodes, 'eval_seed': EVAL_SEED, 'train_bars': args.train_bars,
                'test_bars': args.test_bars, 'sb3_torch_threads': args.sb3_torch_threads,
-               'env_overrides': env_overrides(args),
+               'env_overrides': env_overrides(args), 'our_training': OUR_TRAINING,
                'env': "default_configs(algo)['env_config'] with the train file and env_overrides"}
     if args.trainer_kwargs:  # absent otherwise, so that --resume reads results written before the option
         written['trainer_overrides'] = args.trainer_kwargs

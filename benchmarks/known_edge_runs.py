@@ -136,27 +136,28 @@ def sampled_returns(env, agent, episodes):
     return [return_pct(record.bar_values[0], record.bar_values[-1]) for record in records]
 
 
-def evaluate_sampled(log_dir, test_data, episodes):
-    """`sampled_returns` of a run's policy (its latest checkpoint) on `test_data`."""
+def evaluate_sampled(log_dir, checkpoint, test_data, episodes):
+    """`sampled_returns` of a run's policy (from `checkpoint`) on `test_data`."""
     from btgym_aac.evaluation.episodes import make_evaluation_env
     from btgym_aac.evaluation.loading import load_policy, read_run_config
 
     env = make_evaluation_env(read_run_config(log_dir), evaluation_data(test_data))
     try:
-        with load_policy(log_dir, env=env) as policy:
+        with load_policy(log_dir, checkpoint=checkpoint, env=env) as policy:
             return sampled_returns(env, policy, episodes)
     finally:
         env.close()
 
 
 class ClusterCpu:
-    """CPU seconds (user + system) of every task process (parameter servers and workers) of the Launchers it
+    """CPU seconds (user + system) of every task process (parameter servers and workers) of the Launcher it
     watches, as `train_throughput.py` reads them (`process_cpu_seconds` from /proc at every progress poll,
-    `after_each_drain`); a process counts with its last reading, so what it spent after its last poll (under
-    the Launcher's 0.5 s poll interval, its final save included) is missed. None without /proc."""
+    `after_each_drain`), with the time of each reading; a process counts with its last reading, so what it spent
+    after its last poll (under the Launcher's 0.5 s poll interval, its final save included) is missed. None
+    without /proc."""
 
     def __init__(self):
-        self.finished, self.current, self.read = 0.0, {}, False
+        self.finished, self.current, self.samples = 0.0, {}, []
 
     def watch(self, launcher):
         """Reads `launcher`'s task processes at each of its polls."""
@@ -164,31 +165,42 @@ class ClusterCpu:
 
         def read():
             seconds = process_cpu_seconds(launcher)
-            self.read = self.read or seconds is not None
-            for name, value in (seconds or {}).items():
+            if seconds is None:
+                return
+            for name, value in seconds.items():
                 if value < self.current.get(name, 0.0):  # a restarted process: bank the ended one's time
                     self.finished += self.current[name]
                 self.current[name] = value
+            self.samples.append((time.time(), self.finished + sum(self.current.values())))
 
         after_each_drain(launcher, read)
 
-    def end_run(self):
-        """Banks the processes of the Launcher run that has ended."""
-        self.finished += sum(self.current.values())
-        self.current = {}
+    def at(self, moment):
+        """The CPU seconds at time `moment`, interpolated between the readings around it (the last reading after
+        the last one, 0 before the first); None without readings."""
+        if not self.samples:
+            return None
+        times, seconds = zip(*self.samples)
+        return float(np.interp(moment, times, seconds, left=0.0))
 
-    @property
-    def seconds(self):
-        return self.finished + sum(self.current.values()) if self.read else None
+
+def kept_checkpoints(log_dir):
+    """[(global step, path prefix, time written)] of a run's kept checkpoints, by step."""
+    from btgym_aac.distributed.checkpoints import KEPT_CHECKPOINT_DIR, checkpoint_step
+
+    folder = os.path.join(log_dir, KEPT_CHECKPOINT_DIR)
+    prefixes = [os.path.join(folder, name[:-len('.index')]) for name in os.listdir(folder) if name.endswith('.index')]
+    return sorted((checkpoint_step(prefix), prefix, os.path.getmtime(prefix + '.index')) for prefix in prefixes)
 
 
 def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, episodes, overrides,
                trainer_overrides=None, preset='reference', portfolio=False, config_file=None, envs=None):
     """Trains `default_configs(algo, preset=preset)` with `config_file` over it (`reference_configs`; `workers`
-    workers, `envs` envs per worker unless None) on `train_csv` to
-    steps * k / stages env steps, k = 1..stages (the first stage empties `folder/run`, the others resume from its
-    checkpoint), and evaluates the checkpoint after each stage on `test_csv` with `evaluate` (policy, buy-and-hold,
-    random, oracle) and with the policy sampling its actions; returns the stage records."""
+    workers, `envs` envs per worker unless None) on `train_csv` for `steps` env steps in one Launcher run that
+    keeps a checkpoint every steps / stages env steps (`keep_checkpoint_every_steps`), then evaluates every kept
+    checkpoint on `test_csv` with `evaluate` (policy, buy-and-hold, random, oracle) and with the policy sampling
+    its actions; a stage's env steps are its checkpoint's global step, its CPU and wall seconds those of the run
+    when the checkpoint was written. Returns the stage records."""
     from btgym_aac.evaluation import evaluate
     from btgym_aac.distributed.launcher import make_launcher
 
@@ -198,19 +210,18 @@ def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, 
     configs['cluster_config'].update(num_workers=workers, log_dir=log_dir)
     if envs is not None:
         configs['cluster_config']['num_envs'] = envs
-    cpu, wall, records = ClusterCpu(), 0.0, []
-    for stage in range(1, stages + 1):
-        launcher = make_launcher(configs, max_env_steps=steps * stage // stages, root_random_seed=1000 * seed + stage,
-                                 purge_previous=2 if stage == 1 else 0, show_progress=False)
-        cpu.watch(launcher)
-        start = time.time()
-        result = launcher.run()
-        wall += time.time() - start
-        cpu.end_run()
-        report = evaluate(log_dir, data=evaluation_data(test_csv), episodes=episodes,
-                          out=os.path.join(folder, 'evaluation_{}'.format(stage)), seed=EVAL_SEED)
-        records.append(stage_record(stage, result['global_step'], cpu.seconds, wall, report,
-                                    evaluate_sampled(log_dir, test_csv, episodes)))
+    launcher = make_launcher(configs, max_env_steps=steps, root_random_seed=1000 * seed, purge_previous=2,
+                             keep_checkpoint_every_steps=steps // stages, show_progress=False)
+    cpu = ClusterCpu()
+    cpu.watch(launcher)
+    start = time.time()
+    launcher.run()
+    records = []
+    for stage, (step, checkpoint, written) in enumerate(kept_checkpoints(log_dir), 1):
+        report = evaluate(log_dir, data=evaluation_data(test_csv), episodes=episodes, checkpoint=checkpoint,
+                          out=os.path.join(folder, 'evaluation_{}'.format(stage)), seed=EVAL_SEED, plots=False)
+        records.append(stage_record(stage, step, cpu.at(written), written - start, report,
+                                    evaluate_sampled(log_dir, checkpoint, test_csv, episodes)))
     return records
 
 

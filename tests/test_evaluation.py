@@ -20,7 +20,7 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, make_sine_data, write_histdata_csv
 from btgym_aac.data.markets import make_mean_reversion_data, write_market_csv
-from btgym_aac.distributed.checkpoints import latest_checkpoint
+from btgym_aac.distributed.checkpoints import KEPT_CHECKPOINT_DIR, checkpoint_step, latest_checkpoint
 from btgym_aac.env import BTgymEnv
 from btgym_aac.evaluation import evaluate, load_policy
 from btgym_aac.evaluation.baselines import RandomAgent
@@ -35,6 +35,7 @@ pytestmark = pytest.mark.xdist_group('evaluation')  # one xdist worker builds th
 HOLD, BUY, SELL, CLOSE = range(4)
 START_CASH, COMMISSION, ORDER_SIZE = 2000.0, 0.0001, 2000
 EPISODES, SEED = 2, 3
+KEEP_EVERY, ROLLOUT = 100, 20
 BAR = timedelta(minutes=1)
 SKIP_FRAME = DevStrat_4_11.skip_frame
 AGENTS = ('policy', 'buy_and_hold', 'random')
@@ -48,7 +49,8 @@ def env_kwargs(data):
 
 @pytest.fixture(scope='module')
 def run(tmp_path_factory):
-    """A 300-step A3C run on noisy sine data whose last day is the test interval."""
+    """A 300-step A3C run on noisy sine data whose last day is the test interval, keeping a checkpoint every
+    KEEP_EVERY env steps."""
     data = make_sine_data(num_bars=6000, noise=2e-5, seed=1)
     log_dir = tmp_path_factory.mktemp('evaluation') / 'run'
     Launcher(
@@ -56,8 +58,9 @@ def run(tmp_path_factory):
         cluster_config={'num_workers': 1, 'num_ps': 1, 'log_dir': str(log_dir)},
         policy_config={'class_ref': Aac1dPolicy,
                        'kwargs': {'lstm_layers': (16,), 'conv_2d_num_filters': (8, 8, 8, 8)}},
-        trainer_config={'class_ref': A3C, 'kwargs': {'rollout_length': 20, 'time_flat': True}},
+        trainer_config={'class_ref': A3C, 'kwargs': {'rollout_length': ROLLOUT, 'time_flat': True}},
         max_env_steps=300, save_secs=5, root_random_seed=0, show_progress=False,
+        keep_checkpoint_every_steps=KEEP_EVERY,
     ).run()
     return {'log_dir': str(log_dir), 'data': data}
 
@@ -84,6 +87,41 @@ def test_load_policy_restores_the_checkpoint_without_noise(run):
             else:
                 np.testing.assert_array_equal(value, saved, err_msg=variable.op.name)
         assert scales > 0
+
+
+def kept_checkpoints(log_dir):
+    """{global step: path prefix} of the run's kept checkpoints."""
+    folder = os.path.join(log_dir, KEPT_CHECKPOINT_DIR)
+    return {checkpoint_step(name[:-len('.index')]): os.path.join(folder, name[:-len('.index')])
+            for name in os.listdir(folder) if name.endswith('.index')}
+
+
+def test_the_chief_keeps_a_checkpoint_at_the_first_step_past_every_multiple(run):
+    kept = kept_checkpoints(run['log_dir'])
+    steps = sorted(kept)
+    assert len(steps) == 3, steps  # 100, 200 and the last step (300 or more) of a 300-step run
+    for multiple, step in zip((100, 200, 300), steps):
+        assert multiple <= step < multiple + ROLLOUT, steps  # one train step takes at most a rollout's frames
+    latest = latest_checkpoint(os.path.join(run['log_dir'], 'current_train_checkpoint'))
+    assert checkpoint_step(latest) == steps[-1]
+    first, last = (tf.train.load_checkpoint(kept[step]) for step in (steps[0], steps[-1]))
+    name = 'global/dense_aac/action/w_mu'  # the policy head: trained between the two
+    assert first.has_tensor(name)
+    assert not np.array_equal(first.get_tensor(name), last.get_tensor(name))
+
+
+def test_evaluate_takes_a_kept_checkpoint_from_the_api_and_the_cli(run, tmp_path, capsys):
+    step = min(kept_checkpoints(run['log_dir']))
+    path = kept_checkpoints(run['log_dir'])[step]
+    report = evaluate(run['log_dir'], episodes=1, out=str(tmp_path / 'api'), seed=SEED, checkpoint=path, plots=False)
+    assert report['checkpoint'] == path and report['global_step'] == step
+    assert cli_main(['evaluate', run['log_dir'], '--checkpoint', path, '--episodes', '1', '--seed', str(SEED),
+                     '--out', str(tmp_path / 'cli'), '--no-episode-plots', '--no-tearsheet']) == 0
+    assert 'checkpoint {} (global step {})'.format(path, step) in capsys.readouterr().out
+    with open(tmp_path / 'cli' / 'report.json') as f:
+        assert json.load(f)['agents']['policy']['per_episode'] == report['agents']['policy']['per_episode']
+    assert cli_main(['evaluate', run['log_dir'], '--checkpoint', path + '0', '--episodes', '1']) == 2
+    assert 'does not exist' in capsys.readouterr().err
 
 
 @contextlib.contextmanager

@@ -27,7 +27,7 @@ from btgym_aac import cli as cli_module
 from btgym_aac.cli import commands as cli_commands
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
-from btgym_aac.distributed.checkpoints import FastSaver, latest_checkpoint
+from btgym_aac.distributed.checkpoints import KEPT_CHECKPOINT_DIR, FastSaver, latest_checkpoint
 from btgym_aac.distributed.cluster import PortInUseError, free_ports
 from btgym_aac.distributed.log_dir import LOCK_FILE, LogDirInUseError, LogDirLock
 from btgym_aac.distributed.rescued_weights import rescued_files
@@ -424,7 +424,8 @@ def test_hand_started_cluster_nodes_form_a_working_cluster(tmp_path):
     (dict(cluster={'num_envs': 0}), 'cluster_config num_envs must be a whole number >= 1, got 0'),
     (dict(cluster={'network_isolation': 'yes'}),
      "cluster_config network_isolation must be 'auto', 'require' or 'off', got 'yes'"),
-], ids=['workers', 'port', 'max-steps', 'envs', 'isolation'])
+    (dict(keep_checkpoint_every_steps=0.5), 'keep_checkpoint_every_steps must be a whole number >= 1, got 0.5'),
+], ids=['workers', 'port', 'max-steps', 'envs', 'isolation', 'kept-checkpoints'])
 def test_bad_settings_are_refused_before_the_log_dir_is_purged(tmp_path, bad, message):
     log_dir = tmp_path / 'run'
     log_dir.mkdir()
@@ -437,7 +438,7 @@ def test_bad_settings_are_refused_before_the_log_dir_is_purged(tmp_path, bad, me
 
 def test_purge_empties_a_run_but_refuses_a_folder_with_other_files_or_this_runs_initial_checkpoint(tmp_path):
     log_dir = tmp_path / 'run'
-    for folder in (CKPT, 'worker_0', 'worker_12', 'evaluation'):
+    for folder in (CKPT, 'worker_0', 'worker_12', 'evaluation', KEPT_CHECKPOINT_DIR):
         (log_dir / folder).mkdir(parents=True)
         (log_dir / folder / 'file').write_text('x')
     (log_dir / 'run_config.pkl').write_bytes(b'x')

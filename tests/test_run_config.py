@@ -113,13 +113,17 @@ def test_an_unknown_preset_or_algo_is_refused_naming_the_known_ones():
         default_configs('dqn')
 
 
-def test_the_preset_is_named_in_the_launcher_config_and_left_out_of_the_digest():
+def test_the_preset_and_the_kept_checkpoints_are_left_out_of_the_digest():
     configs = default_configs('a3c', import_classes=False)
     assert configs['launcher_config']['preset'] == 'reference'
     unnamed = dict(configs, launcher_config={key: value for key, value in configs['launcher_config'].items()
                                              if key != 'preset'})
     assert config_digest(configs) == config_digest(unnamed)
     assert 'preset' not in digested_configs(configs)['launcher_config']
+    keeping = dict(configs, launcher_config=dict(configs['launcher_config'], keep_checkpoint_every_steps=5000))
+    assert config_digest(keeping) == config_digest(configs)
+    assert config_digest(dict(configs, launcher_config=dict(configs['launcher_config'], max_env_steps=5))) != \
+        config_digest(configs)
 
 
 def test_a_launcher_records_the_preset_of_its_configs_in_the_run(tmp_path):

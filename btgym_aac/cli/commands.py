@@ -222,7 +222,7 @@ def _export(args):
 
 
 def _evaluate(args):
-    """Evaluates a run's latest checkpoint against buy-and-hold and random baselines on the same episodes; writes
+    """Evaluates a run's latest checkpoint (or --checkpoint) against buy-and-hold and random baselines on the same episodes; writes
     report.json, PNG plots and tearsheet.html (one HTML page of it all) to --out (default LOG_DIR/evaluation) and
     prints the mean metrics."""
     from btgym_aac.evaluation import evaluate
@@ -239,7 +239,7 @@ def _evaluate(args):
         report = evaluate(args.log_dir, data=data_argument(args), episodes=args.episodes or 5, out=args.out,
                           seed=args.seed, allow_untrusted=args.allow_untrusted_config, costs=cost_flags(args),
                           plots=not args.no_episode_plots, show_progress=True, tearsheet=not args.no_tearsheet,
-                          tile=args.tile)
+                          tile=args.tile, checkpoint=args.checkpoint)
     except EngineError as error:
         print('btgym-aac evaluate: {}'.format(error), file=sys.stderr)
         return 2

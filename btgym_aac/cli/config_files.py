@@ -80,6 +80,7 @@ def _configs_from_args(args):
     if getattr(args, 'initial_ckpt_dir', None) is not None:
         _check_initial_checkpoint(args.initial_ckpt_dir)
     for flag, key in (('max_steps', 'max_env_steps'), ('progress_seconds', 'progress_seconds'),
+                      ('keep_checkpoint_every_steps', 'keep_checkpoint_every_steps'),
                       ('seed', 'root_random_seed'), ('max_restarts', 'max_restarts'),
                       ('restart_window', 'restart_window_minutes')):
         if getattr(args, flag, None) is not None:

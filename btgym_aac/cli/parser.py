@@ -37,6 +37,9 @@ def _add_run_flags(parser, cluster_spec_given=False):
         parser.add_argument('--workers', type=int, help='number of workers (default 2)')
     parser.add_argument('--envs-per-worker', type=int, help='environments per worker (default 1)')
     parser.add_argument('--max-steps', type=int, help='env steps to train (default {})'.format(DEFAULT_MAX_STEPS))
+    parser.add_argument('--keep-checkpoint-every-steps', type=int, metavar='N',
+                        help='also keep a checkpoint every N env steps in LOG_DIR/kept_checkpoints, none removed '
+                        '(evaluate any of them with evaluate --checkpoint)')
     parser.add_argument('--log-dir', help='logs and checkpoints (default {})'.format(DEFAULT_LOG_DIR))
     parser.add_argument('--data', nargs='+', metavar='CSV', help='train on these OHLC CSV files')
     parser.add_argument('--assets', nargs='*', metavar='NAME=CSV',
@@ -166,6 +169,9 @@ def _add_evaluate_command(commands):
     _add_data_flags(evaluate, False, 'evaluate a single-asset run on these OHLC CSV files',
                     "evaluate a multi-asset run on these files, one entry per asset of the run, in its order (several "
                     'files of one asset, comma-separated, are concatenated in time)')
+    evaluate.add_argument('--checkpoint', metavar='PATH',
+                          help='evaluate this checkpoint of the run (a path prefix such as LOG_DIR/kept_checkpoints/'
+                          'model_parameters-40000, or a checkpoint folder) instead of its latest')
     evaluate.add_argument('--episodes', type=int, help='seeded episodes per agent (default: 5)')
     evaluate.add_argument('--tile', action='store_true',
                           help='instead of seeded episodes, consecutive test episodes covering every bar of the data '

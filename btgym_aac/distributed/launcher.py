@@ -59,6 +59,10 @@ class Launcher(TaskSupervision):
         trainer_config: {'class_ref', 'kwargs'} of the trainer (A3C, Unreal, PPO, ...).
         max_env_steps: training length in env steps over all workers.
         save_secs: seconds between the chief's checkpoints.
+        keep_checkpoint_every_steps: the chief also keeps a checkpoint every this many env steps (at the first
+            train step at or past each multiple) in `<log_dir>/kept_checkpoints` (`model_parameters-<global step>`),
+            none of them removed: the policy along training, for learning curves (`evaluate(...,
+            checkpoint=...)`); None: none kept.
         root_random_seed: seeds every task (None: random).
         test_mode: train on gymnasium test environments.
         purge_previous: what to do with an existing log_dir: 0 keep it (resume from its checkpoint), 1 ask (only
@@ -93,7 +97,7 @@ class Launcher(TaskSupervision):
                  render_last_env=True, log_level=None, verbose=0, max_restarts=DEFAULT_MAX_RESTARTS,
                  restart_window_minutes=DEFAULT_RESTART_WINDOW_MINUTES, show_progress=True, cluster_spec=None,
                  stall_seconds=300, shared_log_dir=False, resume_from=None, progress_seconds=PLAIN_LINE_SECONDS,
-                 preset=None):
+                 preset=None, keep_checkpoint_every_steps=None):
         self.log = get_logger('Launcher', 'shell', verbose, log_level)
         self.log_level = self.log.level
         configs = launcher_configs(env_config=env_config, cluster_config=cluster_config, policy_config=policy_config,
@@ -102,6 +106,8 @@ class Launcher(TaskSupervision):
         self.policy_config, self.trainer_config = configs['policy_config'], configs['trainer_config']
         self.max_env_steps = check_whole_number('max_env_steps (env steps to train)', max_env_steps, 1)
         self.save_secs = positive_seconds('save_secs', save_secs)
+        self.keep_checkpoint_every_steps = None if keep_checkpoint_every_steps is None else check_whole_number(
+            'keep_checkpoint_every_steps', keep_checkpoint_every_steps, 1)
         self.test_mode = test_mode
         self.preset = preset
         self.render_last_env = render_last_env
@@ -214,7 +220,8 @@ class Launcher(TaskSupervision):
                 env_config=self.env_config, policy_config=self.policy_config, trainer_config=self.trainer_config,
                 log_dir=self.log_dir, current_ckpt_dir=self.current_ckpt_dir,
                 initial_ckpt_dir=self.initial_ckpt_dir, max_env_steps=self.max_env_steps,
-                save_secs=self.save_secs, random_seed=self.task_seeds[task],
+                save_secs=self.save_secs, keep_checkpoint_every_steps=self.keep_checkpoint_every_steps,
+                random_seed=self.task_seeds[task],
                 num_envs=self.cluster_config['num_envs'], render_last_env=self.render_last_env,
                 test_mode=self.test_mode, run_config=self.pickled_run_config, data_cache=self.data_cache)
         return config

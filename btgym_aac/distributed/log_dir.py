@@ -12,8 +12,9 @@ import shutil
 import sys
 
 from btgym_aac.data.shared import CACHE_DIR
-from btgym_aac.distributed.checkpoints import (check_checkpoint_readable, damaged_checkpoint_error, is_within,
-                                               latest_checkpoint, resumable_checkpoint, resume_from_checkpoint)
+from btgym_aac.distributed.checkpoints import (KEPT_CHECKPOINT_DIR, check_checkpoint_readable,
+                                               damaged_checkpoint_error, is_within, latest_checkpoint,
+                                               resumable_checkpoint, resume_from_checkpoint)
 from btgym_aac.distributed.rescued_weights import RESCUE_DIR
 from btgym_aac.distributed.run_config import RUN_CONFIG_FILE
 
@@ -125,14 +126,14 @@ def check_purgeable(log_dir, current_ckpt_dir, initial_ckpt_dir):
     """Raises ValueError unless the log dir holds only what runs write, and no input of this run."""
     ckpt_subdir = os.path.relpath(current_ckpt_dir, log_dir).split(os.sep)[0]
     run_entries = {RUN_CONFIG_FILE, RUN_CONFIG_FILE + '.writing', ckpt_subdir, 'evaluation', LOCK_FILE, CACHE_DIR,
-                   RESCUE_DIR}
+                   RESCUE_DIR, KEPT_CHECKPOINT_DIR}
     foreign = sorted(entry for entry in os.listdir(log_dir)
                      if entry not in run_entries and not re.fullmatch(r'worker_\d+', entry))
     if foreign:
         raise ValueError('refusing to empty {}: it holds {} besides what a run writes (run_config.pkl, {}, '
-                         'worker_N, evaluation, {}); choose another log dir or move them'.format(
+                         'worker_N, evaluation, {}, {}); choose another log dir or move them'.format(
                              log_dir, ', '.join(foreign[:5]) + (', ...' if len(foreign) > 5 else ''), ckpt_subdir,
-                             RESCUE_DIR))
+                             KEPT_CHECKPOINT_DIR, RESCUE_DIR))
     if initial_ckpt_dir and is_within(initial_ckpt_dir, log_dir):
         raise ValueError('refusing to empty {}: it holds the initial_ckpt_dir {} of this run'.format(
             log_dir, initial_ckpt_dir))

@@ -394,7 +394,7 @@ def check_bar_costs(env_kwargs, medians):
 DATA_SOURCE_KWARGS = ('dataset', 'dataframe', 'filename')
 """The env kwargs that give an env its data (evaluations, walk-forwards and sweeps replace them with their own)."""
 UNSEEN_CONFIG_KEYS = {'cluster_config': ('log_dir', 'port', 'network_isolation', 'initial_ckpt_dir'),
-                      'launcher_config': ('show_progress', 'preset')}
+                      'launcher_config': ('show_progress', 'preset', 'keep_checkpoint_every_steps')}
 """Config keys that do not change what a run trains (where it logs, how it is watched, the name of the preset
 whose values the configs hold)."""
 

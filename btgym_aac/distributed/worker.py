@@ -70,9 +70,9 @@ def run_task(config, progress_queue=None):
     Args:
         config: dict with `job_name` ('ps' or 'worker'), `task`, `cluster_spec` and, for workers, `env_config`,
             `policy_config`, `trainer_config`, `log_dir`, `current_ckpt_dir`, `initial_ckpt_dir`,
-            `max_env_steps`, `save_secs`, `random_seed`, `num_envs`, `render_last_env`, `test_mode`,
-            `log_level`, `run_config` (pickled bytes the chief writes to `<log_dir>/run_config.pkl` once set
-            up);
+            `max_env_steps`, `save_secs`, `keep_checkpoint_every_steps` (None: none kept), `random_seed`,
+            `num_envs`, `render_last_env`, `test_mode`, `log_level`, `run_config` (pickled bytes the chief writes
+            to `<log_dir>/run_config.pkl` once set up);
             optional `launcher_pid`: the task was started by that Launcher process and is killed when it dies,
             even by SIGKILL (Linux); such a parameter server ignores Ctrl-C and SIGTERM (sent to a whole process
             group, they would stop it before the chief's last save, which needs it): the launcher kills it last.
@@ -392,6 +392,8 @@ class Worker:
         self.snapshot_step = self.saved_step.assign(global_step)
         saved = {variable.op.name: self.saved_step if variable is global_step else variable for variable in global_vars}
         self.saver = FastSaver(var_list=saved, max_to_keep=2, save_relative_paths=True)
+        self.kept_saver = FastSaver(var_list=saved, max_to_keep=None, save_relative_paths=True) \
+            if self.is_chief and config.get('keep_checkpoint_every_steps') else None
         self.resume_step = global_step.assign(self.saved_step)
         self.float_globals = [(variable.op.name, variable) for variable in global_vars
                               if variable.dtype.base_dtype.is_floating]
@@ -533,12 +535,17 @@ class Worker:
         summary `writer` for TensorBoard after the first trained step, off the start-up's critical path."""
         from btgym_aac.algorithms.learner import train_until
 
-        ckpt_path = os.path.join(self.config['current_ckpt_dir'], 'model_parameters')
+        from btgym_aac.distributed.checkpoints import CHECKPOINT_PREFIX, KEPT_CHECKPOINT_DIR
+
+        ckpt_path = os.path.join(self.config['current_ckpt_dir'], CHECKPOINT_PREFIX)
+        kept_path = os.path.join(self.config['log_dir'], KEPT_CHECKPOINT_DIR, CHECKPOINT_PREFIX)
+        keep_every = self.config.get('keep_checkpoint_every_steps')
         self.trainer.start(sess, writer, stop_event=self.stop)
         self.start_step = self.step = int(sess.run(self.trainer.global_step))
         self.log.notice('started at global step {}'.format(self.step))
         start_time = time.time()
         times = {'save': 0.0 if self.took_rescued_weights else start_time, 'report': 0.0}
+        next_kept = [(self.step // keep_every + 1) * keep_every if keep_every else None]
 
         def after_step(step):
             self.step, now = step, time.time()
@@ -546,6 +553,9 @@ class Worker:
                 self.startup['first_step'] = now
                 if graph is not None:
                     writer.add_graph(graph)
+            if self.kept_saver is not None and step >= next_kept[0]:
+                self._save(sess, kept_path, start_time, self.kept_saver)
+                next_kept[0] = (step // keep_every + 1) * keep_every
             if self.is_chief and now - times['save'] >= self.config['save_secs']:
                 self._save(sess, ckpt_path, start_time)
                 times['save'] = now
@@ -647,11 +657,12 @@ class Worker:
         with tf.Session(self.server.target, graph=graph, config=config) as sess:
             return sess.run(reads)
 
-    def _save(self, sess, ckpt_path, start_time):
-        """Saves a checkpoint of the global variables named after the global step it stores (a snapshot of the
-        step, taken first, is saved in its place: other workers move the step meanwhile), unless a variable holds
-        NaN or inf: then raises NonFiniteTrainingError, and the previous checkpoint stays the latest. Then removes
-        the rescued weights the checkpoint has caught up with."""
+    def _save(self, sess, ckpt_path, start_time, saver=None):
+        """Saves a checkpoint of the global variables with `saver` (None: the run's rotating one) named after the
+        global step it stores (a snapshot of the step, taken first, is saved in its place: other workers move the
+        step meanwhile), unless a variable holds NaN or inf: then raises NonFiniteTrainingError, and the previous
+        checkpoint stays the latest. Then removes the rescued weights the run's checkpoint has caught up with (a
+        kept one is not restored from)."""
         from btgym_aac.algorithms.common.finite_guard import first_non_finite
         from btgym_aac.distributed.rescued_weights import remove_caught_up
         from btgym_aac.nonfinite import NonFiniteTrainingError
@@ -662,10 +673,12 @@ class Worker:
             raise NonFiniteTrainingError('the global variables hold NaN or inf (first {}) at step {}: no checkpoint '
                                          'is written, the last one is kept'.format(bad, step))
         os.makedirs(os.path.dirname(ckpt_path), exist_ok=True)
-        self.saver.save(sess, ckpt_path, global_step=step)
+        (saver or self.saver).save(sess, ckpt_path, global_step=step)
         speed = (step - self.start_step) / max(time.time() - start_time, 1e-9)
-        self.log.notice('saved checkpoint at step {}; cluster speed {:.1f} env steps/s'.format(step, speed))
-        remove_caught_up(self.config['log_dir'], step, self.log)
+        self.log.notice('saved {}checkpoint at step {}; cluster speed {:.1f} env steps/s'.format(
+            '' if saver is None else 'kept ', step, speed))
+        if saver is None:
+            remove_caught_up(self.config['log_dir'], step, self.log)
 
     def _report(self, step, seconds, finished=False):
         if self.progress_queue is None:

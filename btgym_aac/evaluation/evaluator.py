@@ -23,8 +23,8 @@ def _checkpoint_step(path):
 
 
 def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False, windows=None, costs=None,
-             plots=True, show_progress=False, tearsheet=False, tile=False):
-    """Evaluates a run's latest checkpoint against buy-and-hold and a random policy.
+             plots=True, show_progress=False, tearsheet=False, tile=False, checkpoint=None):
+    """Evaluates a run's latest checkpoint (or `checkpoint`) against buy-and-hold and a random policy.
 
     Single-asset (BTgymEnv) and multi-asset runs (MultiDiscreteEnv, PortfolioEnv) are evaluated; the baselines are
     those of `baselines.baseline_agents` (for several assets: equal-weight buy-and-hold, which a PortfolioEnv never
@@ -58,6 +58,9 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         tile: play consecutive test episodes covering every bar of `data` after the first warm-up
             (`covering_windows`) instead of `episodes` seeded ones; the report's `tiling` says how many windows
             and which bars no episode played. Needs `data` (the run's own data holds its training bars).
+        checkpoint: None (the run's latest), or a checkpoint of the run: a checkpoint folder or a path prefix
+            (`<log_dir>/kept_checkpoints/model_parameters-<step>` of a run trained with
+            `keep_checkpoint_every_steps`).
 
     Returns:
         the report dict (also written to `<out>/report.json`; its `policy_steps` hold the policy's episodes step
@@ -85,7 +88,7 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         if tile:
             windows, overlap = covering_windows(env, seed)
         sample_type, plan = _episode_plan(env, episodes, windows)
-        policy, records = _play_agents(env, log_dir, plan, seed, allow_untrusted, show_progress)
+        policy, records = _play_agents(env, log_dir, checkpoint, plan, seed, allow_untrusted, show_progress)
         if tile:
             tiling = tiling_record(env, records[POLICY], overlap)
     finally:
@@ -184,13 +187,14 @@ def _episode_plan(env, episodes, windows):
     return sample_type, plan
 
 
-def _play_agents(env, log_dir, plan, seed, allow_untrusted, show_progress):
-    """Plays every episode of `plan` with the run's policy and the baselines (see `play_with_baselines`).
+def _play_agents(env, log_dir, checkpoint, plan, seed, allow_untrusted, show_progress):
+    """Plays every episode of `plan` with the run's policy (from `checkpoint`, None: the latest) and the baselines
+    (see `play_with_baselines`).
 
     Returns:
         (the loaded policy, {agent name: [episode record, ...]}).
     """
-    with load_policy(log_dir, env=env, allow_untrusted=allow_untrusted) as policy:
+    with load_policy(log_dir, checkpoint=checkpoint, env=env, allow_untrusted=allow_untrusted) as policy:
         records = play_with_baselines(env, policy, plan, seed, show_progress)
     return policy, records
 
