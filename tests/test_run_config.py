@@ -90,6 +90,17 @@ def test_the_reference_preset_gives_the_original_notebooks_settings(algo):
     assert configs['cluster_config']['num_workers'] == 2 and configs['launcher_config']['max_env_steps'] == 20000
 
 
+def test_the_fast_preset_is_the_reference_run_with_a_smaller_policy_more_envs_and_a_faster_learn_rate():
+    reference, fast = (default_configs('a3c', import_classes=False, preset=name) for name in ('reference', 'fast'))
+    assert config_digest({'env': fast['env_config']}) == config_digest({'env': reference['env_config']})
+    assert fast['policy_config']['class_ref'] == reference['policy_config']['class_ref']
+    assert fast['policy_config']['kwargs'] == dict(reference['policy_config']['kwargs'], lstm_layers=(64, 64))
+    assert fast['cluster_config'] == dict(reference['cluster_config'], num_envs=8)
+    trainer = AacConfig(**fast['trainer_config']['kwargs'])
+    assert (trainer.opt_learn_rate, trainer.opt_end_learn_rate, trainer.model_beta) == (1e-3, None, 0.01)  # held
+    assert fast['launcher_config'] == dict(reference['launcher_config'], preset='fast')
+
+
 @pytest.mark.parametrize('preset', sorted(PRESETS))
 def test_a_preset_overrides_defaults_and_never_restates_one(preset):
     """A preset's trainer settings are AacConfig fields whose values differ from AacConfig's defaults, and its
@@ -107,8 +118,8 @@ def test_a_preset_overrides_defaults_and_never_restates_one(preset):
 
 
 def test_an_unknown_preset_or_algo_is_refused_naming_the_known_ones():
-    with pytest.raises(ValueError, match="unknown preset 'fast'; known: reference"):
-        default_configs(preset='fast')
+    with pytest.raises(ValueError, match="unknown preset 'quick'; known: reference, fast"):
+        default_configs(preset='quick')
     with pytest.raises(ValueError, match="unknown algo 'dqn'; known: a3c, unreal, ppo"):
         default_configs('dqn')
 

@@ -8,7 +8,7 @@ arguments). Every default is written once:
       Launcher's own keyword defaults;
     * a class config's kwargs: the class's own (a trainer's settings: `algorithms.config.AacConfig`);
     * a preset (`PRESETS`) is a named layer of overrides of those; 'reference' is the original's notebook
-      configuration that `btgym-aac train` runs.
+      configuration that `btgym-aac train` runs, 'fast' the same run made cheaper (`_fast_preset`).
 
 Layers stack by one rule (`merge_configs`), whether they come from a preset, a config file, a Launcher's
 arguments or the command line: a layer's config dicts update the ones below key by key, a layer's `kwargs`
@@ -80,7 +80,22 @@ def _reference_preset(algo):
     )
 
 
-PRESETS = {'reference': _reference_preset}
+def _fast_preset(algo):
+    """The 'fast' preset: the reference's env, policy class and run, with LSTMs of 64 units, a held learn rate of
+    1e-3, the trainer's default entropy weight (0.01) and 8 envs per worker acting in one batch: about half the
+    reference's CPU per env step, for the same fraction of a known edge (docs/learning.md, "Presets").
+    """
+    layer = _reference_preset(algo)
+    trainer_kwargs = layer['trainer_config']['kwargs']
+    for name in ('opt_end_learn_rate', 'opt_decay_steps', 'model_beta'):
+        del trainer_kwargs[name]
+    trainer_kwargs['opt_learn_rate'] = 1e-3
+    layer['policy_config']['kwargs']['lstm_layers'] = (64, 64)
+    layer['cluster_config']['num_envs'] = 8
+    return layer
+
+
+PRESETS = {'reference': _reference_preset, 'fast': _fast_preset}
 """Preset name -> fn(algo) -> its layer of configs over `launcher_defaults()`."""
 
 
