@@ -16,7 +16,8 @@ SB3 is an optional dependency of this benchmark only (the CPU build of torch is 
 
 Usage:
     python benchmarks/peers.py [--steps 30000] [--seeds 0 1 2] [--workers 2] [--methods sb3_ppo ppo a3c]
-                               [--envs-per-worker K] [--config CONFIG.py] [--name peers] [--out benchmarks/results]
+                               [--envs-per-worker K] [--preset reference] [--config CONFIG.py] [--name peers]
+                               [--out benchmarks/results]
 """
 import argparse
 import glob
@@ -30,6 +31,8 @@ import time
 import warnings
 
 import numpy as np
+
+from btgym_aac.distributed.run_config import PRESETS
 
 METHODS = ('sb3_ppo', 'sb3_ppo_our_settings', 'ppo', 'a3c')
 DEFAULT_METHODS = ('sb3_ppo', 'ppo', 'a3c')
@@ -99,15 +102,15 @@ def run_sb3(seed, steps, method):
     return {'env_steps': steps, 'wall_time': wall, 'curve': curve, 'settings': settings}
 
 
-def run_ours(algo, seed, steps, workers, config=None, envs_per_worker=None):
-    """`btgym-aac train` (of `config`, a config file, when given; with `envs_per_worker` envs per worker when
-    given) in a subprocess; returns the curve read from its TensorBoard files."""
+def run_ours(algo, seed, steps, workers, config=None, envs_per_worker=None, preset='reference'):
+    """`btgym-aac train --preset PRESET` (of `config`, a config file, when given; with `envs_per_worker` envs per
+    worker when given) in a subprocess; returns the curve read from its TensorBoard files."""
     with tempfile.TemporaryDirectory() as tmp:
         log_dir = os.path.join(tmp, 'run')
         start = time.time()
         subprocess.run([sys.executable, '-m', 'btgym_aac.cli', 'train'] + ([config] if config else []) +
-                       ['--algo', algo, '--workers', str(workers), '--max-steps', str(steps), '--seed', str(seed),
-                        '--log-dir', log_dir] +
+                       ['--algo', algo, '--preset', preset, '--workers', str(workers), '--max-steps', str(steps),
+                        '--seed', str(seed), '--log-dir', log_dir] +
                        (['--envs-per-worker', str(envs_per_worker)] if envs_per_worker else []),
                        check=True, stdout=subprocess.DEVNULL)
         wall = time.time() - start
@@ -206,7 +209,9 @@ def main():
     parser.add_argument('--workers', type=int, default=2)
     parser.add_argument('--methods', nargs='+', choices=METHODS, default=list(DEFAULT_METHODS))
     parser.add_argument('--envs-per-worker', type=int, help="envs per worker of this package's runs")
-    parser.add_argument('--config', help="a `btgym-aac train` config file for this package's runs (a preset)")
+    parser.add_argument('--preset', choices=tuple(PRESETS), default='reference',
+                        help="the preset of this package's runs (`btgym-aac train --preset`)")
+    parser.add_argument('--config', help="a `btgym-aac train` config file for this package's runs, over the preset")
     parser.add_argument('--name', default='peers', help='name of the JSON and PNG files')
     parser.add_argument('--out', default='benchmarks/results')
     parser.add_argument('--sb3-run', nargs=4, metavar=('SEED', 'STEPS', 'PATH', 'SETTINGS'), help=argparse.SUPPRESS)
@@ -226,14 +231,14 @@ def main():
             load = os.getloadavg()[0]
             print('{} seed {} ...'.format(method, seed), flush=True)
             result = run_sb3(seed, args.steps, method) if method in SB3_METHODS else \
-                run_ours(method, seed, args.steps, args.workers, args.config, args.envs_per_worker)
+                run_ours(method, seed, args.steps, args.workers, args.config, args.envs_per_worker, args.preset)
             runs.append(dict(result, method=method, seed=seed, load_before=round(load, 2)))
             print('  {:.0f} s, {} episodes'.format(result['wall_time'], len(result['curve'])), flush=True)
     summary = summarise(runs, args.steps)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, args.name + '.json'), 'w') as out:
         json.dump({'benchmark': 'peers', 'steps': args.steps, 'seeds': args.seeds, 'workers': args.workers,
-                   'config': args.config, 'envs_per_worker': args.envs_per_worker,
+                   'preset': args.preset, 'config': args.config, 'envs_per_worker': args.envs_per_worker,
                    'summary': summary, 'runs': runs,
                    'machine': {'python': platform.python_version(), 'cpus': os.cpu_count()}}, out)
     plot(runs, args.steps, os.path.join(args.out, args.name + '.png'))

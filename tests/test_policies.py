@@ -23,6 +23,7 @@ TRADING_SPACE = DictSpace({
     'internal': spaces.Box(-2, 2, (20, 1, 6), np.float32),
     'metadata': metadata_space(),
 })
+DATED_SPACE = DictSpace(dict(TRADING_SPACE.spaces, datetime=spaces.Box(0, 1, (1, 5), np.float32)))
 IMAGE_SPACE = DictSpace({'external': spaces.Box(0, 1, (42, 42, 1), np.float32)})
 VECTOR_SPACE = DictSpace({'external': spaces.Box(-5, 5, (4,), np.float32)})
 
@@ -50,6 +51,7 @@ CASES = {
     'stacked-image': (StackedLstmPolicy, IMAGE_SPACE, TRADE_ACTIONS, dict(IMAGE_2D, lstm_layers=(16, 16)), None),
     'rl2-trading': (AacStackedRL2Policy, TRADING_SPACE, TRADE_ACTIONS, dict(STACKED_SMALL, dropout_keep_prob=0.5),
                     None),
+    'rl2-dated': (AacStackedRL2Policy, DATED_SPACE, TRADE_ACTIONS, dict(STACKED_SMALL, datetime_features=True), None),
     'rl2-image': (AacStackedRL2Policy, IMAGE_SPACE, TRADE_ACTIONS,
                   dict(IMAGE_2D, lstm_layers=(16, 16), aux_estimate=True, static_rnn=False), (20, 20)),
     'dense-vector': (AacDensePolicy, VECTOR_SPACE, CART_ACTIONS,
@@ -252,6 +254,49 @@ def test_stacked_policies_standardise_their_logits_unless_logits_layer_norm_is_o
         spreads[layer_norm] = np.std(logits)
     assert spreads[True] == pytest.approx(1.0, abs=1e-3)  # standardised across the 4 actions (offsets start at 0)
     assert spreads[False] < 0.1  # the action layer's own output (initialised at 0.01 column norm)
+
+
+def datetime_observation(when):
+    """`DevStrat_4_12.get_datetime_state` of a datetime."""
+    return np.array([[when.month / 12, when.day / 31, when.weekday() / 6, when.hour / 24, when.minute / 60]],
+                    np.float32)
+
+
+def test_datetime_cycles_are_the_time_of_day_and_of_the_week_on_circles():
+    from datetime import datetime
+
+    from btgym_aac.algorithms.policy.stacked_lstm import datetime_cycles
+
+    times = [datetime(2018, 1, 1, 0, 0), datetime(2018, 1, 3, 18, 30), datetime(2018, 1, 7, 23, 59)]
+    with tf.Graph().as_default(), tf.Session() as sess:
+        cycles = sess.run(datetime_cycles(tf.constant(np.stack([datetime_observation(t) for t in times]))))
+    for when, row in zip(times, cycles):
+        day = (when.hour * 60 + when.minute) / 1440
+        week = (when.weekday() + day) / 7
+        angles = 2 * np.pi * np.array([day, 2 * day, week])
+        np.testing.assert_allclose(row, np.concatenate([np.sin(angles), np.cos(angles)]), atol=1e-5)
+
+
+@pytest.mark.parametrize('datetime_features', [True, False])
+def test_a_stacked_policy_acts_on_the_time_only_with_datetime_features(datetime_features):
+    from datetime import datetime
+
+    observation = random_observation(DATED_SPACE, np.random.default_rng(7))
+    outputs = []
+    with initialized_policy('rl2-dated', linear_layer_ref=linear, datetime_features=datetime_features) as (
+            sess, policy, context):
+        for when in (datetime(2018, 1, 1, 3, 0), datetime(2018, 1, 1, 15, 0)):
+            observation['datetime'] = datetime_observation(when)
+            _, logits, value, _ = policy.act(observation, context, np.array([[0.0, 1.0]]), np.array([0.3]),
+                                             sess=sess)
+            outputs.append(np.concatenate([np.ravel(logits), np.ravel(value)]))
+    assert np.abs(outputs[0] - outputs[1]).max() > 1e-6 if datetime_features else \
+        np.array_equal(outputs[0], outputs[1])
+
+
+def test_datetime_features_need_a_datetime_observation():
+    with tf.Graph().as_default(), pytest.raises(ValueError, match='datetime_features needs a `datetime` observation'):
+        build('rl2-trading', datetime_features=True)
 
 
 class RunOnlySession:

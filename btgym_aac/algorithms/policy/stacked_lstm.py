@@ -1,4 +1,6 @@
 """Two-LSTM policies: `StackedLstmPolicy` (NAV-A3C style) and its RL² flavour `AacStackedRL2Policy`."""
+import numpy as np
+
 from btgym_aac.algorithms.nn.layer_norm import LayerNormBasicLSTMCell
 from btgym_aac.algorithms.nn.layers import noisy_linear
 from btgym_aac.algorithms.nn.networks import (
@@ -30,7 +32,8 @@ class StackedLstmPolicy(BaseAacPolicy):
       `aac_dense_pi` reads its output.
     * LSTM 2 (`lstm_2`, `lstm_layers[-1]` units) reads `[external features, last action code, internal features,
       LSTM 1 output]`; the value head `aac_dense_vfn` reads its output (`shared_p_v`: one head `aac_dense_pi_vfn`
-      on LSTM 2 gives both). Unused sub-heads keep their variables (synced and saved, no gradient).
+      on LSTM 2 gives both). With `datetime_features` both LSTMs also read `datetime_cycles` of the observation.
+      Unused sub-heads keep their variables (synced and saved, no gradient).
     * An extra head `aac_dense_simple_pi_v` on the external features gives `on_simple_logits`,
       `on_simple_value` (not used by the trainers: its variables are synced and saved but get no gradient).
     * Dropout `1 - (1 - dropout_keep_prob)·train_phase` after every conv layer and on every LSTM output (none in
@@ -52,7 +55,7 @@ class StackedLstmPolicy(BaseAacPolicy):
                  lstm_class_ref=LayerNormBasicLSTMCell, lstm_layers=(256, 256), linear_layer_ref=noisy_linear,
                  share_encoder_params=False, dropout_keep_prob=1.0, action_dp_alpha=200.0, aux_estimate=False,
                  encode_internal_state=None, static_rnn=True, shared_p_v=False, pixel_control=None,
-                 off_policy_pass=True, logits_layer_norm=True, **kwargs):
+                 off_policy_pass=True, logits_layer_norm=True, datetime_features=False, **kwargs):
         """
         Args:
             ob_space: DictSpace with an `external` key (optional `internal`, `metadata`, ...).
@@ -76,6 +79,9 @@ class StackedLstmPolicy(BaseAacPolicy):
                 to build).
             logits_layer_norm: layer-normalised logits in the policy heads (see `networks.dense_aac_network`: they
                 bound how peaked the policy can get).
+            datetime_features: both LSTMs also read the time of day and of the week of the observation's
+                `datetime` ([month / 12, day / 31, weekday / 6, hour / 24, minute / 60], as `DevStrat_4_12` gives
+                it) as sines and cosines (`datetime_cycles`); the observation must have `datetime`.
             **kwargs: encoder / pixel-control options (`NETWORK_DEFAULTS` when absent). All kwargs (including
                 the trainer's `task`, `cluster_spec`) also reach `lstm_network`, which ignores what it does not know.
         """
@@ -93,6 +99,10 @@ class StackedLstmPolicy(BaseAacPolicy):
         self.shared_p_v = shared_p_v
         self.logits_layer_norm = logits_layer_norm
         self.encoded_modes = tuple(key for key in ENCODED_MODES if key in ob_space.spaces)
+        if datetime_features and 'datetime' not in ob_space.spaces:
+            raise ValueError('StackedLstmPolicy: datetime_features needs a `datetime` observation (e.g. DevStrat_4_12'
+                             "'s); this one has {}".format(', '.join(sorted(ob_space.spaces))))
+        self.datetime_features = bool(datetime_features)
         self.keep_prob = None if dropout_keep_prob == 1 else \
             1.0 - (1.0 - dropout_keep_prob) * tf.cast(self.train_phase, tf.float32)
         self.network_kwargs = dict(NETWORK_DEFAULTS, keep_prob=self.keep_prob, **kwargs)
@@ -150,7 +160,8 @@ class StackedLstmPolicy(BaseAacPolicy):
             return to_sequences(x, batch_size, max_seq_len)
 
         depth = self.ac_space.one_hot_depth
-        lstm_1_in = tf.concat([sequences(features), sequences(last_reward_in)], axis=-1)
+        times = [sequences(datetime_cycles(state_in['datetime']))] if self.datetime_features else []
+        lstm_1_in = tf.concat([sequences(features), sequences(last_reward_in)] + times, axis=-1)
         lstm_1_out, init_1, state_1, pl_1 = self._lstm(lstm_1_in, time_length, self.lstm_layers[0], 'lstm_1', reuse)
         if not self.shared_p_v:
             logits, _, sample = dense_aac_network(
@@ -158,7 +169,7 @@ class StackedLstmPolicy(BaseAacPolicy):
                 linear_layer_ref=self.linear_layer_ref, reuse=reuse, logits_layer_norm=self.logits_layer_norm)
 
         internal = [sequences(encoded['internal'])] if 'internal' in encoded else []
-        lstm_2_in = tf.concat([sequences(features), sequences(last_a_in)] + internal + [lstm_1_out], axis=-1)
+        lstm_2_in = tf.concat([sequences(features), sequences(last_a_in)] + internal + times + [lstm_1_out], axis=-1)
         lstm_2_out, init_2, state_2, pl_2 = self._lstm(lstm_2_in, time_length, self.lstm_layers[-1], 'lstm_2', reuse)
         lstm_2_out = tf.reshape(lstm_2_out, [frames, self.lstm_layers[-1]])
         if self.shared_p_v:
@@ -169,6 +180,24 @@ class StackedLstmPolicy(BaseAacPolicy):
             _, vf, _ = dense_aac_network(lstm_2_out, depth, name='aac_dense_vfn',
                                          linear_layer_ref=self.linear_layer_ref, reuse=reuse)
         return AacGraph(features, logits, vf, sample, lstm_2_out, (init_1, init_2), (state_1, state_2), pl_1 + pl_2)
+
+
+def datetime_cycles(datetime):
+    """The time of day and of the week of `datetime` observations as points on circles.
+
+    Args:
+        datetime: [N, 1, 5] tensor of [month / 12, day / 31, weekday / 6, hour / 24, minute / 60] (`DevStrat_4_12`'s
+            `get_datetime_state`).
+
+    Returns:
+        [N, 6] tensor: sin and cos of 2 pi d and of 4 pi d, d the fraction of the day passed, and sin and cos of
+        2 pi w, w the fraction of the week (Monday 0:00 is 0).
+    """
+    fields = tf.reshape(datetime, [-1, 5])
+    day = fields[:, 3] + fields[:, 4] / 24.0
+    week = (fields[:, 2] * 6.0 + day) / 7.0
+    angles = 2.0 * np.pi * tf.stack([day, 2.0 * day, week], axis=-1)
+    return tf.concat([tf.sin(angles), tf.cos(angles)], axis=-1)
 
 
 class AacStackedRL2Policy(StackedLstmPolicy):
