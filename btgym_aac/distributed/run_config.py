@@ -83,7 +83,7 @@ def _reference_preset(algo):
 def _fast_preset(algo):
     """The 'fast' preset: the reference's env, policy class and run, with LSTMs of 64 units, a held learn rate of
     1e-3, the trainer's default entropy weight (0.01) and 8 envs per worker acting in one batch: about half the
-    reference's CPU per env step, for the same fraction of a known edge (docs/learning.md, "Presets").
+    reference's CPU per env step, for a like fraction of a known edge (docs/learning.md, "Presets").
     """
     layer = _reference_preset(algo)
     trainer_kwargs = layer['trainer_config']['kwargs']
