@@ -43,7 +43,7 @@ def test_a3c_takes_a_good_part_of_the_mean_reversion_oracle_out_of_sample(tmp_pa
     log_dir = str(tmp_path / 'run')
     result = make_launcher(known_edge_configs(train, log_dir), show_progress=False, root_random_seed=0).run()
     assert result['completed'] and result['global_step'] >= TRAIN_STEPS
-    report = evaluate(log_dir, data=[test], episodes=EPISODES, out=str(tmp_path / 'evaluation'), seed=0)
+    report = evaluate(log_dir, data=[test], episodes=EPISODES, out=str(tmp_path / 'evaluation'), seed=0, plots=False)
     means = {name: agent['mean']['return_pct'] for name, agent in report['agents'].items()}
     assert means['oracle'] > 0
     assert report['fraction_of_oracle']['fraction'] >= MIN_FRACTION, means
