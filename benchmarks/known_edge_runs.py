@@ -186,11 +186,10 @@ class ClusterCpu:
 
 def kept_checkpoints(log_dir):
     """[(global step, path prefix, time written)] of a run's kept checkpoints, by step."""
-    from btgym_aac.distributed.checkpoints import KEPT_CHECKPOINT_DIR, checkpoint_step
+    from btgym_aac.distributed.checkpoints import KEPT_CHECKPOINT_DIR, checkpoints_on_disk
 
-    folder = os.path.join(log_dir, KEPT_CHECKPOINT_DIR)
-    prefixes = [os.path.join(folder, name[:-len('.index')]) for name in os.listdir(folder) if name.endswith('.index')]
-    return sorted((checkpoint_step(prefix), prefix, os.path.getmtime(prefix + '.index')) for prefix in prefixes)
+    kept = checkpoints_on_disk(os.path.join(log_dir, KEPT_CHECKPOINT_DIR))
+    return [(step, prefix, os.path.getmtime(prefix + '.index')) for step, prefix in sorted(kept.items())]
 
 
 def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, episodes, overrides,

@@ -20,7 +20,8 @@ from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, make_sine_data, write_histdata_csv
 from btgym_aac.data.markets import make_mean_reversion_data, write_market_csv
-from btgym_aac.distributed.checkpoints import KEPT_CHECKPOINT_DIR, checkpoint_step, latest_checkpoint
+from btgym_aac.distributed.checkpoints import (KEPT_CHECKPOINT_DIR, checkpoint_step, checkpoints_on_disk,
+                                               latest_checkpoint)
 from btgym_aac.env import BTgymEnv
 from btgym_aac.evaluation import evaluate, load_policy
 from btgym_aac.evaluation.baselines import RandomAgent
@@ -91,9 +92,7 @@ def test_load_policy_restores_the_checkpoint_without_noise(run):
 
 def kept_checkpoints(log_dir):
     """{global step: path prefix} of the run's kept checkpoints."""
-    folder = os.path.join(log_dir, KEPT_CHECKPOINT_DIR)
-    return {checkpoint_step(name[:-len('.index')]): os.path.join(folder, name[:-len('.index')])
-            for name in os.listdir(folder) if name.endswith('.index')}
+    return checkpoints_on_disk(os.path.join(log_dir, KEPT_CHECKPOINT_DIR))
 
 
 def test_the_chief_keeps_a_checkpoint_at_the_first_step_past_every_multiple(run):

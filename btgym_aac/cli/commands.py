@@ -222,9 +222,9 @@ def _export(args):
 
 
 def _evaluate(args):
-    """Evaluates a run's latest checkpoint (or --checkpoint) against buy-and-hold and random baselines on the same episodes; writes
-    report.json, PNG plots and tearsheet.html (one HTML page of it all) to --out (default LOG_DIR/evaluation) and
-    prints the mean metrics."""
+    """Evaluates a run's latest checkpoint (or --checkpoint) against buy-and-hold and random baselines on the same
+    episodes; writes report.json, PNG plots and tearsheet.html (one HTML page of it all) to --out (default
+    LOG_DIR/evaluation) and prints the mean metrics."""
     from btgym_aac.evaluation import evaluate
     from btgym_aac.evaluation.report import format_table, oracle_line
 

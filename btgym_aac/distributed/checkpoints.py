@@ -21,10 +21,10 @@ CHECKPOINT_PREFIX = 'model_parameters'
 STATE_FILE = 'checkpoint'
 MISMATCHES_NAMED = 5
 SET_ASIDE_DIR = 'set_aside'
+"""Folder of the checkpoint folder that `resume_from_checkpoint` moves the later checkpoints' files into."""
 KEPT_CHECKPOINT_DIR = 'kept_checkpoints'
 """Folder of a run's log dir where the chief keeps a checkpoint every `keep_checkpoint_every_steps` env steps
 (`Launcher`)."""
-"""Folder of the checkpoint folder that `resume_from_checkpoint` moves the later checkpoints' files into."""
 _STRING_FIELDS = ('model_checkpoint_path', 'all_model_checkpoint_paths')
 _NUMBER_FIELDS = ('all_model_checkpoint_timestamps', 'last_preserved_timestamp')
 _FIELD = re.compile(r'\s*(\w+)\s*:\s*(.*?)\s*$')

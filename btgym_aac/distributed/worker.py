@@ -545,17 +545,18 @@ class Worker:
         self.log.notice('started at global step {}'.format(self.step))
         start_time = time.time()
         times = {'save': 0.0 if self.took_rescued_weights else start_time, 'report': 0.0}
-        next_kept = [(self.step // keep_every + 1) * keep_every if keep_every else None]
+        next_kept = (self.step // keep_every + 1) * keep_every if keep_every else None
 
         def after_step(step):
+            nonlocal next_kept
             self.step, now = step, time.time()
             if 'first_step' not in self.startup:
                 self.startup['first_step'] = now
                 if graph is not None:
                     writer.add_graph(graph)
-            if self.kept_saver is not None and step >= next_kept[0]:
+            if self.kept_saver is not None and step >= next_kept:
                 self._save(sess, kept_path, start_time, self.kept_saver)
-                next_kept[0] = (step // keep_every + 1) * keep_every
+                next_kept = (step // keep_every + 1) * keep_every
             if self.is_chief and now - times['save'] >= self.config['save_secs']:
                 self._save(sess, ckpt_path, start_time)
                 times['save'] = now
