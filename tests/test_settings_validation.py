@@ -121,6 +121,10 @@ def env():
     (A3C, dict(model_gae_lambda=-0.1), 'model_gae_lambda must be a finite number in [0, 1], got -0.1'),
     (PPO, dict(num_epochs=0), 'num_epochs must be a whole number >= 1, got 0'),
     (PPO, dict(pi_prime_update_period=0), 'pi_prime_update_period must be a whole number >= 1, got 0'),
+    (PPO, dict(num_minibatches=0), 'num_minibatches must be a whole number >= 1, got 0'),
+    (PPO, dict(num_minibatches=4), 'num_minibatches 4 needs time_flat=True'),
+    (Unreal, dict(num_minibatches=2, time_flat=True, use_value_replay=True),
+     'num_minibatches 2 splits the on-policy batch only; it cannot be combined with replay'),
     (Unreal, dict(use_value_replay=True, gamma_pc=1.5), 'gamma_pc must be a finite number in [0, 1], got 1.5'),
     (Unreal, dict(use_value_replay=True, vr_lambda=-1.0),
      'vr_lambda must be a finite number >= 0 or a [low, high] pair of them for a log-uniform draw, got -1.0'),
@@ -132,7 +136,8 @@ def env():
      'rp_sequence_size must be a whole number >= 1, got 0'),
 ], ids=['model-summary-freq', 'episode-summary-freq', 'env-render-freq', 'rollout-length', 'rollout-length-float',
         'learn-rate', 'learn-rate-pair', 'beta-str', 'end-learn-rate', 'decay-steps', 'gamma', 'gae-lambda',
-        'ppo-epochs', 'ppo-pi-prime-period', 'gamma-pc', 'vr-lambda', 'memory-size', 'memory-shorter-than-replay',
+        'ppo-epochs', 'ppo-pi-prime-period', 'minibatches', 'minibatches-not-time-flat', 'minibatches-replay',
+        'gamma-pc', 'vr-lambda', 'memory-size', 'memory-shorter-than-replay',
         'rp-sequence-size'])
 def test_bad_trainer_setting_is_named_at_construction(env, trainer, kwargs, message):
     with tf.Graph().as_default(), pytest.raises(ValueError, match=re.escape(message)):

@@ -294,6 +294,46 @@ def test_each_epoch_takes_its_gradient_at_the_weights_the_previous_one_made(tmp_
         session.close()
 
 
+def test_ppo_minibatches_make_an_update_each_and_advance_the_step_by_the_whole_batch(tmp_path):
+    """PPO with two epochs of three minibatches (time_flat, 8 frames): six Adam updates per train step, each but
+    the last followed by the sync, their feeds together twice the step's frames (each frame once per epoch, its
+    advantage normalised within its minibatch); the global step advances by all 8 frames, not the last
+    minibatch's."""
+    session = Session(PPO, trading_env(), Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
+                      rollout_length=8, time_flat=True, num_epochs=2, num_minibatches=3, normalize_advantages=True,
+                      model_summary_freq=100)
+    trainer = session.trainer
+    try:
+        runs, feeds = [], []
+        run = trainer.learner._callables.run
+
+        def recording_run(sess, name, fetches, feed, **kwargs):
+            runs.append(name)
+            if feed:
+                feeds.append(feed)
+            return run(sess, name, fetches, feed, **kwargs)
+
+        trainer.learner._callables.run = recording_run
+        with session.graph.as_default():
+            beta1_power = trainer.optimizer._get_beta_accumulators()[0]
+        frames, real, advance, moved = session.train_step()
+        assert moved and frames == real == advance == 8
+        assert runs == ['copy_to_target', 'sync'] + ['update_epoch'] * 5 + ['update_with_summary']
+        assert session.sess.run(beta1_power) == pytest.approx(0.9 ** 7, rel=1e-6)
+        targets = trainer.targets.on_policy
+        sizes = [len(feed[targets.mask]) for feed in feeds]
+        assert sizes == [3, 3, 2, 3, 3, 2]
+        assert all(feed[trainer.train_ops.frames] == 8 for feed in feeds)
+        for feed in feeds:
+            assert feed[targets.advantage].mean() == pytest.approx(0.0, abs=1e-9)
+        returns = [np.sort(np.concatenate([feed[targets.r] for feed in feeds[epoch * 3:epoch * 3 + 3]]))
+                   for epoch in range(2)]
+        np.testing.assert_array_equal(returns[0], returns[1])
+        assert len(returns[0]) == 8
+    finally:
+        session.close()
+
+
 def test_test_rollouts_train_nothing(tmp_path):
     dataset = BTgymDataset(dataframe=make_sine_data(num_bars=8000), episode_duration=SHORT_EPISODE,
                            target_period={'days': 2, 'hours': 0, 'minutes': 0})

@@ -193,7 +193,12 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
                 self.learner = Learner(self.train_ops, config, self.targets, pi,
                                        pi_prime if config.use_target_policy else None, self.model_summary_op,
                                        self.extra_feed, self.task,
-                                       [getattr(env, 'dataset', None) for env in self.env_list], self.global_step)
+                                       [getattr(env, 'dataset', None) for env in self.env_list], self.global_step,
+                                       self._minibatch_rng())
+
+    def _minibatch_rng(self):
+        """The learner's generator of minibatch shuffles: seeded by `random_seed` and the task when seeded."""
+        return np.random.default_rng(None if self.random_seed is None else [self.random_seed, self.task])
 
     def _decayed_learn_rate(self):
         """`opt_learn_rate` decayed linearly to `opt_end_learn_rate` over `opt_decay_steps` global steps."""
@@ -252,7 +257,7 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
         Returns:
             train op.
         """
-        frames = tf.reduce_sum(self.targets.on_policy.mask)
+        frames = tf.placeholder_with_default(tf.reduce_sum(self.targets.on_policy.mask), [], name='train_frames')
         self.train_ops = make_train_ops(self.loss, pi, pi_prime, pi_global, self.global_step, frames, self.config)
         return self.train_ops.train_op
 

@@ -20,7 +20,7 @@ LOG_UNIFORM_SETTINGS = ('model_beta', 'opt_learn_rate', 'rp_lambda', 'pc_lambda'
 """Settings given as a number or a [low, high] range to draw from log-uniformly, in the order they are drawn."""
 
 WHOLE_NUMBER_SETTINGS = ('rollout_length', 'episode_summary_freq', 'env_render_freq', 'model_summary_freq',
-                         'num_epochs', 'pi_prime_update_period', 'episodes_per_trial')
+                         'num_epochs', 'num_minibatches', 'pi_prime_update_period', 'episodes_per_trial')
 
 
 @dataclasses.dataclass(frozen=True)
@@ -92,7 +92,12 @@ class AacConfig:
     clip_epsilon: float = 0.1
     """PPO's clip range (annealed with the learn rate)."""
     num_epochs: int = 1
-    """Updates per batch; the local policy is synced between them."""
+    """Passes over a train step's batch; the local policy is synced after every update."""
+    num_minibatches: int = 1
+    """Updates per pass: the on-policy frames shuffled and split into this many minibatches (`time_flat` only, not
+    with replay)."""
+    normalize_advantages: bool = False
+    """Scale the advantages of every update's batch to mean 0 and standard deviation 1."""
     pi_prime_update_period: int = 1
     """Train steps between copies of the local policy to the target policy pi'."""
     batch_acting: bool = True
@@ -122,6 +127,8 @@ class AacConfig:
             object.__setattr__(self, name, check_whole_number(name, getattr(self, name)))
         object.__setattr__(self, 'episode_train_test_cycle', check_train_test_cycle(self.episode_train_test_cycle))
         object.__setattr__(self, 'aux_render_modes', tuple(self.aux_render_modes or ()))
+        if self.num_minibatches > 1:
+            check_minibatches(self.num_minibatches, self.time_flat, self.use_memory)
         if self.use_memory:
             check_replay(self.replay_memory_size, self._replay_rollout_length(), self.rp_sequence_size,
                          self.use_reward_prediction)
@@ -209,6 +216,17 @@ def check_replay(memory_size, rollout_length, rp_sequence_size, reward_predictio
         if rollout_length < rp_sequence_size:
             raise ValueError('replay_rollout_length {} is shorter than rp_sequence_size {}: the memory cannot '
                              'return reward-prediction samples that long'.format(rollout_length, rp_sequence_size))
+
+
+def check_minibatches(num_minibatches, time_flat, use_memory):
+    """Raises ValueError when `num_minibatches` > 1 cannot split a batch: its rows are frames only with `time_flat`
+    (each frame carries its own RNN context), and replayed batches are not split."""
+    if not time_flat:
+        raise ValueError('num_minibatches {} needs time_flat=True: only then is every frame a batch row with its own '
+                         'RNN context'.format(num_minibatches))
+    if use_memory:
+        raise ValueError('num_minibatches {} splits the on-policy batch only; it cannot be combined with replay '
+                         '(use_off_policy_aac or an auxiliary task)'.format(num_minibatches))
 
 
 def check_train_test_cycle(cycle):

@@ -8,14 +8,16 @@ ops copy the global weights back to the local policy.
 Run every step (`Learner.train_step`, one method from the rollouts to the summaries): the rollouts of train
 episodes are processed (returns, GAE advantages) into batches (`train_batches`) and fed to the local policy's
 inputs and the loss's targets (`train_feed`); one session run updates the global weights and, in the common case,
-syncs the local policy for the next step.
+syncs the local policy for the next step. With `num_epochs` passes of `num_minibatches` minibatches (shuffled
+frames of a `time_flat` batch, `update_batches`) there is an update per minibatch, the last one advancing the global
+step by all the frames of the batch.
 
 Without a target policy the sync before an update is run at the end of the previous update, in the same session
 run (`SessionCalls.update_then_sync`), which saves a parameter-server round trip per train step; the local policy
 then holds the global weights from the end of its own last update, as in universe-starter-agent's A3C. A step that
 writes the model summary (its ops read the local weights) and trainers with a target policy (the target copies
-the local policy before the sync) sync before their update instead. With `num_epochs` > 1 every epoch but the
-last ends with that sync too, so each takes its gradient at the weights the previous one made.
+the local policy before the sync) sync before their update instead. Every update but the last of a step ends with
+that sync too, so each takes its gradient at the weights the previous one made.
 
 `train_until` is the loop around it, shared by a distributed worker and `train_in_process`.
 """
@@ -24,7 +26,7 @@ import collections
 import numpy as np
 
 from btgym_aac.algorithms.acting import RunnerStopped
-from btgym_aac.algorithms.common.batches import batch_stack
+from btgym_aac.algorithms.common.batches import MASK_KEY, batch_rows, batch_stack
 from btgym_aac.algorithms.common.finite_guard import first_non_finite, zeroed_unless
 from btgym_aac.algorithms.common.rollout import pixel_control_targets
 from btgym_aac.algorithms.common.placeholders import (check_variable_pairing, feed_dict_from_nested,
@@ -38,9 +40,10 @@ GRADIENT_CLIP_NORM = 40.0
 
 TrainOps = collections.namedtuple('TrainOps', [
     'train_op', 'inc_step', 'sync', 'sync_pi', 'sync_pi_after_train', 'sync_pi_prime', 'train_finite', 'grads',
-    'grads_global_norm', 'finite_checked', 'train_learn_rate', 'optimizer'])
+    'grads_global_norm', 'finite_checked', 'train_learn_rate', 'optimizer', 'frames'])
 """Ops of a train step (see `make_train_ops`); `finite_checked` lists (description, tensor) pairs to search for
-the first non-finite value when `train_finite` is False."""
+the first non-finite value when `train_finite` is False; `frames` is the tensor of env frames the global step
+advances by (fed by a minibatch update)."""
 
 
 def copy_op(pairs):
@@ -78,7 +81,8 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config):
         loss: scalar loss of the local policy `pi`.
         pi, pi_prime, pi_global: local, target (or None) and global policies.
         global_step: the global step variable (incremented by `frames`).
-        frames: float32 scalar tensor, env frames of the fed batch.
+        frames: float32 scalar tensor, env frames of the fed batch (a placeholder with a default, so that the last
+            minibatch of a step can advance the global step by the frames of the whole batch).
         config: the trainer's resolved `AacConfig` (its learn rate settings and `opt_epsilon`).
 
     Returns:
@@ -119,7 +123,7 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config):
         sync_pi_prime=copy_op(list(zip(pi_prime.var_list, pi.var_list))) if pi_prime is not None else None,
         train_finite=train_finite, grads=grads,
         grads_global_norm=tf.global_norm([grad for grad in grads if grad is not None]),
-        finite_checked=finite_checked, train_learn_rate=train_learn_rate, optimizer=optimizer)
+        finite_checked=finite_checked, train_learn_rate=train_learn_rate, optimizer=optimizer, frames=frames)
 
 
 # ------------------------------------------------------------------------------------------- feeding
@@ -193,10 +197,31 @@ def policy_inputs_feed(pi, prefix, batch):
     return feed
 
 
-def policy_targets_feed(targets, batch):
-    """Feed of PolicyTargets `targets` from a processed batch."""
-    return {targets.action: batch['action'], targets.advantage: batch['advantage'], targets.r: batch['r'],
-            targets.mask: batch['mask']}
+def policy_targets_feed(targets, batch, normalize_advantages=False):
+    """Feed of PolicyTargets `targets` from a processed batch, its advantages normalised (`normalized_advantages`)
+    when `normalize_advantages`."""
+    advantage = normalized_advantages(batch['advantage'], batch[MASK_KEY]) if normalize_advantages \
+        else batch['advantage']
+    return {targets.action: batch['action'], targets.advantage: advantage, targets.r: batch['r'],
+            targets.mask: batch[MASK_KEY]}
+
+
+def normalized_advantages(advantage, mask):
+    """`advantage` less the mean over the real rows (`mask` 1), over their standard deviation plus 1e-8; padding
+    rows 0.
+
+    Args:
+        advantage: float [N].
+        mask: float [N] of 0/1.
+
+    Returns:
+        float64 [N].
+    """
+    advantage, real = np.asarray(advantage, dtype=np.float64), np.asarray(mask) > 0
+    if not real.any():
+        return np.zeros_like(advantage)
+    values = advantage[real]
+    return np.where(real, (advantage - values.mean()) / (values.std() + 1e-8), 0.0)
 
 
 def pixel_control_feed(targets, batch):
@@ -206,20 +231,21 @@ def pixel_control_feed(targets, batch):
             targets.bootstrap_row: batch['pc_bootstrap_row'], targets.mask: batch['pc_mask']}
 
 
-def train_feed(targets, batches, pi, pi_prime=None, off_policy_prime=False):
-    """Feed dict of one train step (`pi.train_phase` fed True).
+def train_feed(targets, batches, pi, pi_prime=None, off_policy_prime=False, normalize_advantages=False):
+    """Feed dict of one update (`pi.train_phase` fed True).
 
     Args:
         targets: the trainer's TrainTargets.
         batches: TrainBatches.
         pi, pi_prime: local policy and target policy (or None).
         off_policy_prime: feed `pi_prime`'s off-policy inputs too (the off-policy actor-critic loss reads them).
+        normalize_advantages: normalise the on-policy advantages (see `normalized_advantages`).
 
     Returns:
         dict placeholder -> value.
     """
     feed = policy_inputs_feed(pi, 'on', batches.on_policy)
-    feed.update(policy_targets_feed(targets.on_policy, batches.on_policy))
+    feed.update(policy_targets_feed(targets.on_policy, batches.on_policy, normalize_advantages))
     feed[pi.train_phase] = True
     if pi_prime is not None:
         feed.update(policy_inputs_feed(pi_prime, 'on', batches.on_policy))
@@ -240,9 +266,29 @@ def train_feed(targets, batches, pi, pi_prime=None, off_policy_prime=False):
     return feed
 
 
+def batches_feed(config, targets, batches, pi, pi_prime=None, extra_feed=None):
+    """The feed dict of an update on TrainBatches `batches` (`train_feed` as `config` asks), plus
+    `extra_feed(batches)`.
+
+    Args:
+        config: the trainer's resolved `AacConfig`.
+        targets: the trainer's TrainTargets.
+        batches: TrainBatches.
+        pi, pi_prime: local policy and target policy (or None).
+        extra_feed: None, or fn(TrainBatches) -> dict of more placeholder values.
+
+    Returns:
+        dict placeholder -> value.
+    """
+    feed = train_feed(targets, batches, pi, pi_prime, config.use_off_policy_aac, config.normalize_advantages)
+    if extra_feed is not None:
+        feed.update(extra_feed(batches))
+    return feed
+
+
 def step_feed(config, targets, data, is_train, pi, pi_prime=None, extra_feed=None):
-    """The feed dict of a train step on merged runner `data`: its train rollouts processed (`train_batches`) and fed
-    to the policies and targets (`train_feed`), plus `extra_feed(batches)`.
+    """The feed dict of a train step's update on the whole of merged runner `data`: its train rollouts processed
+    (`train_batches`) and fed (`batches_feed`).
 
     Args:
         config: the trainer's resolved `AacConfig`.
@@ -255,11 +301,30 @@ def step_feed(config, targets, data, is_train, pi, pi_prime=None, extra_feed=Non
     Returns:
         dict placeholder -> value.
     """
-    batches = train_batches(config, data, is_train)
-    feed = train_feed(targets, batches, pi, pi_prime, config.use_off_policy_aac)
-    if extra_feed is not None:
-        feed.update(extra_feed(batches))
-    return feed
+    return batches_feed(config, targets, train_batches(config, data, is_train), pi, pi_prime, extra_feed)
+
+
+def update_batches(batches, num_epochs, num_minibatches, rng):
+    """The TrainBatches of every update of a train step, in order: `num_epochs` passes over `batches`, each (with
+    `num_minibatches` > 1) over its on-policy frames shuffled by `rng` and split into `num_minibatches` nearly
+    equal minibatches (a `time_flat` batch: every row a frame with its own context; see `batches.batch_rows`).
+
+    Args:
+        batches: TrainBatches of the step.
+        num_epochs, num_minibatches: passes, and updates per pass.
+        rng: np.random.Generator.
+
+    Returns:
+        list of TrainBatches (`batches` itself, repeated, when `num_minibatches` is 1).
+    """
+    if num_minibatches == 1:
+        return [batches] * num_epochs
+    rows = batches.on_policy['batch_size']
+    updates = []
+    for _ in range(num_epochs):
+        for minibatch in np.array_split(rng.permutation(rows), min(num_minibatches, rows)):
+            updates.append(batches._replace(on_policy=batch_rows(batches.on_policy, minibatch)))
+    return updates
 
 
 # ---------------------------------------------------------------------------------------------- running
@@ -307,6 +372,7 @@ class Learner:
         datasets: the envs' datasets (or None), whose data checks explain a non-finite step.
         global_step: the global step variable, read with the sync of `start` (None: `synced_global_step` is known
             from the first update that ends with the sync).
+        rng: np.random.Generator shuffling the frames into minibatches (None: an unseeded one).
 
     Attributes:
         steps: train steps run (the original's `local_steps`).
@@ -320,12 +386,13 @@ class Learner:
     """
 
     def __init__(self, ops, config, targets, pi, pi_prime=None, summary_op=None, extra_feed=None, task=0,
-                 datasets=(), global_step=None):
+                 datasets=(), global_step=None, rng=None):
         self.ops, self.config, self.targets = ops, config, targets
         self.pi, self.pi_prime = pi, pi_prime
         self.summary_op, self.extra_feed = summary_op, extra_feed
         self.task, self.datasets = task, list(datasets)
         self.global_step = global_step
+        self.rng = rng if rng is not None else np.random.default_rng()
         self.calls = session_calls(ops, summary_op)
         self.steps = 0
         self.last_global_step = None
@@ -345,18 +412,38 @@ class Learner:
         self.summaries = summaries
 
     def train_feed(self, data, is_train):
-        """The feed dict of a train step on merged runner `data` whose rollouts `is_train` marks for training
-        (`step_feed` for the learner's policies)."""
+        """The feed dict of an update on the whole of merged runner `data` whose rollouts `is_train` marks for
+        training (`step_feed` for the learner's policies)."""
         return step_feed(self.config, self.targets, data, is_train, self.pi, self.pi_prime, self.extra_feed)
+
+    def update_feeds(self, data, is_train):
+        """The feed dicts of a train step's updates on merged runner `data` (see `update_batches`), and the env
+        frames it trains on.
+
+        Returns:
+            (list of feed dicts, frames); with minibatches every feed gives the frames of the whole batch
+            (`TrainOps.frames`), which the last update advances the global step by.
+        """
+        config = self.config
+        batches = train_batches(config, data, is_train)
+        frames = int(np.sum(batches.on_policy[MASK_KEY]))
+        feeds = []
+        for update in update_batches(batches, config.num_epochs, config.num_minibatches, self.rng):
+            feed = batches_feed(config, self.targets, update, self.pi, self.pi_prime, self.extra_feed)
+            if config.num_minibatches > 1:
+                feed[self.ops.frames] = frames
+            feeds.append(feed)
+        return feeds, frames
 
     def train_step(self, sess, data):
         """One train step on merged runner `data` (one rollout from every runner, see `BaseAAC.get_data`):
 
         1. every `pi_prime_update_period` steps, copy the local policy to the target policy pi' (PPO);
-        2. keep the rollouts of train episodes; process them into batches and a feed (`train_feed`);
+        2. keep the rollouts of train episodes; process them into the batches and feeds of the step's updates
+           (`update_feeds`: `num_epochs` passes of `num_minibatches`);
         3. sync the local policy from the global one, unless the previous step ended with that sync (with a target
            policy always, after pi' took the local weights);
-        4. `num_epochs` - 1 updates, each followed by the sync; then one session run of the last update, which
+        4. every update but the last, each followed by the sync; then one session run of the last update, which
            advances the global step and, every `model_summary_freq` steps, fetches the model summary (and then
            leaves the sync to the next step); without a target policy and summary it ends with the sync;
         5. write the episode statistics and the model summary.
@@ -373,25 +460,24 @@ class Learner:
         is_train = [rollout_is_train(rollout) for rollout in data['on_policy']]
         frames, model_summary = 0, None
         if any(is_train):
-            feed = self.train_feed(data, is_train)
+            feeds, frames = self.update_feeds(data, is_train)
             if calls.copy_to_target is not None or not self.local_policy_synced:
                 self._run(sess, calls.sync)
                 self._synced_after(self.last_global_step)
-            for _ in range(config.num_epochs - 1):
+            for feed in feeds[:-1]:
                 self._check_finite(sess, self._run(sess, calls.update_epoch, feed)[0], feed)
                 self._synced_after(self.last_global_step)
             if calls.update_with_summary is not None and self.steps % config.model_summary_freq == 0:
                 last = calls.update_with_summary
             else:
                 last = calls.update if calls.copy_to_target is not None else calls.update_then_sync
-            fetched = self._run(sess, last, feed)
+            fetched = self._run(sess, last, feeds[-1])
             self.local_policy_synced = last is calls.update_then_sync
-            self._check_finite(sess, fetched[1], feed)
+            self._check_finite(sess, fetched[1], feeds[-1])
             self.last_global_step = int(fetched[0])
             if self.local_policy_synced:
                 self.synced_global_step = self.last_global_step
             model_summary = fetched[2] if last is calls.update_with_summary else None
-            frames = int(np.sum(feed[self.targets.on_policy.mask]))
             self.steps += 1
         if self.summaries is not None:
             self.summaries.write(sess, data, model_summary, step=self.last_global_step)

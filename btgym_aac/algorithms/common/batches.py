@@ -104,6 +104,23 @@ def batch_stack(batches):
     return stacked
 
 
+def batch_rows(batch, rows):
+    """The rows `rows` of a batch whose every array leaf has one row per frame (a `time_flat` batch: contexts,
+    `time_steps` and all), in their order.
+
+    Args:
+        batch: processed, stacked time_flat batch with a ``batch_size`` key.
+        rows: int array of row indices.
+
+    Returns:
+        dict of the same nesting; ``batch_size`` = len(rows).
+    """
+    rows = np.asarray(rows)
+    sliced = map_nested(lambda leaf: leaf[rows] if isinstance(leaf, np.ndarray) and leaf.ndim > 0 else leaf, batch)
+    sliced['batch_size'] = int(rows.size)
+    return sliced
+
+
 def _leading_sizes(struct, sizes):
     """Collects axis-0 lengths of the array leaves that `batch_pad` pads (not inside tuples)."""
     if isinstance(struct, dict):
