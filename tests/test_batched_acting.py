@@ -145,7 +145,7 @@ def assert_same_item(item, reference):
     for index in range(expected.size):
         frame, expected_frame = rollout.get_frame(index), expected.get_frame(index)
         assert frame['position'] == expected_frame['position']
-        for key in ('action', 'reward', 'value', 'r', 'terminal', 'last_action', 'last_reward'):
+        for key in ('action', 'logits', 'reward', 'value', 'r', 'terminal', 'last_action', 'last_reward'):
             np.testing.assert_array_equal(frame[key], expected_frame[key], err_msg=key)
         np.testing.assert_array_equal(frame['state']['external'], expected_frame['state']['external'])
 

@@ -70,8 +70,14 @@ def repeat_fractions(trainer_class, tmp_path, turnover_lambda, steps=300):
     with started_trainer(trainer_class, cartpole(), AacDensePolicy, POLICY, summary_dir=tmp_path, test_mode=True,
                          rollout_length=20, turnover_lambda=turnover_lambda, opt_learn_rate=3e-3, model_gamma=0.0,
                          model_summary_freq=50) as (trainer, sess, _):
-        feeds, train_feed = [], trainer.learner.train_feed
-        trainer.learner.train_feed = lambda *args: feeds.append(train_feed(*args)) or feeds[-1]
+        feeds, update_feeds = [], trainer.learner.update_feeds
+
+        def recording_update_feeds(*args):
+            step_feeds, frames = update_feeds(*args)
+            feeds.extend(step_feeds)
+            return step_feeds, frames
+
+        trainer.learner.update_feeds = recording_update_feeds
         frames = sum(trainer.process(sess) for _ in range(steps))
     assert frames == int(trainer.last_global_step) == sum(feed[trainer.targets.on_policy.mask].sum() for feed in feeds)
     repeats = [np.mean(feed[trainer.targets.on_policy.action].argmax(1) == feed[trainer.previous_action].argmax(1))

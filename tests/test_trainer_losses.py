@@ -75,6 +75,35 @@ def test_a3c_loss_of_a_fed_batch_matches_numpy_from_the_rollouts(time_flat):
     np.testing.assert_allclose(loss, expected_pi + expected_v - BETA * expected_entropy, rtol=1e-5, atol=1e-6)
 
 
+def test_ppo_against_behaviour_logits_feeds_what_the_runners_acted_with():
+    """PPO with `behaviour_logits` builds no pi' and feeds the logits stored with every frame: before any update
+    they are the local policy's own logits on the same frames (noise-free heads, time_flat contexts), so the ratio
+    is 1, the KL 0 and the clipped surrogate numpy's `-mean(Adv)`."""
+    from btgym_aac.algorithms import PPO
+    from btgym_aac.algorithms.nn.layers import linear
+
+    envs = [gym_wrappers.TestModeEnv(env_id='CartPole-v1', seed=seed) for seed in (0, 1)]
+    with started_trainer(PPO, envs, AacDensePolicy, dict(dense_layers=(16,), lstm_layers=(16,),
+                                                         linear_layer_ref=linear),
+                         test_mode=True, rollout_length=ROLLOUT, time_flat=True, model_gamma=GAMMA,
+                         model_gae_lambda=GAE_LAMBDA, model_beta=BETA, behaviour_logits=True) as (trainer, sess, _):
+        assert trainer.local_network_prime is None and trainer.learner.calls.copy_to_target is None
+        data = trainer.get_data()
+        pi = trainer.local_network
+        feed = trainer.process_data(sess, data, [True, True], pi)
+        parts = summary_tensors(trainer)
+        logits, clip_loss, ratio, kl = sess.run([pi.on_logits, parts['l_clip_loss'], parts['pi_ratio'],
+                                                 parts['Dkl_old_new']], feed)
+    stored = np.concatenate([np.asarray(rollout['logits']) for rollout in data['on_policy']])
+    np.testing.assert_array_equal(feed[trainer.targets.on_policy.behaviour_logits], stored)
+    np.testing.assert_allclose(logits, stored, rtol=1e-5, atol=1e-5)
+    advantages = np.concatenate([loop_returns_and_advantages(
+        np.array(rollout['reward'], dtype=np.float64), np.array(rollout['value'], dtype=np.float64).reshape(-1),
+        float(np.asarray(rollout['r'][-1]).reshape(-1)[0]), GAMMA, GAE_LAMBDA)[1] for rollout in data['on_policy']])
+    assert ratio == pytest.approx(1.0, abs=1e-4) and kl == pytest.approx(0.0, abs=1e-5)
+    np.testing.assert_allclose(clip_loss, -advantages.mean(), rtol=1e-4, atol=1e-5)
+
+
 def test_unreal_total_loss_is_the_on_policy_loss_plus_each_weighted_auxiliary_loss():
     """Unreal with value replay, reward prediction and pixel control: in one session run on a fed batch, total =
     on-policy loss + vr_lambda·v_loss + rp_lambda·class_loss + pc_lambda·q_loss, each weighted term counting; the

@@ -294,14 +294,16 @@ def test_each_epoch_takes_its_gradient_at_the_weights_the_previous_one_made(tmp_
         session.close()
 
 
-def test_ppo_minibatches_make_an_update_each_and_advance_the_step_by_the_whole_batch(tmp_path):
+@pytest.mark.parametrize('behaviour_logits', [False, True])
+def test_ppo_minibatches_make_an_update_each_and_advance_the_step_by_the_whole_batch(tmp_path, behaviour_logits):
     """PPO with two epochs of three minibatches (time_flat, 8 frames): six Adam updates per train step, each but
     the last followed by the sync, their feeds together twice the step's frames (each frame once per epoch, its
     advantage normalised within its minibatch); the global step advances by all 8 frames, not the last
-    minibatch's."""
+    minibatch's. Against the stored behaviour logits there is no pi' to copy to, nor a sync before the first
+    update (the local policy holds the global weights from the start)."""
     session = Session(PPO, trading_env(), Aac1dPolicy, dict(lstm_layers=(16,), **SMALL_CONV), tmp_path,
                       rollout_length=8, time_flat=True, num_epochs=2, num_minibatches=3, normalize_advantages=True,
-                      model_summary_freq=100)
+                      behaviour_logits=behaviour_logits, model_summary_freq=100)
     trainer = session.trainer
     try:
         runs, feeds = [], []
@@ -318,7 +320,8 @@ def test_ppo_minibatches_make_an_update_each_and_advance_the_step_by_the_whole_b
             beta1_power = trainer.optimizer._get_beta_accumulators()[0]
         frames, real, advance, moved = session.train_step()
         assert moved and frames == real == advance == 8
-        assert runs == ['copy_to_target', 'sync'] + ['update_epoch'] * 5 + ['update_with_summary']
+        first = [] if behaviour_logits else ['copy_to_target', 'sync']
+        assert runs == first + ['update_epoch'] * 5 + ['update_with_summary']
         assert session.sess.run(beta1_power) == pytest.approx(0.9 ** 7, rel=1e-6)
         targets = trainer.targets.on_policy
         sizes = [len(feed[targets.mask]) for feed in feeds]
@@ -330,6 +333,13 @@ def test_ppo_minibatches_make_an_update_each_and_advance_the_step_by_the_whole_b
                    for epoch in range(2)]
         np.testing.assert_array_equal(returns[0], returns[1])
         assert len(returns[0]) == 8
+        if behaviour_logits:
+            stored = np.asarray(session.data['on_policy'][0]['logits'])
+            for feed in feeds:
+                rows = [int(np.flatnonzero(np.all(stored == row, axis=1))[0])
+                        for row in feed[targets.behaviour_logits]]
+                np.testing.assert_array_equal(feed[targets.action], np.asarray(
+                    session.data['on_policy'][0]['action'])[rows])  # each frame's logits with its own action
     finally:
         session.close()
 

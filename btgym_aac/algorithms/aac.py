@@ -333,9 +333,9 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
     # -------------------------------------------------------------------------------------------- feeding
 
     def process_data(self, sess, data, is_train, pi, pi_prime=None):
-        """The feed dict of a train step of policies `pi` (and `pi_prime`) on merged runner `data` (its train
-        rollouts only; `learner.step_feed`, as the train step's `Learner.train_feed` builds it for the trainer's own
-        policies): to feed placeholders of your own, override `extra_feed`.
+        """The feed dict of an update of policies `pi` (and `pi_prime`) on the whole of merged runner `data` (its
+        train rollouts only; `learner.step_feed`, the feed of a train step of one update, as `Learner.update_feeds`
+        builds it for the trainer's own policies): to feed placeholders of your own, override `extra_feed`.
 
         Args:
             sess: session (unused; the original's signature).

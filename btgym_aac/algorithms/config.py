@@ -98,6 +98,9 @@ class AacConfig:
     with replay)."""
     normalize_advantages: bool = False
     """Scale the advantages of every update's batch to mean 0 and standard deviation 1."""
+    behaviour_logits: bool = False
+    """PPO's probability ratio against the logits the acting policy gave (stored with every frame) instead of the
+    target policy pi'; no pi' is built."""
     pi_prime_update_period: int = 1
     """Train steps between copies of the local policy to the target policy pi'."""
     batch_acting: bool = True
@@ -148,8 +151,8 @@ class AacConfig:
 
     @property
     def use_target_policy(self):
-        """Whether the trainer builds a target policy pi'."""
-        return self._use_target_policy
+        """Whether the trainer builds a target policy pi' (not when the stored `behaviour_logits` replace it)."""
+        return self._use_target_policy and not self.behaviour_logits
 
     @property
     def use_global_network(self):

@@ -197,13 +197,28 @@ def policy_inputs_feed(pi, prefix, batch):
     return feed
 
 
-def policy_targets_feed(targets, batch, normalize_advantages=False):
-    """Feed of PolicyTargets `targets` from a processed batch, its advantages normalised (`normalized_advantages`)
-    when `normalize_advantages`."""
+def policy_targets_feed(targets, batch, normalize_advantages=False, behaviour_logits=False):
+    """Feed of PolicyTargets `targets` from a processed batch.
+
+    Args:
+        targets: PolicyTargets.
+        batch: processed batch.
+        normalize_advantages: feed its advantages normalised (`normalized_advantages`).
+        behaviour_logits: feed the acting policy's logits its frames hold (`'logits'`).
+
+    Raises:
+        KeyError: `behaviour_logits` asked of frames that hold no logits.
+    """
     advantage = normalized_advantages(batch['advantage'], batch[MASK_KEY]) if normalize_advantages \
         else batch['advantage']
-    return {targets.action: batch['action'], targets.advantage: advantage, targets.r: batch['r'],
+    feed = {targets.action: batch['action'], targets.advantage: advantage, targets.r: batch['r'],
             targets.mask: batch[MASK_KEY]}
+    if behaviour_logits:
+        if 'logits' not in batch:
+            raise KeyError('behaviour_logits is set but the frames hold no acting logits (a runner that does not '
+                           'record them)')
+        feed[targets.behaviour_logits] = batch['logits']
+    return feed
 
 
 def normalized_advantages(advantage, mask):
@@ -231,29 +246,31 @@ def pixel_control_feed(targets, batch):
             targets.bootstrap_row: batch['pc_bootstrap_row'], targets.mask: batch['pc_mask']}
 
 
-def train_feed(targets, batches, pi, pi_prime=None, off_policy_prime=False, normalize_advantages=False):
+def train_feed(config, targets, batches, pi, pi_prime=None):
     """Feed dict of one update (`pi.train_phase` fed True).
 
     Args:
+        config: the trainer's resolved `AacConfig`: its on-policy advantages normalised with
+            `normalize_advantages`, the acting logits fed with `behaviour_logits`, `pi_prime`'s off-policy inputs
+            too with `use_off_policy_aac` (the off-policy actor-critic loss reads them).
         targets: the trainer's TrainTargets.
         batches: TrainBatches.
         pi, pi_prime: local policy and target policy (or None).
-        off_policy_prime: feed `pi_prime`'s off-policy inputs too (the off-policy actor-critic loss reads them).
-        normalize_advantages: normalise the on-policy advantages (see `normalized_advantages`).
 
     Returns:
         dict placeholder -> value.
     """
     feed = policy_inputs_feed(pi, 'on', batches.on_policy)
-    feed.update(policy_targets_feed(targets.on_policy, batches.on_policy, normalize_advantages))
+    feed.update(policy_targets_feed(targets.on_policy, batches.on_policy, config.normalize_advantages,
+                                    config.behaviour_logits))
     feed[pi.train_phase] = True
     if pi_prime is not None:
         feed.update(policy_inputs_feed(pi_prime, 'on', batches.on_policy))
     off = batches.off_policy
     if off is not None and pi.off_lstm_state_pl_flatten is not None:  # (no off-policy pass: no loss reads it)
         feed.update(policy_inputs_feed(pi, 'off', off))
-        feed.update(policy_targets_feed(targets.off_policy, off))
-        if pi_prime is not None and off_policy_prime:
+        feed.update(policy_targets_feed(targets.off_policy, off, behaviour_logits=config.behaviour_logits))
+        if pi_prime is not None and config.use_off_policy_aac:
             feed.update(policy_inputs_feed(pi_prime, 'off', off))
         if targets.pixel_control is not None:
             feed.update(pixel_control_feed(targets.pixel_control, off))
@@ -267,8 +284,7 @@ def train_feed(targets, batches, pi, pi_prime=None, off_policy_prime=False, norm
 
 
 def batches_feed(config, targets, batches, pi, pi_prime=None, extra_feed=None):
-    """The feed dict of an update on TrainBatches `batches` (`train_feed` as `config` asks), plus
-    `extra_feed(batches)`.
+    """The feed dict of an update on TrainBatches `batches` (`train_feed`), plus `extra_feed(batches)`.
 
     Args:
         config: the trainer's resolved `AacConfig`.
@@ -280,7 +296,7 @@ def batches_feed(config, targets, batches, pi, pi_prime=None, extra_feed=None):
     Returns:
         dict placeholder -> value.
     """
-    feed = train_feed(targets, batches, pi, pi_prime, config.use_off_policy_aac, config.normalize_advantages)
+    feed = train_feed(config, targets, batches, pi, pi_prime)
     if extra_feed is not None:
         feed.update(extra_feed(batches))
     return feed
@@ -410,11 +426,6 @@ class Learner:
             self.synced_global_step = int(sess.run([self.ops.sync, self.global_step])[1])
         self.local_policy_synced = True
         self.summaries = summaries
-
-    def train_feed(self, data, is_train):
-        """The feed dict of an update on the whole of merged runner `data` whose rollouts `is_train` marks for
-        training (`step_feed` for the learner's policies)."""
-        return step_feed(self.config, self.targets, data, is_train, self.pi, self.pi_prime, self.extra_feed)
 
     def update_feeds(self, data, is_train):
         """The feed dicts of a train step's updates on merged runner `data` (see `update_batches`), and the env

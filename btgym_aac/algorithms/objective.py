@@ -11,9 +11,9 @@ import collections
 
 from btgym_aac.compat import tf
 
-PolicyTargets = collections.namedtuple('PolicyTargets', ['action', 'advantage', 'r', 'mask'])
+PolicyTargets = collections.namedtuple('PolicyTargets', ['action', 'advantage', 'r', 'mask', 'behaviour_logits'])
 """Placeholders of an actor-critic loss: one-hot actions [N, A], advantages [N], returns [N], row mask [N] (1 for
-real frames, 0 for padding)."""
+real frames, 0 for padding), the acting policy's logits [N, A] (fed with `AacConfig.behaviour_logits` only)."""
 
 PixelControlTargets = collections.namedtuple('PixelControlTargets', [
     'action', 'returns', 'bootstrap_weight', 'bootstrap_row', 'mask'])
@@ -37,7 +37,8 @@ def make_policy_targets(prefix, depth):
         action=tf.placeholder(tf.float32, [None, depth], name=prefix + '_policy_action_pl'),
         advantage=tf.placeholder(tf.float32, [None], name=prefix + '_policy_advantage_pl'),
         r=tf.placeholder(tf.float32, [None], name=prefix + '_policy_return_pl'),
-        mask=tf.placeholder(tf.float32, [None], name=prefix + '_policy_mask_pl'))
+        mask=tf.placeholder(tf.float32, [None], name=prefix + '_policy_mask_pl'),
+        behaviour_logits=tf.placeholder(tf.float32, [None, depth], name=prefix + '_policy_behaviour_logits_pl'))
 
 
 def make_train_targets(depth, use_pixel_control=False, use_value_replay=False, use_reward_prediction=False):
@@ -85,6 +86,9 @@ def actor_critic_loss(loss_fn, targets, logits, vf, prime_logits, entropy_beta, 
 def base_loss(config, losses, targets, pc_q_target, pi, pi_prime, clip_epsilon, verbose=True):
     """The on-policy loss plus the enabled off-policy and auxiliary terms, each weighted by its lambda.
 
+    The losses' old-policy logits (PPO's ratio) are `pi_prime`'s, or with `config.behaviour_logits` the fed logits
+    the acting policy gave.
+
     Args:
         config: the trainer's resolved `AacConfig` (task flags, weights, `model_beta`).
         losses: LossBuilders.
@@ -97,15 +101,20 @@ def base_loss(config, losses, targets, pc_q_target, pi, pi_prime, clip_epsilon, 
     Returns:
         (loss tensor, list of summaries).
     """
-    prime = (lambda name: getattr(pi_prime, name)) if pi_prime is not None else (lambda name: None)
+    def prime(prefix):
+        """Old-policy logits of the `prefix` ('on' or 'off') pass."""
+        if config.behaviour_logits:
+            return getattr(targets, prefix + '_policy').behaviour_logits
+        return getattr(pi_prime, prefix + '_logits') if pi_prime is not None else None
+
     groups = getattr(pi.ac_space, 'action_groups', 1)
     loss, summaries = actor_critic_loss(losses.on_policy, targets.on_policy, pi.on_logits, pi.on_vf,
-                                        prime('on_logits'), config.model_beta, clip_epsilon, 'on_policy', verbose,
+                                        prime('on'), config.model_beta, clip_epsilon, 'on_policy', verbose,
                                         groups)
     terms = []
     if config.use_off_policy_aac:
         terms.append((config.off_aac_lambda, actor_critic_loss(
-            losses.off_policy, targets.off_policy, pi.off_logits, pi.off_vf, prime('off_logits'),
+            losses.off_policy, targets.off_policy, pi.off_logits, pi.off_vf, prime('off'),
             config.model_beta, clip_epsilon, 'off_policy', False, groups)))
     if config.use_pixel_control:
         pc = targets.pixel_control

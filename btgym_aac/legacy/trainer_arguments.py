@@ -11,7 +11,7 @@ IGNORED_ORIGINAL_ARGUMENTS = {
 REMOVED_HOOKS = {
     '_get_main_feeder': 'override extra_feed for placeholders of your own',
     '_process_rollouts': 'override extra_feed for placeholders of your own (the batches are learner.TrainBatches)',
-    'process_data': 'the train step builds its feed in Learner.train_feed; override extra_feed for placeholders of '
+    'process_data': 'the train step builds its feeds in Learner.update_feeds; override extra_feed for placeholders of '
                     'your own',
     'process_summary': 'the train step writes its summaries with Learner.summaries (summaries.RunnerSummaryWriter)',
 }

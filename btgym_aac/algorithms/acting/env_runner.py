@@ -5,7 +5,8 @@ A runner alone talks to its environment: it acts with the policy, steps the env,
 bootstraps n-step returns, keeps episode statistics, renders, and feeds replay memory.
 
 Experience frame (one env step): ``{'position': {'episode', 'step'}, 'state': observation the action was taken in,
-'action': one-hot [A], 'reward': float, 'value': V(state) [1], 'terminal': bool (the episode is over),
+'action': one-hot [A], 'logits': the acting policy's logits [A], 'reward': float, 'value': V(state) [1], 'terminal':
+bool (the episode is over),
 'truncated': bool (over by a time limit, not terminated), 'context': policy context before the step, 'last_action':
 previous action code [E], 'last_reward': previous reward (0-d array), 'r': bootstrap [1]}`` plus one key per policy
 callback (e.g. ``pixel_change``). ``'r'`` is V(next state) for a frame followed by another one, 0 after a
@@ -145,6 +146,7 @@ def step_with(acted, sess, env, policy, state, context, last_action, last_reward
         'position': dict(position),
         'state': state,
         'action': action['one_hot'],
+        'logits': logits,
         'reward': float(reward),
         'value': value,
         'terminal': terminal,
