@@ -375,12 +375,12 @@ def test_the_docs_name_the_keys_of_a_trials_fold_record():
 def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_path):
     data = three_days_csv(tmp_path)
     out = tmp_path / 'sweep'
-    report = sweep(small_configs(), data, trials=2, out=str(out), folds=2, train_steps=200, test_episodes=2,
+    report = sweep(small_configs(), data, trials=2, out=str(out), folds=1, train_steps=200, test_episodes=2,
                    space=TINY_SPACE, seed=3, episode_plots=False)
     assert json.loads((out / 'sweep.json').read_text()) == json.loads(json.dumps(report))
     trials = report['trials']
     assert [trial['number'] for trial in trials] == [0, 1]
-    assert all(trial['state'] == 'COMPLETE' and trial['seed'] == 3 and len(trial['folds']) == 2 for trial in trials)
+    assert all(trial['state'] == 'COMPLETE' and trial['seed'] == 3 and len(trial['folds']) == 1 for trial in trials)
     frame = read_ohlcv([data])
     lockbox_start = split_lockbox(frame, 0.2)[1].index[0]
     for trial in trials:
@@ -390,11 +390,10 @@ def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_pa
         assert trial['returns'] == pytest.approx(np.subtract(
             *[[v for fold in walk['folds'] for v in fold['agents'][name]['return_pct']]
               for name in ('policy', 'buy_and_hold')]).tolist())
-        for fold in (0, 1):
-            for part in ('train.csv', 'test.csv'):
-                bars = read_ohlcv([str(folder / 'fold_{}'.format(fold) / part)])
-                assert bars.index[-1] < lockbox_start  # no trial saw a lockbox bar
-            assert os.listdir(folder / 'fold_{}'.format(fold) / 'evaluation') == ['report.json']  # no episode plot
+        for part in ('train.csv', 'test.csv'):
+            bars = read_ohlcv([str(folder / 'fold_0' / part)])
+            assert bars.index[-1] < lockbox_start  # no trial saw a lockbox bar
+        assert os.listdir(folder / 'fold_0' / 'evaluation') == ['report.json']  # no episode plot
     best = max(trials, key=lambda trial: trial['value'])
     assert report['best_trial'] == best
     lockbox = report['lockbox']
@@ -412,7 +411,7 @@ def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_pa
     assert all((out / name).stat().st_size > 10000 for name in report['plots'])
 
     assert report['lockbox_tests'] == [best['number']]
-    again = sweep(small_configs(), data, trials=2, out=str(out), folds=2, train_steps=200, test_episodes=2,
+    again = sweep(small_configs(), data, trials=2, out=str(out), folds=1, train_steps=200, test_episodes=2,
                   space=TINY_SPACE, seed=3)
     assert again['trials'] == trials and again['lockbox'] == lockbox  # nothing is run again
     assert again['lockbox_tests'] == [best['number']] and again['verdict'] == report['verdict']
@@ -420,23 +419,23 @@ def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_pa
     earlier.mkdir(parents=True)
     (earlier / 'fold.json').write_text((out / lockbox['folder'] / 'fold_0' / 'fold.json').read_text())
     os.utime(earlier / 'fold.json', (1, 1))
-    spent = sweep(small_configs(), data, trials=2, out=str(out), folds=2, train_steps=200, test_episodes=2,
+    spent = sweep(small_configs(), data, trials=2, out=str(out), folds=1, train_steps=200, test_episodes=2,
                   space=TINY_SPACE, seed=3)
     assert spent['lockbox_tests'] == [99, best['number']] and spent['survives'] is False
     assert 'the lockbox has been tested with 2 trials (99, {})'.format(best['number']) in spent['verdict']
     shutil.rmtree(out / 'lockbox' / 'trial_99')
     with pytest.raises(ValueError, match=r"other settings:\n  setting +then +now\n  --test-episodes +2 +3\ncontinue"):
-        sweep(small_configs(), data, trials=2, out=str(out), folds=2, train_steps=200, test_episodes=3,
+        sweep(small_configs(), data, trials=2, out=str(out), folds=1, train_steps=200, test_episodes=3,
               space=TINY_SPACE, seed=3)
     wider = small_configs()
     wider['policy_config']['kwargs']['lstm_layers'] = (32, 32)
     with pytest.raises(ValueError, match=r"other settings:\n  setting +then +now\n  "
                                          r"policy_config\.kwargs\.lstm_layers +\[16, 16\] +\[32, 32\]\ncontinue"):
-        sweep(wider, data, trials=2, out=str(out), folds=2, train_steps=200, test_episodes=2, space=TINY_SPACE,
+        sweep(wider, data, trials=2, out=str(out), folds=1, train_steps=200, test_episodes=2, space=TINY_SPACE,
               seed=3)
     with pytest.raises(ValueError, match="holds the trials of study 'sweep' in sqlite:///.+: give study 'other' "
                                          "another --out"):
-        sweep(small_configs(), data, trials=2, out=str(out), folds=2, train_steps=200, test_episodes=2,
+        sweep(small_configs(), data, trials=2, out=str(out), folds=1, train_steps=200, test_episodes=2,
               space=TINY_SPACE, seed=3, study_name='other')
     assert len(json.loads((out / 'sweep.json').read_text())['trials']) == 2
 
