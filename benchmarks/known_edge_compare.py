@@ -1,22 +1,27 @@
 """Compares variants of one trainer on the known-edge markets: runs of several `known_edge.py` results (each made
-with other `--env-kwargs`, `--trainer-kwargs` or `--spread`), the same markets and seeds, side by side.
+with other `--env-kwargs`, `--trainer-kwargs`, `--config` or `--spread`), the same markets and seeds, side by side.
 
 For each market and variant: the last stage's fraction of the oracle with its bootstrap interval (seeds and
-episodes pooled, `known_edge_summary.learning_curve`), the env steps and CPU seconds of the first stage at 50 % and
-at 80 % of the oracle or more (`known_edge_summary.time_to`), and the learning curve; the variants' runs are paired by market seed, so their test windows
-are the same. Writes `known_edge_compare.json` and `known_edge_compare_steps.png` (one panel per market, one line
-per variant) to `--out` and prints the markdown table.
+episodes pooled, `known_edge_summary.learning_curve`), the fraction over every stage from `--late-from` env steps
+on (`known_edge_summary.late_fraction`: steadier than one stage's), the CPU milliseconds per env step, the env
+steps and CPU seconds of the first stage at 50 % and at 80 % of the oracle or more (`known_edge_summary.time_to`),
+and the learning curve; the variants' runs are paired by market seed, so their test windows are the same. Writes
+`known_edge_compare.json` and `known_edge_compare_steps.png` (one panel per market, one line per variant) to
+`--out` and prints the markdown table.
 
 Usage:
     python benchmarks/known_edge_compare.py --results default=benchmarks/results/known_edge/known_edge.json
-                                            lr3x=DIR/known_edge.json ... [--trainer a3c] [--markets mr regime]
-                                            [--seeds 0 1] [--out benchmarks/results/known_edge_compare]
+                                            lr3x=DIR/known_edge.json ppo4x4:ppo=DIR/known_edge.json ...
+                                            [--trainer a3c] [--markets mr regime] [--seeds 0 1]
+                                            [--late-from 20000] [--out benchmarks/results/known_edge_compare]
+
+A variant named `NAME:TRAINER` takes that trainer's runs of its file instead of `--trainer`'s.
 """
 import argparse
 import json
 import os
 
-from known_edge_summary import THRESHOLDS, learning_curve, plot, table_reached, time_to_entries
+from known_edge_summary import THRESHOLDS, late_fraction, learning_curve, plot, table_reached, time_to_entries
 
 
 def parse_args():
@@ -26,6 +31,8 @@ def parse_args():
     parser.add_argument('--trainer', default='a3c')
     parser.add_argument('--markets', nargs='+', default=['mr', 'regime'])
     parser.add_argument('--seeds', nargs='+', type=int, default=[0, 1])
+    parser.add_argument('--late-from', type=int, default=20000,
+                        help='env steps from which the stages make the late fraction')
     parser.add_argument('--out', default='benchmarks/results/known_edge_compare')
     args = parser.parse_args()
     args.variants = {}
@@ -50,31 +57,49 @@ def compare(args):
     """One row per market and variant (see the module docstring); ValueError where a variant lacks a seed."""
     rows = []
     for name, path in args.variants.items():
-        runs, settings = variant_runs(path, args.trainer, args.markets, args.seeds)
+        name, _, trainer = name.partition(':')
+        trainer = trainer or args.trainer
+        runs, settings = variant_runs(path, trainer, args.markets, args.seeds)
         for market in args.markets:
             found = sorted(run['seed'] for run in runs[market])
             if found != sorted(args.seeds):
                 raise ValueError('{}: {} has seeds {} of {} on {}, not {}'.format(
-                    name, path, found, args.trainer, market, sorted(args.seeds)))
+                    name, path, found, trainer, market, sorted(args.seeds)))
             curve = learning_curve(runs[market])
-            rows.append({'market': market, 'trainer': name, 'variant_file': path,
+            rows.append({'market': market, 'trainer': name, 'variant_trainer': trainer, 'variant_file': path,
                          'env_overrides': settings.get('env_overrides'),
                          'trainer_overrides': settings.get('trainer_overrides', {}),
-                         'fraction_of_oracle': curve[-1], 'learning_curve': curve,
-                         'time_to': time_to_entries(curve)})
+                         'config_file': settings.get('config_file'),
+                         'fraction_of_oracle': curve[-1], 'late_fraction': late_fraction(runs[market], args.late_from),
+                         'cpu_ms_per_env_step': _cpu_ms_per_env_step(curve[-1]),
+                         'learning_curve': curve, 'time_to': time_to_entries(curve)})
     return rows
 
 
-def table_lines(rows):
+def _cpu_ms_per_env_step(point):
+    """CPU milliseconds per env step of a curve point (None without CPU seconds)."""
+    return None if point['cpu_seconds'] is None else 1000.0 * point['cpu_seconds'] / point['env_steps']
+
+
+def table_lines(rows, late_from):
     """The comparison as the lines of a markdown table."""
-    lines = ['| market | variant | fraction of the oracle [95 % interval] | env steps / CPU s to {} |'.format(
-        ' / '.join('{:.0%}'.format(level) for level in THRESHOLDS)), '|---|---|---|---|']
+    lines = ['| market | variant | fraction of the oracle [95 % interval] | from {:,} env steps on | CPU ms per env '
+             'step | env steps / CPU s to {} |'.format(late_from, ' / '.join('{:.0%}'.format(level)
+                                                                            for level in THRESHOLDS)),
+             '|---|---|---|---|---|---|']
     for row in rows:
-        fraction = row['fraction_of_oracle']
-        cell = '-' if fraction['fraction'] is None else '{:.2f} [{:.2f}, {:.2f}]'.format(
-            fraction['fraction'], fraction['ci_low'], fraction['ci_high'])
-        lines.append('| {} | {} | {} | {} |'.format(row['market'], row['trainer'], cell, table_reached(row)))
+        cpu = row['cpu_ms_per_env_step']
+        lines.append('| {} | {} | {} | {} | {} | {} |'.format(
+            row['market'], row['trainer'], _fraction_cell(row['fraction_of_oracle']),
+            _fraction_cell(row['late_fraction']), '-' if cpu is None else '{:.1f}'.format(cpu), table_reached(row)))
     return lines
+
+
+def _fraction_cell(fraction):
+    """'fraction [low, high]', or '-' where there is none."""
+    if fraction is None or fraction['fraction'] is None:
+        return '-'
+    return '{:.2f} [{:.2f}, {:.2f}]'.format(fraction['fraction'], fraction['ci_low'], fraction['ci_high'])
 
 
 def main():
@@ -83,10 +108,10 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'known_edge_compare.json'), 'w') as f:
         json.dump({'benchmark': 'known_edge_compare', 'trainer': args.trainer, 'seeds': args.seeds,
-                   'variants': args.variants, 'rows': rows}, f, indent=1)
+                   'late_from': args.late_from, 'variants': args.variants, 'rows': rows}, f, indent=1)
     plot(sorted(rows, key=lambda row: args.markets.index(row['market'])), 'env_steps', 'env steps',
          os.path.join(args.out, 'known_edge_compare_steps.png'))
-    print('\n'.join(table_lines(rows)))
+    print('\n'.join(table_lines(rows, args.late_from)))
 
 
 if __name__ == '__main__':

@@ -37,6 +37,19 @@ def learning_curve(runs):
     return curve
 
 
+def late_fraction(runs, from_env_steps):
+    """The policy's fraction of the oracle over every stage at `from_env_steps` or later (within 1 % below), seeds,
+    stages and episodes pooled, with its bootstrap interval: steadier than one stage's (`fraction_of_oracle`), and
+    None where no stage is that late."""
+    late = [index for index in range(min(len(run['stages']) for run in runs))
+            if np.mean([run['stages'][index]['env_steps'] for run in runs]) >= 0.99 * from_env_steps]
+    if not late:
+        return None
+    policy = [value for index in late for value in pooled_returns(runs, index, 'policy')]
+    oracle = [value for index in late for value in pooled_returns(runs, index, 'oracle')]
+    return dict(fraction_of_oracle(policy, oracle), stages=len(late))
+
+
 def time_to(curve, threshold):
     """The first point of `curve` whose fraction of the oracle is `threshold` or more, or None."""
     return next((point for point in curve if point['fraction'] is not None and point['fraction'] >= threshold), None)

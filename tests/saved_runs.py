@@ -46,7 +46,8 @@ def write_saved_run(log_dir, env_config, policy_config, trainer_config, step=100
 
 
 def reference_configs():
-    """The reference configuration (`btgym-aac train`'s) on a small noisy sine series, 8-hour episodes."""
+    """The default configuration (`btgym-aac train`'s, the `fast` preset) on a small noisy sine series, 8-hour
+    episodes."""
     from btgym_aac.data import make_sine_data
     from btgym_aac.distributed.run_config import default_configs
 

@@ -418,7 +418,10 @@ def test_algo_flag_picks_the_trainer_also_over_a_config_file(tmp_path, algo, tra
     parser = cli_module.build_parser()
     configs = cli_module._configs_from_args(parser.parse_args(['train', '--algo', algo]))
     assert configs['trainer_config']['class_ref'].__name__ == trainer
-    assert configs['trainer_config']['kwargs']['model_beta'] == 0.05  # the reference preset's
+    assert configs['trainer_config']['kwargs']['opt_learn_rate'] == 1e-3  # the default preset's (fast)
+    configs = cli_module._configs_from_args(parser.parse_args(['train', '--algo', algo, '--preset', 'reference']))
+    assert configs['trainer_config']['class_ref'].__name__ == trainer
+    assert configs['trainer_config']['kwargs']['model_beta'] == 0.05
     path = config_file(tmp_path, "from btgym_aac.algorithms.aac import A3C\n"
                                  "trainer_config = {'class_ref': A3C, 'kwargs': {'rollout_length': 7}}\n")
     configs = cli_module._configs_from_args(parser.parse_args(['train', path, '--algo', algo]))

@@ -57,3 +57,13 @@ def test_a_fraction_never_reached_and_runs_without_sampling(summary):
                               '0.8': {'env_steps': None, 'cpu_seconds': None}}
     assert row['fraction_of_oracle']['sampled'] is None
     assert '| 15,000 / 30 s; - |' in summary.table_lines([row])[2]
+
+
+def test_the_late_fraction_pools_every_stage_from_its_env_steps_on(summary):
+    runs = [run(0, [0.2, 1.2, 1.4, 1.8], [0.0] * 4), run(1, [0.4, 0.9, 1.9, 1.8], [0.0] * 4)]
+    # the stages at 15,000 and 19,999 env steps: the policy's (1.4 + 1.9 + 1.8 + 1.8) / 4 over the oracle's 2
+    late = summary.late_fraction(runs, 15000)
+    assert late['stages'] == 2 and late['fraction'] == pytest.approx(6.9 / 4 / 2)
+    assert late['ci_low'] <= late['fraction'] <= late['ci_high']
+    assert summary.late_fraction(runs, 5000)['fraction'] == pytest.approx((0.6 + 2.1 + 3.3 + 3.6) / 8 / 2)
+    assert summary.late_fraction(runs, 30000) is None

@@ -331,7 +331,7 @@ def test_an_unprivileged_users_run_is_isolated_in_its_own_user_namespace(tmp_pat
     skip_without_namespaces(prefix)
     with tempfile.TemporaryDirectory() as shared:
         os.chmod(shared, 0o777)  # the unprivileged uid writes its log dir here
-        with script_run(prefix, os.path.join(shared, 'run'), 'auto', 8000) as run:
+        with script_run(prefix, os.path.join(shared, 'run'), 'auto', 4000) as run:
             ports = spec_ports(run.spec())
             run.wait_until_trained()
             tasks = run.wait_for_tasks(ports)
@@ -340,7 +340,7 @@ def test_an_unprivileged_users_run_is_isolated_in_its_own_user_namespace(tmp_pat
                 assert net_namespace(pid) != net_namespace(os.getpid())
                 assert net_namespace(pid, 'user') != net_namespace(run.process.pid, 'user')
             result = run.finish()
-    assert result['uid'] != 0 and result['global_step'] >= 8000
+    assert result['uid'] != 0 and result['global_step'] >= 4000
     assert result['owners'] and set(result['owners'].values()) == {result['uid']}
     assert_all_gone(run.seen_pids)
 

@@ -7,7 +7,7 @@ import pytest
 from btgym_aac.algorithms.config import AacConfig
 from btgym_aac.class_refs import ClassRef
 from btgym_aac.cli import _configs_from_args, build_parser
-from btgym_aac.distributed.run_config import (PRESETS, config_digest, default_configs, digested_configs,
+from btgym_aac.distributed.run_config import (DEFAULT_PRESET, PRESETS, config_digest, default_configs, digested_configs,
                                               launcher_configs, launcher_defaults, merge_config, merge_configs)
 
 REFERENCE_TRAINER_SETTINGS = dict(
@@ -80,7 +80,7 @@ def test_the_algo_flag_sets_the_class_and_keeps_the_config_files_trainer_kwargs(
 
 @pytest.mark.parametrize('algo', ['a3c', 'unreal', 'ppo'])
 def test_the_reference_preset_gives_the_original_notebooks_settings(algo):
-    configs = default_configs(algo)
+    configs = default_configs(algo, preset='reference')
     trainer = AacConfig(**configs['trainer_config']['kwargs'])
     assert {name: getattr(trainer, name) for name in REFERENCE_TRAINER_SETTINGS} == REFERENCE_TRAINER_SETTINGS
     policy = configs['policy_config']
@@ -126,7 +126,7 @@ def test_an_unknown_preset_or_algo_is_refused_naming_the_known_ones():
 
 def test_the_preset_and_the_kept_checkpoints_are_left_out_of_the_digest():
     configs = default_configs('a3c', import_classes=False)
-    assert configs['launcher_config']['preset'] == 'reference'
+    assert configs['launcher_config']['preset'] == DEFAULT_PRESET == 'fast'
     unnamed = dict(configs, launcher_config={key: value for key, value in configs['launcher_config'].items()
                                              if key != 'preset'})
     assert config_digest(configs) == config_digest(unnamed)
@@ -140,7 +140,7 @@ def test_the_preset_and_the_kept_checkpoints_are_left_out_of_the_digest():
 def test_a_launcher_records_the_preset_of_its_configs_in_the_run(tmp_path):
     from btgym_aac.distributed.launcher import make_launcher
 
-    configs = default_configs('a3c', import_classes=False)
+    configs = default_configs('a3c', import_classes=False, preset='reference')
     configs['cluster_config'] = dict(configs['cluster_config'], log_dir=str(tmp_path / 'run'))
     assert make_launcher(configs).run_config()['preset'] == 'reference'
     del configs['launcher_config']['preset']

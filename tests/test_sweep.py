@@ -87,8 +87,8 @@ def test_values_go_into_a_copy_of_the_configs():
     assert changed['trainer_config']['kwargs']['opt_learn_rate'] == 3e-4
     assert changed['env_config']['kwargs']['reward_scale'] == 2.0
     assert changed['launcher_config']['save_secs'] == 30
-    assert 'opt_learn_rate' not in configs['trainer_config']['kwargs']  # the original is left alone
-    assert changed['trainer_config']['kwargs']['model_beta'] == 0.05
+    assert configs['trainer_config']['kwargs']['opt_learn_rate'] == 1e-3  # the original is left alone
+    assert changed['trainer_config']['kwargs']['time_flat'] is True
 
 
 # ------------------------------------------------------------------------------------------- objectives

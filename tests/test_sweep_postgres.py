@@ -17,7 +17,7 @@ from pg_cluster import POSTGRES_ROOT, postgres_bin_dir, postgres_server
 from proc_helpers import GROUP, live_processes, wait_until_group_ends
 from small_runs import CONFIG_FILE, three_days_csv
 
-TRIALS = 4
+TRIALS = 3
 STUDY = 'shared'
 OPEN_STUDY = '''
 import sys

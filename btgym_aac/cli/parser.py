@@ -5,7 +5,7 @@ from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _tr
 from btgym_aac.cli.order_flags import add_order_flags
 from btgym_aac.cli.sweep_command import _sweep
 from btgym_aac.cli.trade_command import _parity, _tearsheet, _trade
-from btgym_aac.distributed.run_config import (DEFAULT_LOG_DIR, DEFAULT_MAX_RESTARTS, DEFAULT_MAX_STEPS,
+from btgym_aac.distributed.run_config import (DEFAULT_LOG_DIR, DEFAULT_MAX_RESTARTS, DEFAULT_MAX_STEPS, DEFAULT_PRESET,
                                               DEFAULT_RESTART_WINDOW_MINUTES, PRESETS, TRAINER_CLASSES)
 from btgym_aac.progress import PLAIN_LINE_SECONDS
 from btgym_aac.sweep import OBJECTIVES, PRUNERS
@@ -30,9 +30,9 @@ def _add_run_flags(parser, cluster_spec_given=False):
     parser.add_argument('config', nargs='?', help='Python file defining env_config, cluster_config, '
                         'policy_config, trainer_config (and optionally launcher_config)')
     parser.add_argument('--algo', choices=tuple(TRAINER_CLASSES), help='trainer (default a3c)')
-    parser.add_argument('--preset', choices=tuple(PRESETS), default='reference',
-                        help='the configuration the config file and the flags change (default: reference, the '
-                        'original notebook\'s; docs/configuration.md)')
+    parser.add_argument('--preset', choices=tuple(PRESETS), default=DEFAULT_PRESET,
+                        help='the configuration the config file and the flags change (default: {}; reference: the '
+                        'original notebook\'s; docs/configuration.md)'.format(DEFAULT_PRESET))
     if not cluster_spec_given:
         parser.add_argument('--workers', type=int, help='number of workers (default 2)')
     parser.add_argument('--envs-per-worker', type=int, help='environments per worker (default 1)')
@@ -226,9 +226,9 @@ def _add_walk_forward_flags(parser, data_use):
     parser.add_argument('config', nargs='?', help='Python file defining the config dicts (default: the reference '
                         'configuration)')
     parser.add_argument('--algo', choices=tuple(TRAINER_CLASSES), help='trainer (default a3c)')
-    parser.add_argument('--preset', choices=tuple(PRESETS), default='reference',
-                        help='the configuration the config file and the flags change (default: reference, the '
-                        'original notebook\'s; docs/configuration.md)')
+    parser.add_argument('--preset', choices=tuple(PRESETS), default=DEFAULT_PRESET,
+                        help='the configuration the config file and the flags change (default: {}; reference: the '
+                        'original notebook\'s; docs/configuration.md)'.format(DEFAULT_PRESET))
     _add_data_flags(parser, True, 'OHLC CSV files to ' + data_use,
                     'several assets to {}, one OHLC CSV file (or several, comma-separated) each, aligned on their '
                     'common bar times and cut at the same times'.format(data_use))

@@ -98,8 +98,12 @@ def _fast_preset(algo):
 PRESETS = {'reference': _reference_preset, 'fast': _fast_preset}
 """Preset name -> fn(algo) -> its layer of configs over `launcher_defaults()`."""
 
+DEFAULT_PRESET = 'fast'
+"""The preset `btgym-aac` and `default_configs` use unless told another: the best measured (docs/learning.md,
+"Presets"); `reference` is the original notebook's configuration."""
 
-def default_configs(algo='a3c', import_classes=True, preset='reference'):
+
+def default_configs(algo='a3c', import_classes=True, preset=DEFAULT_PRESET):
     """The configs of a preset: `preset`'s layer over the Launcher's defaults, with the trainer of `algo`.
 
     Args:
