@@ -32,7 +32,7 @@ def measure(envs, calls):
     from btgym_aac.env.training_envs import build_from_config, training_env_config
     from btgym_aac.distributed.run_config import default_configs
 
-    configs = default_configs('a3c')
+    configs = default_configs('a3c', preset='reference')
     env = build_from_config(training_env_config(configs['env_config']))
     try:
         observation, _ = env.reset()
@@ -135,9 +135,9 @@ def main():
                       for count in args.envs} for name in versions}
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'act_cost.json'), 'w') as out:
-        json.dump({'benchmark': 'act_cost', 'configuration': 'reference (default_configs("a3c")), local policy, '
-                   'plain session', 'calls': args.calls, 'baseline_source_tree': args.baseline,
-                   'medians': medians, 'runs': runs,
+        json.dump({'benchmark': 'act_cost', 'configuration': 'reference (default_configs("a3c", '
+                   'preset="reference")), local policy, plain session', 'calls': args.calls,
+                   'baseline_source_tree': args.baseline, 'medians': medians, 'runs': runs,
                    'machine': {'python': platform.python_version(), 'cpus': os.cpu_count()}}, out, indent=1)
     print('{:10s} {:>5s} {:>12s} {:>12s} {:>12s}'.format('version', 'envs', 'CPU ms/call', 'python ms', 'session ms'))
     for name, by_count in medians.items():

@@ -241,7 +241,7 @@ def main():
     args = parser.parse_args()
     load_before = os.getloadavg()[0]
     with tempfile.TemporaryDirectory() as folder:
-        configs = default_configs('a3c')
+        configs = default_configs('a3c', preset='reference')
         configs['cluster_config'] = dict(configs['cluster_config'], log_dir=os.path.join(folder, 'run'))
         run = chaos_run(configs, args.max_steps, args.seed, (args.min_interval, args.max_interval),
                         args.max_restarts, args.restart_window, args.save_secs)

@@ -36,7 +36,7 @@ def env_config(test_csv, spread, slippage):
     """The reference configuration's env_config on `test_csv` with ENV_OVERRIDES and the costs."""
     from btgym_aac.distributed.run_config import default_configs
 
-    config = default_configs('a3c')['env_config']
+    config = default_configs('a3c', preset='reference')['env_config']
     costs = {'spread': spread}
     if slippage:
         costs['slippage'] = slippage

@@ -48,8 +48,8 @@ def command(*args):
 def made_artifact(folder, steps):
     """Trains the reference configuration for `steps` env steps and exports it; returns the artifact folder."""
     log_dir, artifact = os.path.join(folder, 'run'), os.path.join(folder, 'artifact')
-    subprocess.run(command('train', '--max-steps', str(steps), '--log-dir', log_dir), check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run(command('train', '--preset', 'reference', '--max-steps', str(steps), '--log-dir', log_dir),
+                   check=True, stdout=subprocess.DEVNULL)
     subprocess.run(command('export', log_dir, artifact), check=True, stdout=subprocess.DEVNULL)
     return artifact
 

@@ -28,8 +28,8 @@ MODES = ('auto', 'off')
 
 def train_once(mode, max_steps, log_dir):
     """Runs `btgym-aac train` once and returns its start-up seconds and steady env steps/s."""
-    command = [sys.executable, '-m', 'btgym_aac.cli', 'train', '--max-steps', str(max_steps), '--log-dir', log_dir,
-               '--fresh', '--seed', '0', '--network-isolation', mode, '--progress-seconds', '2']
+    command = [sys.executable, '-m', 'btgym_aac.cli', 'train', '--preset', 'reference', '--max-steps', str(max_steps),
+               '--log-dir', log_dir, '--fresh', '--seed', '0', '--network-isolation', mode, '--progress-seconds', '2']
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     progress, output = [], []
     for line in process.stdout:

@@ -30,7 +30,7 @@ def pair_configs(seed, steps, log_dir):
     from btgym_aac.data import make_cointegrated_pair
     from btgym_aac.distributed.run_config import default_configs, multi_asset_env_config
 
-    configs = default_configs('a3c')
+    configs = default_configs('a3c', preset='reference')
     configs['env_config'] = multi_asset_env_config(make_cointegrated_pair(seed=seed, **PAIR),
                                                    target_period={'days': TEST_DAYS})
     configs['cluster_config'] = dict(configs['cluster_config'], log_dir=log_dir, network_isolation='auto')

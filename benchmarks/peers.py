@@ -49,7 +49,7 @@ def our_ppo_settings_for_sb3():
     from btgym_aac.algorithms.learner import GRADIENT_CLIP_NORM
     from btgym_aac.distributed.run_config import default_configs
 
-    ours = AacConfig(**default_configs('ppo', import_classes=False)['trainer_config']['kwargs'])
+    ours = AacConfig(**default_configs('ppo', import_classes=False, preset='reference')['trainer_config']['kwargs'])
     return dict(n_steps=ours.rollout_length, batch_size=ours.rollout_length, n_epochs=ours.num_epochs,
                 learning_rate=ours.opt_learn_rate, ent_coef=ours.model_beta, gamma=ours.model_gamma,
                 gae_lambda=ours.model_gae_lambda, clip_range=ours.clip_epsilon, max_grad_norm=GRADIENT_CLIP_NORM)

@@ -95,7 +95,7 @@ def main():
     parser.add_argument('--out', default='benchmarks/results')
     args = parser.parse_args()
     baselines = {name: baseline(code) for name, code in BASELINES.items()}
-    configs = default_configs('a3c')
+    configs = default_configs('a3c', preset='reference')
     with tempfile.TemporaryDirectory() as tmp:
         configs['cluster_config'].update(num_workers=args.workers, log_dir=os.path.join(tmp, 'run'))
         launcher = make_launcher(configs, max_env_steps=args.max_steps, show_progress=False)

@@ -26,7 +26,7 @@ from train_throughput import process_cpu_seconds
 
 def measure(num_ps, max_steps, log_dir):
     """One 2-worker run on `num_ps` parameter servers; CPU ms per env step of every task over its training."""
-    configs = default_configs('a3c')
+    configs = default_configs('a3c', preset='reference')
     configs['cluster_config'] = dict(configs['cluster_config'], num_ps=num_ps, log_dir=log_dir)
     launcher = make_launcher(configs, max_env_steps=max_steps, save_secs=3600, root_random_seed=0,
                              show_progress=False)

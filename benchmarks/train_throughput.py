@@ -6,10 +6,10 @@
 
 all on DevStrat_4_11 with skip_frame 10 on the built-in sine data, one parameter server, rendering off; and
 
-- `reference`: the package's reference configuration as `btgym-aac train` runs it
-  (`run_config.default_configs('a3c')`: its env kwargs, AacStackedRL2Policy (256, 256) with lstm_2_init_period 60,
-  A3C with its trainer kwargs, its checkpoint interval), rendering as shipped: the Launcher renders on worker 0's
-  last env only.
+- `reference`: the package's reference configuration as `btgym-aac train --preset reference` runs it
+  (`run_config.default_configs('a3c', preset='reference')`: its env kwargs, AacStackedRL2Policy (256, 256) with
+  lstm_2_init_period 60, A3C with its trainer kwargs, its checkpoint interval), rendering as shipped: the Launcher
+  renders on worker 0's last env only.
 
 Every worker has `--envs-per-worker` envs (default 1; the cluster's `num_envs`); with several, they are stepped in
 lockstep by one runner thread acting for all of them (batched acting), or with `--no-batch-acting` by a runner
@@ -165,7 +165,7 @@ ENV_KWARGS = dict(
     drawdown_call=10, target_call=10, gamma=0.99, reward_scale=7, state_ext_scale=np.linspace(3e3, 1e3, 5),
     episode_duration={'days': 1, 'hours': 23, 'minutes': 40}, render_enabled=False)
 A3C_KWARGS = dict(opt_learn_rate=1e-4, model_beta=0.05, rollout_length=20, time_flat=True, model_summary_freq=100)
-REFERENCE = default_configs('a3c')
+REFERENCE = default_configs('a3c', preset='reference')
 CONFIGS = {
     'a3c': dict(
         description='A3C reference: BaseAacPolicy lstm 256, rollout 20, time_flat, DevStrat_4_11, skip_frame 10, '
@@ -187,7 +187,8 @@ CONFIGS = {
             model_gae_lambda=1.0, model_beta=0.05, rollout_length=20, time_flat=True, use_value_replay=False,
             model_summary_freq=100, episode_summary_freq=1)}),
     'reference': dict(
-        description='the reference configuration as `btgym-aac train` runs it (run_config.default_configs(\'a3c\')): '
+        description='the reference configuration as `btgym-aac train --preset reference` runs it '
+                    '(run_config.default_configs(\'a3c\', preset=\'reference\')): '
                     'AacStackedRL2Policy (256, 256), lstm_2_init_period 60, A3C, rollout 20, time_flat, summaries '
                     'every 10 train steps, episode summaries, renderings every 10 episodes (worker 0\'s last env), '
                     'DevStrat_4_11, skip_frame 10, sine data, checkpoints every {} s, 1 ps'.format(
