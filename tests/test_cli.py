@@ -393,7 +393,7 @@ def test_a_config_files_cluster_and_launcher_dicts_fill_in_the_command_defaults(
     expected = dict(cli_module.default_configs(import_classes=False)['cluster_config'], num_workers=4, num_envs=3)
     assert configs['cluster_config'] == expected and expected['log_dir'] == cli_module.DEFAULT_LOG_DIR
     assert configs['launcher_config'] == {'max_env_steps': cli_module.DEFAULT_MAX_STEPS, 'save_secs': 5,
-                                         'preset': 'reference'}
+                                         'preset': 'fast'}
 
 
 def test_initial_checkpoint_folder_flag_reaches_the_launcher(tmp_path, capsys):
