@@ -432,19 +432,25 @@ class Learner:
         frames it trains on.
 
         Returns:
-            (list of feed dicts, frames); with minibatches every feed gives the frames of the whole batch
-            (`TrainOps.frames`), which the last update advances the global step by.
+            (list of feed dicts, frames): without minibatches one feed of the whole batch, repeated for every pass;
+            with them a feed per minibatch, each giving the frames of the whole batch (`TrainOps.frames`), which the
+            last update advances the global step by.
         """
         config = self.config
         batches = train_batches(config, data, is_train)
         frames = int(np.sum(batches.on_policy[MASK_KEY]))
+        if config.num_minibatches == 1:
+            return [self._feed(batches)] * config.num_epochs, frames
         feeds = []
         for update in update_batches(batches, config.num_epochs, config.num_minibatches, self.rng):
-            feed = batches_feed(config, self.targets, update, self.pi, self.pi_prime, self.extra_feed)
-            if config.num_minibatches > 1:
-                feed[self.ops.frames] = frames
+            feed = self._feed(update)
+            feed[self.ops.frames] = frames
             feeds.append(feed)
         return feeds, frames
+
+    def _feed(self, batches):
+        """The feed dict of an update of the learner's policies on TrainBatches `batches` (`batches_feed`)."""
+        return batches_feed(self.config, self.targets, batches, self.pi, self.pi_prime, self.extra_feed)
 
     def train_step(self, sess, data):
         """One train step on merged runner `data` (one rollout from every runner, see `BaseAAC.get_data`):
