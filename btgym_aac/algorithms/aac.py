@@ -252,13 +252,18 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
 
     def _make_train_op(self, pi, pi_prime, pi_global):
         """Adam on the global variables and the sync ops (see `learner.make_train_ops`), kept as `self.train_ops`;
-        the trainer's learner runs them.
+        the trainer's learner runs them. A global policy keeping observation statistics gets their update from the
+        on-policy frames of every train step (`policy.normalization`).
 
         Returns:
             train op.
         """
-        frames = tf.placeholder_with_default(tf.reduce_sum(self.targets.on_policy.mask), [], name='train_frames')
-        self.train_ops = make_train_ops(self.loss, pi, pi_prime, pi_global, self.global_step, frames, self.config)
+        mask = self.targets.on_policy.mask
+        frames = tf.placeholder_with_default(tf.reduce_sum(mask), [], name='train_frames')
+        normalizer = getattr(pi_global, 'observation_normalizer', None)
+        statistics_update = normalizer.update(pi.on_state_in, mask) if normalizer is not None else None
+        self.train_ops = make_train_ops(self.loss, pi, pi_prime, pi_global, self.global_step, frames, self.config,
+                                        statistics_update)
         return self.train_ops.train_op
 
     def _combine_summaries(self, policy, model_summaries):

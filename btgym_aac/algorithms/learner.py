@@ -40,10 +40,12 @@ GRADIENT_CLIP_NORM = 40.0
 
 TrainOps = collections.namedtuple('TrainOps', [
     'train_op', 'inc_step', 'sync', 'sync_pi', 'sync_pi_after_train', 'sync_pi_prime', 'train_finite', 'grads',
-    'grads_global_norm', 'finite_checked', 'train_learn_rate', 'optimizer', 'frames'])
+    'grads_global_norm', 'finite_checked', 'train_learn_rate', 'optimizer', 'frames', 'last_train_op',
+    'sync_pi_after_last'])
 """Ops of a train step (see `make_train_ops`); `finite_checked` lists (description, tensor) pairs to search for
 the first non-finite value when `train_finite` is False; `frames` is the tensor of env frames the global step
-advances by (fed by a minibatch update)."""
+advances by (fed by a minibatch update); `last_train_op` is the step's last update (`train_op` with the update of
+the observation statistics, where the policy keeps them) and `sync_pi_after_last` the sync after it."""
 
 
 def copy_op(pairs):
@@ -65,7 +67,7 @@ def decayed_learn_rate(global_step, start, end, decay_steps):
                                      np.float64(end), power=1.0, cycle=False)
 
 
-def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config):
+def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config, statistics_update=None):
     """Adam on the global variables with the local gradients clipped at global norm 40, and the sync ops.
 
     `sync` copies every global variable to the local policy (`sync_pi` and the others); `sync_pi` skips the
@@ -76,6 +78,8 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config):
     learn rate (`config.opt_learn_rate` decayed linearly to `opt_end_learn_rate` over `opt_decay_steps`, times the
     fed train phase), Adam and the step increment run on the global step's device, the train phase and `frames`
     travelling packed with the gradients, so a step sends the gradients and gets the new global step back.
+    `last_train_op` also runs `statistics_update` (once per train step, with its last update), and
+    `sync_pi_after_last` syncs after both.
 
     Args:
         loss: scalar loss of the local policy `pi`.
@@ -84,6 +88,7 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config):
         frames: float32 scalar tensor, env frames of the fed batch (a placeholder with a default, so that the last
             minibatch of a step can advance the global step by the frames of the whole batch).
         config: the trainer's resolved `AacConfig` (its learn rate settings and `opt_epsilon`).
+        statistics_update: op updating the global policy's observation statistics, or None.
 
     Returns:
         TrainOps.
@@ -113,6 +118,11 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config):
         inc_step = global_step.assign_add(tf.cast(moved_frames, tf.int32))
     with tf.control_dependencies([train_op]):
         sync_pi_after_train = copy_op(changing)
+    last_train_op, sync_pi_after_last = train_op, sync_pi_after_train
+    if statistics_update is not None:
+        last_train_op = tf.group(train_op, statistics_update)
+        with tf.control_dependencies([last_train_op]):
+            sync_pi_after_last = copy_op(changing)
     sync_pi = copy_op(changing)
     changing_locals = {id(local) for local, _ in changing}
     unchanging = [pair for pair in pairs if id(pair[0]) not in changing_locals]
@@ -123,7 +133,8 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config):
         sync_pi_prime=copy_op(list(zip(pi_prime.var_list, pi.var_list))) if pi_prime is not None else None,
         train_finite=train_finite, grads=grads,
         grads_global_norm=tf.global_norm([grad for grad in grads if grad is not None]),
-        finite_checked=finite_checked, train_learn_rate=train_learn_rate, optimizer=optimizer, frames=frames)
+        finite_checked=finite_checked, train_learn_rate=train_learn_rate, optimizer=optimizer, frames=frames,
+        last_train_op=last_train_op, sync_pi_after_last=sync_pi_after_last)
 
 
 # ------------------------------------------------------------------------------------------- feeding
@@ -360,7 +371,7 @@ def session_calls(ops, summary_op):
     to the local policy; `update_epoch`: an update that does not advance the global step, then the sync (every
     epoch but the last); `update`: the update, fetching the new global step and whether it was finite;
     `update_then_sync`: the same, then the sync in the same run; `update_with_summary`: `update` fetching the
-    model summary too (None without a summary op).
+    model summary too (None without a summary op). The last three are a step's last update (`last_train_op`).
     """
     step = [ops.inc_step, ops.train_finite]
     return SessionCalls(
@@ -368,9 +379,9 @@ def session_calls(ops, summary_op):
         else None,
         sync=SessionCall('sync', None, [ops.sync_pi]),
         update_epoch=SessionCall('update_epoch', [ops.train_finite], [ops.sync_pi_after_train]),
-        update=SessionCall('update', step, [ops.train_op]),
-        update_then_sync=SessionCall('update_then_sync', step, [ops.train_op, ops.sync_pi_after_train]),
-        update_with_summary=SessionCall('update_with_summary', step + [summary_op], [ops.train_op])
+        update=SessionCall('update', step, [ops.last_train_op]),
+        update_then_sync=SessionCall('update_then_sync', step, [ops.last_train_op, ops.sync_pi_after_last]),
+        update_with_summary=SessionCall('update_with_summary', step + [summary_op], [ops.last_train_op])
         if summary_op is not None else None)
 
 

@@ -31,6 +31,7 @@ from btgym_aac.algorithms.nn.networks import (
 from btgym_aac.algorithms.common.placeholders import nested_placeholders
 from btgym_aac.algorithms.policy.calls import PolicyCalls
 from btgym_aac.algorithms.policy.interface import check_spaces, checked_layers
+from btgym_aac.algorithms.policy.normalization import ObservationNormalizer
 from btgym_aac.compat import tf
 
 AacGraph = collections.namedtuple(
@@ -109,7 +110,7 @@ class BaseAacPolicy(PolicyCalls):
     def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=BasicLSTMCell,
                  lstm_layers=(256,), action_dp_alpha=200.0, aux_estimate=False, static_rnn=False,
                  linear_layer_ref=noisy_linear, pixel_control=None, logits_layer_norm=True, off_policy_pass=True,
-                 **kwargs):
+                 normalize_observations=False, **kwargs):
         """
         Args:
             ob_space: DictSpace with an `external` [H, W, C] key (optional `internal`, `metadata`, ...).
@@ -128,11 +129,14 @@ class BaseAacPolicy(PolicyCalls):
             logits_layer_norm: layer-normalised logits (see `networks.dense_aac_network`).
             off_policy_pass: build the off-policy pass; False leaves it out unless the pixel-control head, which
                 reads it, is built (the trainer passes False when no loss of its reads it: fewer ops to build).
+            normalize_observations: standardise `external` and `internal` by running statistics (see
+                `normalization.ObservationNormalizer`; the trainer's learner updates them).
             **kwargs: encoder and pixel-control options (`conv_2d_*`, `pc_estimator_stride`, `duell_pc_*`);
                 anything else (e.g. the trainer's `task`, `cluster_spec`) is ignored (the trainer warns of
                 kwargs of its `policy_config` read by nothing).
         """
-        self._init_interface(ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate)
+        self._init_interface(ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate,
+                             normalize_observations)
         if not ac_space.is_discrete:
             raise ValueError('{} needs a discrete action space, got {}'.format(type(self).__name__, ac_space))
         if isinstance(ob_space.shape['external'], dict):
@@ -152,12 +156,14 @@ class BaseAacPolicy(PolicyCalls):
         self._bind_graphs(on_graph, off_graph)
         self._make_pixel_control(off_graph if pixel_control else None, linear_layer_ref=linear_layer_ref, **kwargs)
         self._make_aux_aliases()
-        self._make_reward_prediction(self._encode_external(self.rp_state_in['external'], reuse=True),
-                                     linear_layer_ref)
+        rp_external = self.normalized(self.rp_state_in)['external']
+        self._make_reward_prediction(self._encode_external(rp_external, reuse=True), linear_layer_ref)
         self._collect_variables()
 
-    def _init_interface(self, ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate):
-        """Validates the arguments shared by all policies, stores them and creates the input placeholders."""
+    def _init_interface(self, ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate,
+                        normalize_observations=False):
+        """Validates the arguments shared by all policies, stores them, creates the input placeholders and, with
+        `normalize_observations`, the observation statistics (`observation_normalizer`, else None)."""
         check_spaces(ob_space, ac_space)
         if isinstance(rp_sequence_size, bool) or int(rp_sequence_size) != rp_sequence_size or rp_sequence_size < 2:
             raise ValueError('policy: rp_sequence_size must be an int >= 2, got {!r}'.format(rp_sequence_size))
@@ -169,6 +175,14 @@ class BaseAacPolicy(PolicyCalls):
         self.callback = {}
         self.train_phase = tf.placeholder_with_default(False, shape=(), name='train_phase_flag_pl')
         self._make_placeholders()
+        self.observation_normalizer = ObservationNormalizer(ob_space.shape) if normalize_observations else None
+
+    def normalized(self, state_in):
+        """`state_in` as the encoders read it: standardised by the observation statistics where the policy keeps
+        them, else as it is."""
+        if self.observation_normalizer is None:
+            return state_in
+        return self.observation_normalizer.normalize(state_in)
 
     def _make_placeholders(self):
         """Observation, last action [None, E], last reward [None], batch size and sequence length placeholders."""
@@ -190,9 +204,11 @@ class BaseAacPolicy(PolicyCalls):
         self.rp_batch_size = tf.placeholder(tf.int32, name='rp_batch_size')
 
     def _policy_inputs(self, prefix):
-        """Returns (state_in, last_a_in, last_reward_in, batch_size, time_length) of the 'on' or 'off' graph."""
-        return tuple(getattr(self, '{}_{}'.format(prefix, name))
-                     for name in ('state_in', 'last_a_in', 'last_reward_in', 'batch_size', 'time_length'))
+        """Returns (state_in, last_a_in, last_reward_in, batch_size, time_length) of the 'on' or 'off' graph, the
+        observations `normalized`."""
+        state_in, *others = (getattr(self, '{}_{}'.format(prefix, name))
+                             for name in ('state_in', 'last_a_in', 'last_reward_in', 'batch_size', 'time_length'))
+        return (self.normalized(state_in), *others)
 
     def _encode_external(self, x, reuse):
         """Encodes `external` frames [N, H, W, C] with the shared conv encoder; returns [N, D]."""

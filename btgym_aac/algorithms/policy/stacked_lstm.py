@@ -55,7 +55,8 @@ class StackedLstmPolicy(BaseAacPolicy):
                  lstm_class_ref=LayerNormBasicLSTMCell, lstm_layers=(256, 256), linear_layer_ref=noisy_linear,
                  share_encoder_params=False, dropout_keep_prob=1.0, action_dp_alpha=200.0, aux_estimate=False,
                  encode_internal_state=None, static_rnn=True, shared_p_v=False, pixel_control=None,
-                 off_policy_pass=True, logits_layer_norm=True, datetime_features=False, **kwargs):
+                 off_policy_pass=True, logits_layer_norm=True, datetime_features=False,
+                 normalize_observations=False, **kwargs):
         """
         Args:
             ob_space: DictSpace with an `external` key (optional `internal`, `metadata`, ...).
@@ -82,10 +83,13 @@ class StackedLstmPolicy(BaseAacPolicy):
             datetime_features: both LSTMs also read the time of day and of the week of the observation's
                 `datetime` ([month / 12, day / 31, weekday / 6, hour / 24, minute / 60], as `DevStrat_4_12` gives
                 it) as sines and cosines (`datetime_cycles`); the observation must have `datetime`.
+            normalize_observations: standardise `external` and `internal` by running statistics (see
+                `normalization.ObservationNormalizer`; the trainer's learner updates them).
             **kwargs: encoder / pixel-control options (`NETWORK_DEFAULTS` when absent). All kwargs (including
                 the trainer's `task`, `cluster_spec`) also reach `lstm_network`, which ignores what it does not know.
         """
-        self._init_interface(ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate)
+        self._init_interface(ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate,
+                             normalize_observations)
         if not 0 < dropout_keep_prob <= 1:
             raise ValueError('StackedLstmPolicy: dropout_keep_prob must be in (0, 1], got {}'.format(
                 dropout_keep_prob))
@@ -120,8 +124,8 @@ class StackedLstmPolicy(BaseAacPolicy):
         self._make_pixel_control(off_graph if pixel_control else None, linear_layer_ref=self.linear_layer_ref,
                                  **self.network_kwargs)
         self._make_aux_aliases()
-        self._make_reward_prediction(self._encode_mode(self.rp_state_in, 'external', reuse=True),
-                                     self.linear_layer_ref)
+        rp_external = self._encode_mode(self.normalized(self.rp_state_in), 'external', reuse=True)
+        self._make_reward_prediction(rp_external, self.linear_layer_ref)
         self._collect_variables()
 
     def _encode_mode(self, state_in, key, reuse):
