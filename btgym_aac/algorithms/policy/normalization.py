@@ -38,8 +38,7 @@ float64). Their initial values
         self.modes = tuple(mode for mode in NORMALIZED_MODES if mode in ob_shape)
         with tf.variable_scope(name):
             self.count = tf.get_variable('moving_count', [], tf.float32, tf.zeros_initializer(), trainable=False)
-            self.statistics = {mode: _leaf_map(lambda shape, path: _statistics(shape, path), ob_shape[mode], mode)
-                               for mode in self.modes}
+            self.statistics = {mode: _leaf_map(_statistics, ob_shape[mode], mode) for mode in self.modes}
 
     def normalize(self, state_in):
         """`state_in` (a dict of observation tensors [N, ...]) with its normalised modes standardised.
@@ -49,7 +48,9 @@ float64). Their initial values
         """
         normalized = dict(state_in)
         for mode in self.modes:
-            normalized[mode] = _zip_map(self._standardize, self.statistics[mode], state_in[mode])
+            statistics, x = self.statistics[mode], state_in[mode]
+            normalized[mode] = {stream: self._standardize(statistics[stream], x[stream]) for stream in statistics} \
+                if isinstance(statistics, dict) else self._standardize(statistics, x)
         return normalized
 
     def _standardize(self, statistics, x):
@@ -74,8 +75,8 @@ float64). Their initial values
         share = frames / tf.maximum(total, 1.0)
         merged = []
         for mode in self.modes:
-            merged += _zip_map(lambda statistics, x: _merged(statistics, x, weights, frames, share),
-                               self.statistics[mode], state_in[mode], flat=True)
+            for statistics, x in _leaves(self.statistics[mode], state_in[mode]):
+                merged += _merged(statistics, x, weights, frames, share)
         merged.append((self.count, total))
         counted = frames > 0
         new_values = [tf.where(counted, new, tf.cast(variable.read_value(), new.dtype)) for variable, new in merged]
@@ -114,9 +115,8 @@ def _leaf_map(fn, shape, path):
     return fn(shape, path)
 
 
-def _zip_map(fn, statistics, x, flat=False):
-    """fn(statistics, tensor) over a leaf or a dict of streams; `flat` concatenates the results' lists."""
+def _leaves(statistics, x):
+    """[(statistics, tensor)] of every leaf of an observation entry: one array, or a dict of streams."""
     if isinstance(statistics, dict):
-        results = {stream: fn(statistics[stream], x[stream]) for stream in statistics}
-        return [item for stream in statistics for item in results[stream]] if flat else results
-    return fn(statistics, x)
+        return [(statistics[stream], x[stream]) for stream in statistics]
+    return [(statistics, x)]
