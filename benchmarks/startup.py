@@ -39,6 +39,15 @@ EXAMPLES = sorted((pathlib.Path(__file__).resolve().parents[1] / 'examples').glo
 NOTEBOOK_RUN = pathlib.Path(__file__).resolve().with_name('notebook_run.py')
 
 
+def has_presets(source_tree=None):
+    """Whether the version in `source_tree` (None: this one) has presets, so that its default configuration is
+    not the reference one and `--preset reference` names it (versions before presets ran the reference by
+    default and do not know the option)."""
+    root = pathlib.Path(source_tree) if source_tree else pathlib.Path(__file__).resolve().parents[1]
+    run_config = root / 'btgym_aac' / 'distributed' / 'run_config.py'
+    return run_config.is_file() and 'DEFAULT_PRESET' in run_config.read_text()
+
+
 def train_once(config_file, log_dir, source_tree=None, cwd=None):
     """Runs `btgym-aac train` once (the reference configuration when `config_file` is None), from `source_tree`
     when given (then only its first trained step is read), in `cwd` when given (a source tree's run: in it).
@@ -48,6 +57,8 @@ def train_once(config_file, log_dir, source_tree=None, cwd=None):
     """
     command = [sys.executable, '-m', 'btgym_aac.cli', 'train'] + ([str(config_file)] if config_file else []) + [
         '--max-steps', '100', '--log-dir', log_dir, '--fresh', '--seed', '0']
+    if config_file is None and has_presets(source_tree):
+        command += ['--preset', 'reference']
     environment = dict(os.environ, PYTHONPATH=source_tree) if source_tree else None
     load = os.getloadavg()[0]
     finished = subprocess.run(command, capture_output=True, text=True, timeout=900, env=environment,
