@@ -77,12 +77,12 @@ float64). Their initial values
         for mode in self.modes:
             for statistics, x in _leaves(self.statistics[mode], state_in[mode]):
                 merged += _merged(statistics, x, weights, frames, share)
-        merged.append((self.count, total))
+        merged.append((self.count, count, total))
         counted = frames > 0
-        new_values = [tf.where(counted, new, tf.cast(variable.read_value(), new.dtype)) for variable, new in merged]
+        new_values = [tf.where(counted, new, old) for _, old, new in merged]
         with tf.control_dependencies(new_values):
             return tf.group(*[variable.assign(tf.cast(value, variable.dtype.base_dtype))
-                              for (variable, _), value in zip(merged, new_values)])
+                              for (variable, _, _), value in zip(merged, new_values)])
 
 
 def _statistics(shape, path):
@@ -94,18 +94,19 @@ def _statistics(shape, path):
 
 
 def _merged(statistics, x, weights, frames, share):
-    """[(mean variable, merged mean), (variance variable, merged variance)] of one leaf and a batch `x`."""
+    """[(variable, its value read, merged value)] of the mean and the variance of one leaf and a batch `x`."""
     mean, variance = statistics
     x = tf.cast(x, tf.float64)
     frame_weights = tf.reshape(weights, [-1] + [1] * (x.get_shape().ndims - 1))
-    batch_mean = tf.reduce_sum(frame_weights * x, axis=0) / tf.maximum(frames, 1.0)
-    batch_variance = tf.reduce_sum(frame_weights * tf.square(x - batch_mean), axis=0) / tf.maximum(frames, 1.0)
+    counted = tf.maximum(frames, 1.0)
+    batch_mean = tf.reduce_sum(frame_weights * x, axis=0) / counted
+    batch_variance = tf.reduce_sum(frame_weights * tf.square(x - batch_mean), axis=0) / counted
     old_mean = tf.cast(mean.read_value(), tf.float64)
     old_variance = tf.cast(variance.read_value(), tf.float64)
     delta = batch_mean - old_mean
     new_mean = old_mean + delta * share
     new_variance = old_variance * (1.0 - share) + batch_variance * share + tf.square(delta) * share * (1.0 - share)
-    return [(mean, new_mean), (variance, new_variance)]
+    return [(mean, old_mean, new_mean), (variance, old_variance, new_variance)]
 
 
 def _leaf_map(fn, shape, path):
