@@ -5,6 +5,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 from btgym_aac.class_refs import ClassRef, class_name, same_class
 from btgym_aac.distributed.run_config import launcher_configs
 from btgym_aac.distributed.run_config import default_configs
@@ -47,17 +49,22 @@ def test_a_ref_equals_its_class_calls_it_and_reads_its_attributes():
     assert repr(ref) == "ClassRef('collections', 'OrderedDict')"
 
 
-def test_default_class_refs_name_the_classes_they_stand_for():
+@pytest.mark.parametrize('preset, policy_class_name', [('reference', 'AacStackedRL2Policy'),
+                                                       ('fast', 'AacStackedRL2Policy'), ('dense', 'AacDensePolicy')])
+def test_default_class_refs_name_the_classes_they_stand_for(preset, policy_class_name):
+    from btgym_aac.algorithms import policy
     from btgym_aac.algorithms.aac import A3C, PPO, Unreal
-    from btgym_aac.algorithms.policy import AacStackedRL2Policy, BaseAacPolicy
+    from btgym_aac.algorithms.policy import BaseAacPolicy
     from btgym_aac.env import BTgymEnv
     from btgym_aac.strategy import DevStrat_4_11
 
     for algo, trainer in (('a3c', A3C), ('unreal', Unreal), ('ppo', PPO)):
-        lazy, imported = default_configs(algo, import_classes=False), default_configs(algo)
+        lazy = default_configs(algo, import_classes=False, preset=preset)
+        imported = default_configs(algo, preset=preset)
         assert isinstance(lazy['trainer_config']['class_ref'], ClassRef)
         assert lazy['trainer_config']['class_ref'].resolve() is trainer is imported['trainer_config']['class_ref']
-        assert lazy['policy_config']['class_ref'].resolve() is AacStackedRL2Policy
+        assert lazy['policy_config']['class_ref'].resolve() is getattr(policy, policy_class_name)
+        assert imported['policy_config']['class_ref'] is getattr(policy, policy_class_name)
         assert lazy['env_config']['class_ref'].resolve() is BTgymEnv is imported['env_config']['class_ref']
         assert lazy['env_config']['kwargs']['strategy'].resolve() is DevStrat_4_11
     defaults = launcher_configs()

@@ -9,7 +9,7 @@ import pytest
 
 from btgym_aac.algorithms.aac import A3C, PPO, Unreal
 from btgym_aac.algorithms.in_process import train_in_process
-from btgym_aac.algorithms.policy import AacStackedRL2Policy
+from btgym_aac.algorithms.policy import AacDensePolicy, AacStackedRL2Policy
 from btgym_aac.cli import main as cli_main
 from btgym_aac.data import (BTgymDataset, BTgymMultiData, make_cointegrated_pair, make_correlated_walks,
                             write_histdata_csv)
@@ -44,6 +44,17 @@ def test_unreal_trains_on_multi_asset_envs_in_process(portfolio):
                               {'class_ref': Unreal, 'kwargs': {'rollout_length': 20}}, max_env_steps=200,
                               random_seed=0)
     assert result['global_step'] >= 200
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('portfolio', [False, True], ids=['multi-discrete', 'portfolio'])
+def test_the_dense_policy_trains_on_multi_asset_envs_in_process(portfolio):
+    """`AacDensePolicy` (`--preset dense`) reads every asset's stream and, on the PortfolioEnv, gives weights."""
+    policy_config = {'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}}
+    result = train_in_process(small_env_config(portfolio), policy_config,
+                              {'class_ref': A3C, 'kwargs': {'rollout_length': 20}}, max_env_steps=160, random_seed=0)
+    assert result['global_step'] >= 160
+    assert result['train_steps'] >= 8
 
 
 def test_multi_asset_env_config_names_its_env_strategy_and_lines():

@@ -10,6 +10,7 @@ from btgym_aac.algorithms.nn.layers import linear
 from btgym_aac.algorithms.policy import (
     Aac1dPolicy, AacDensePolicy, AacStackedRL2Policy, BaseAacPolicy, StackedLstmPolicy,
 )
+from btgym_aac.algorithms.policy.dense import dense_encoder
 from btgym_aac.spaces import sample_categories
 from btgym_aac.algorithms.utils import LSTMStateTuple
 from btgym_aac.compat import tf
@@ -435,12 +436,13 @@ def test_discrete_action_packs_are_fresh_copies():
     assert again['one_hot'].tolist() == [0, 1, 0, 0]
 
 
-def test_continuous_actions_are_probability_vectors():
+@pytest.mark.parametrize('policy_class, kwargs', [(StackedLstmPolicy, dict(IMAGE_2D, lstm_layers=(8, 8))),
+                                                   (AacDensePolicy, dict(dense_layers=(8,), lstm_layers=(8,)))])
+def test_continuous_actions_are_probability_vectors(policy_class, kwargs):
     rng = np.random.default_rng(1)
     ac_space = ActionDictSpace(assets=('a', 'b', 'c'))
     with tf.Graph().as_default(), tf.Session() as sess:
-        policy = StackedLstmPolicy(ob_space=IMAGE_SPACE, ac_space=ac_space, rp_sequence_size=3,
-                                   **dict(IMAGE_2D, lstm_layers=(8, 8)))
+        policy = policy_class(ob_space=IMAGE_SPACE, ac_space=ac_space, rp_sequence_size=3, **kwargs)
         sess.run(tf.global_variables_initializer())
         context = sess.run(policy.on_lstm_init_state)
         observation = random_observation(IMAGE_SPACE, rng)
@@ -537,3 +539,41 @@ def test_single_stream_policies_name_the_streams_of_a_multi_line_observation(pol
                                                 for line in ('X', 'Y')})})
     with tf.Graph().as_default(), pytest.raises(ValueError, match=r"streams \['X', 'Y'\].*StackedLstmPolicy"):
         policy_class(ob_space=streams, ac_space=TRADE_ACTIONS, rp_sequence_size=3, lstm_layers=(8,))
+
+
+def test_dense_encoder_joins_the_streams_flattened_in_name_order():
+    rng = np.random.default_rng(3)
+    streams = {'Y': rng.normal(size=(5, 3, 1, 2)).astype(np.float32), 'X': rng.normal(size=(5, 4)).astype(np.float32)}
+    with tf.Graph().as_default(), tf.Session() as sess:
+        placeholders = {name: tf.placeholder(tf.float32, (None,) + x.shape[1:]) for name, x in streams.items()}
+        encoded = dense_encoder(placeholders, dense_layers=(6,), name='enc')
+        sess.run(tf.global_variables_initializer())
+        w, b = sess.run(['enc/_layer_1/w:0', 'enc/_layer_1/b:0'])
+        got = sess.run(encoded, {placeholders[name]: x for name, x in streams.items()})
+    joined = np.concatenate([streams['X'], streams['Y'].reshape(5, -1)], axis=1)
+    pre = joined @ w + b
+    normed = (pre - pre.mean(axis=1, keepdims=True)) / np.sqrt(pre.var(axis=1, keepdims=True) + 1e-12)
+    np.testing.assert_allclose(got, np.where(normed > 0, normed, np.expm1(normed)), rtol=1e-4, atol=1e-5)
+
+
+def test_dense_policy_acts_on_every_stream_of_a_multi_line_observation():
+    streams = DictSpace({'external': DictSpace({line: spaces.Box(-1, 1, (30, 1, 3), np.float32)
+                                                for line in ('X', 'Y')}),
+                         'internal': spaces.Box(-2, 2, (20, 1, 6), np.float32)})
+    rng = np.random.default_rng(4)
+    with tf.Graph().as_default(), tf.Session() as sess:
+        policy = AacDensePolicy(ob_space=streams, ac_space=TRADE_ACTIONS, rp_sequence_size=3, dense_layers=(8,),
+                                lstm_layers=(8,))
+        sess.run(tf.global_variables_initializer())
+        context = sess.run(policy.on_lstm_init_state)
+        last_action = TRADE_ACTIONS.encode(TRADE_ACTIONS.get_initial_action())[None]
+        observation = random_observation(streams, rng)
+        logits = {}
+        for line in ('X', 'Y'):
+            changed = dict(observation, external=dict(observation['external']))
+            changed['external'][line] = -observation['external'][line]
+            logits[line] = policy.act(changed, context, last_action, [0.0], deterministic=True, sess=sess)[1]
+        logits['none'] = policy.act(observation, context, last_action, [0.0], deterministic=True, sess=sess)[1]
+    assert logits['none'].shape == (4,)
+    for line in ('X', 'Y'):
+        assert np.abs(logits[line] - logits['none']).max() > 1e-4, line

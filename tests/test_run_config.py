@@ -101,6 +101,15 @@ def test_the_fast_preset_is_the_reference_run_with_a_smaller_policy_more_envs_an
     assert fast['launcher_config'] == dict(reference['launcher_config'], preset='fast')
 
 
+def test_the_dense_preset_is_the_fast_run_with_the_dense_policy_as_it_comes():
+    fast, dense = (default_configs('a3c', import_classes=False, preset=name) for name in ('fast', 'dense'))
+    assert dense['policy_config'] == {'class_ref': ClassRef('btgym_aac.algorithms.policy.dense', 'AacDensePolicy'),
+                                      'kwargs': {}}
+    for name in ('env_config', 'trainer_config', 'cluster_config'):
+        assert config_digest({name: dense[name]}) == config_digest({name: fast[name]}), name
+    assert dense['launcher_config'] == dict(fast['launcher_config'], preset='dense')
+
+
 @pytest.mark.parametrize('preset', sorted(PRESETS))
 def test_a_preset_overrides_defaults_and_never_restates_one(preset):
     """A preset's trainer settings are AacConfig fields whose values differ from AacConfig's defaults, and its
@@ -118,7 +127,7 @@ def test_a_preset_overrides_defaults_and_never_restates_one(preset):
 
 
 def test_an_unknown_preset_or_algo_is_refused_naming_the_known_ones():
-    with pytest.raises(ValueError, match="unknown preset 'quick'; known: reference, fast"):
+    with pytest.raises(ValueError, match="unknown preset 'quick'; known: reference, fast, dense"):
         default_configs(preset='quick')
     with pytest.raises(ValueError, match="unknown algo 'dqn'; known: a3c, unreal, ppo"):
         default_configs('dqn')

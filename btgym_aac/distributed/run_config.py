@@ -8,7 +8,8 @@ arguments). Every default is written once:
       Launcher's own keyword defaults;
     * a class config's kwargs: the class's own (a trainer's settings: `algorithms.config.AacConfig`);
     * a preset (`PRESETS`) is a named layer of overrides of those; 'reference' is the original's notebook
-      configuration that `btgym-aac train` runs, 'fast' the same run made cheaper (`_fast_preset`).
+      configuration, 'fast' the same run made cheaper (`_fast_preset`), the one `btgym-aac train` runs, and
+      'dense' that with a small dense policy (`_dense_preset`).
 
 Layers stack by one rule (`merge_configs`), whether they come from a preset, a config file, a Launcher's
 arguments or the command line: a layer's config dicts update the ones below key by key, a layer's `kwargs`
@@ -95,7 +96,19 @@ def _fast_preset(algo):
     return layer
 
 
-PRESETS = {'reference': _reference_preset, 'fast': _fast_preset}
+def _dense_preset(algo):
+    """The 'dense' preset: `fast`'s env, trainer and run with a small policy, `AacDensePolicy` as it comes (a dense
+    encoder of 64 x 64 units over the flattened observation, one LSTM of 64 units, noise-free heads): on the
+    single-asset known-edge markets level with `fast` or ahead at a little less CPU per env step, on the
+    multi-asset ones behind it (docs/learning.md, "A small dense policy").
+    """
+    layer = _fast_preset(algo)
+    layer['policy_config'] = {'class_ref': ClassRef('btgym_aac.algorithms.policy.dense', 'AacDensePolicy'),
+                              'kwargs': {}}
+    return layer
+
+
+PRESETS = {'reference': _reference_preset, 'fast': _fast_preset, 'dense': _dense_preset}
 """Preset name -> fn(algo) -> its layer of configs over `launcher_defaults()`."""
 
 DEFAULT_PRESET = 'fast'

@@ -92,6 +92,11 @@ class BaseAacPolicy(PolicyCalls):
     """
 
     supports_pixel_control = True
+    encodes_streams = False
+    """Whether `_encode_external` reads an `external` dict of streams (several data lines)."""
+    supports_continuous_actions = False
+    """Whether the policy takes a continuous ActionDictSpace (portfolio weights); the original's BaseAacPolicy
+    does not."""
 
     @classmethod
     def kwargs_readers(cls, kwargs):
@@ -137,11 +142,12 @@ class BaseAacPolicy(PolicyCalls):
         """
         self._init_interface(ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate,
                              normalize_observations)
-        if not ac_space.is_discrete:
+        if not ac_space.is_discrete and not self.supports_continuous_actions:
             raise ValueError('{} needs a discrete action space, got {}'.format(type(self).__name__, ac_space))
-        if isinstance(ob_space.shape['external'], dict):
+        if isinstance(ob_space.shape['external'], dict) and not self.encodes_streams:
             raise ValueError('{} encodes one `external` array; this observation has the streams {} (several data '
-                             'lines?): use StackedLstmPolicy or AacStackedRL2Policy, which encode each stream'.format(
+                             'lines?): use StackedLstmPolicy, AacStackedRL2Policy or AacDensePolicy, which read '
+                             'streams'.format(
                                  type(self).__name__, sorted(ob_space.shape['external'])))
         self.lstm_class = lstm_class
         self.lstm_layers = checked_layers(lstm_layers)
