@@ -49,7 +49,7 @@ def test_unreal_trains_on_multi_asset_envs_in_process(portfolio):
 @pytest.mark.slow
 @pytest.mark.parametrize('portfolio', [False, True], ids=['multi-discrete', 'portfolio'])
 def test_the_dense_policy_trains_on_multi_asset_envs_in_process(portfolio):
-    """`AacDensePolicy` (`--preset dense`) reads every asset's stream and, on the PortfolioEnv, gives weights."""
+    """`AacDensePolicy` (`--preset dense`) trains on both envs: several streams, discrete or continuous actions."""
     policy_config = {'class_ref': AacDensePolicy, 'kwargs': {'dense_layers': (16,), 'lstm_layers': (16,)}}
     result = train_in_process(small_env_config(portfolio), policy_config,
                               {'class_ref': A3C, 'kwargs': {'rollout_length': 20}}, max_env_steps=160, random_seed=0)

@@ -57,6 +57,7 @@ CASES = {
                   dict(IMAGE_2D, lstm_layers=(16, 16), aux_estimate=True, static_rnn=False), (20, 20)),
     'dense-vector': (AacDensePolicy, VECTOR_SPACE, CART_ACTIONS,
                      dict(dense_layers=(8,), lstm_layers=(8,), aux_estimate=True), None),
+    'dense-trading': (AacDensePolicy, TRADING_SPACE, TRADE_ACTIONS, dict(dense_layers=(8,), lstm_layers=(8,)), None),
 }
 
 
@@ -170,7 +171,7 @@ def test_policy_builds_and_acts_on_a_finalized_graph(case_id):
                 np.testing.assert_allclose(target, expected, rtol=1e-5, atol=1e-6)
 
 
-@pytest.mark.parametrize('case_id', ['base-trading', 'stacked-trading', 'dense-vector'])
+@pytest.mark.parametrize('case_id', ['base-trading', 'stacked-trading', 'dense-vector', 'dense-trading'])
 def test_global_and_local_variables_pair_up_by_creation_order(case_id):
     with tf.Graph().as_default():
         build(case_id, scope='global_prime')
@@ -202,7 +203,7 @@ def _sequence_feed(policy, prefix, observations, last_actions, last_rewards, bat
     return feed
 
 
-@pytest.mark.parametrize('case_id', ['base-trading', 'stacked-trading'])
+@pytest.mark.parametrize('case_id', ['base-trading', 'stacked-trading', 'dense-trading'])
 def test_sequence_major_batches_match_stepwise_acting(case_id):
     """Two sequences of 3 frames fed at once (on- and off-policy graphs) equal 6 single acting steps."""
     rng = np.random.default_rng(11)
@@ -556,17 +557,19 @@ def test_dense_encoder_joins_the_streams_flattened_in_name_order():
     np.testing.assert_allclose(got, np.where(normed > 0, normed, np.expm1(normed)), rtol=1e-4, atol=1e-5)
 
 
-def test_dense_policy_acts_on_every_stream_of_a_multi_line_observation():
+@pytest.mark.parametrize('ac_space', [TRADE_ACTIONS, ActionDictSpace(assets=('X', 'Y'))], ids=['discrete', 'weights'])
+def test_dense_policy_acts_on_every_stream_of_a_multi_line_observation(ac_space):
     streams = DictSpace({'external': DictSpace({line: spaces.Box(-1, 1, (30, 1, 3), np.float32)
                                                 for line in ('X', 'Y')}),
                          'internal': spaces.Box(-2, 2, (20, 1, 6), np.float32)})
     rng = np.random.default_rng(4)
     with tf.Graph().as_default(), tf.Session() as sess:
-        policy = AacDensePolicy(ob_space=streams, ac_space=TRADE_ACTIONS, rp_sequence_size=3, dense_layers=(8,),
+        tf.set_random_seed(4)
+        policy = AacDensePolicy(ob_space=streams, ac_space=ac_space, rp_sequence_size=3, dense_layers=(8,),
                                 lstm_layers=(8,))
         sess.run(tf.global_variables_initializer())
         context = sess.run(policy.on_lstm_init_state)
-        last_action = TRADE_ACTIONS.encode(TRADE_ACTIONS.get_initial_action())[None]
+        last_action = ac_space.encode(ac_space.get_initial_action())[None]
         observation = random_observation(streams, rng)
         logits = {}
         for line in ('X', 'Y'):
@@ -574,6 +577,6 @@ def test_dense_policy_acts_on_every_stream_of_a_multi_line_observation():
             changed['external'][line] = -observation['external'][line]
             logits[line] = policy.act(changed, context, last_action, [0.0], deterministic=True, sess=sess)[1]
         logits['none'] = policy.act(observation, context, last_action, [0.0], deterministic=True, sess=sess)[1]
-    assert logits['none'].shape == (4,)
+    assert logits['none'].shape == (ac_space.one_hot_depth,)
     for line in ('X', 'Y'):
-        assert np.abs(logits[line] - logits['none']).max() > 1e-4, line
+        assert np.abs(logits[line] - logits['none']).max() > 1e-6, line

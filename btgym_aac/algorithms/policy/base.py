@@ -93,10 +93,10 @@ class BaseAacPolicy(PolicyCalls):
 
     supports_pixel_control = True
     encodes_streams = False
-    """Whether `_encode_external` reads an `external` dict of streams (several data lines)."""
+    """Whether the policy reads an `external` dict of streams (several data lines)."""
     supports_continuous_actions = False
     """Whether the policy takes a continuous ActionDictSpace (portfolio weights); the original's BaseAacPolicy
-    does not."""
+    does not, its stacked-LSTM policies do."""
 
     @classmethod
     def kwargs_readers(cls, kwargs):

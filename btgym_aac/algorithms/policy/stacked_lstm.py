@@ -45,6 +45,9 @@ class StackedLstmPolicy(BaseAacPolicy):
       matches the Q map (raises ValueError otherwise).
     """
 
+    encodes_streams = True
+    supports_continuous_actions = True
+
     @classmethod
     def kwargs_readers(cls, kwargs):
         """The state encoder (given or default), `lstm_network` and the pixel-control builders."""
