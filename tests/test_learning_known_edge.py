@@ -1,9 +1,16 @@
-"""The default suite's learning check: A3C, trained briefly on a mean-reverting market, takes a good part of what the
-market's oracle takes on bars it never saw (docs/learning.md)."""
+"""Learning checks on the known-edge markets (docs/learning.md): in the default suite, A3C trained briefly on a
+mean-reverting market takes a good part of what the market's oracle takes on bars it never saw; `slow`, the default
+preset trained as `benchmarks/known_edge.py` trains it takes part of it on every single-asset market, its
+checkpoints from 20,000 env steps on pooled."""
+import os
+
+import numpy as np
 import pytest
 
-from btgym_aac.data.markets import make_mean_reversion_data, write_market_csv
+from btgym_aac.data.markets import (make_intraday_pattern_data, make_mean_reversion_data, make_regime_switching_data,
+                                    write_market_csv)
 from btgym_aac.evaluation import evaluate
+from btgym_aac.distributed.checkpoints import KEPT_CHECKPOINT_DIR, checkpoints_on_disk
 from btgym_aac.distributed.launcher import make_launcher
 from btgym_aac.distributed.run_config import default_configs
 
@@ -47,4 +54,60 @@ def test_a3c_takes_a_good_part_of_the_mean_reversion_oracle_out_of_sample(tmp_pa
     means = {name: agent['mean']['return_pct'] for name, agent in report['agents'].items()}
     assert means['oracle'] > 0
     assert report['fraction_of_oracle']['fraction'] >= MIN_FRACTION, means
+    assert means['policy'] > max(means['buy_and_hold'], means['random']), means
+
+
+DEFAULT_PRESET_STEPS = 40000
+KEEP_EVERY_STEPS = 10000
+POOLED_FROM_STEPS = 20000
+DEFAULT_PRESET_MARKETS = {
+    'mean_reversion': (make_mean_reversion_data, 0, 0.1),
+    'regime_switching': (make_regime_switching_data, 0, 0.25),
+    'intraday_pattern': (make_intraday_pattern_data, 1, 0.3),
+}
+"""Market -> (generator, run seed of `benchmarks/known_edge.py`, least fraction of the oracle over the checkpoints
+kept from `POOLED_FROM_STEPS` env steps on, pooled); docs/learning.md, "Learning, checked", has the runs the bounds
+come from."""
+
+
+def benchmark_market_files(generator, seed, folder):
+    """The train and test files of `benchmarks/known_edge.py`'s run seed `seed` of a market: 60,000 bars of the
+    generator seeded 1000 + 2 seed, 20,000 of seed 1001 + 2 seed from 2018-01-01."""
+    train = write_market_csv(generator(num_bars=60000, seed=1000 + 2 * seed), str(folder / 'train.csv'))
+    test = write_market_csv(generator(num_bars=20000, seed=1001 + 2 * seed, start='2018-01-01'),
+                            str(folder / 'test.csv'))
+    return train, test
+
+
+def pooled_late_returns(log_dir, test, folder):
+    """Mean return per episode (%) of every agent over 10 test episodes of each checkpoint kept from
+    `POOLED_FROM_STEPS` env steps on (the same 10 windows each time), pooled, and the steps of those checkpoints."""
+    kept = checkpoints_on_disk(os.path.join(log_dir, KEPT_CHECKPOINT_DIR))
+    steps = sorted(step for step in kept if step >= POOLED_FROM_STEPS)
+    returns = {}
+    for step in steps:
+        report = evaluate(log_dir, data=[test], episodes=10, checkpoint=kept[step], seed=0, plots=False,
+                          out=os.path.join(folder, 'evaluation_{}'.format(step)))
+        for name, agent in report['agents'].items():
+            returns.setdefault(name, []).extend(agent['per_episode']['return_pct'])
+    return {name: float(np.mean(values)) for name, values in returns.items()}, steps
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('market', sorted(DEFAULT_PRESET_MARKETS))
+def test_the_default_preset_takes_part_of_every_single_asset_oracle_out_of_sample(market, tmp_path):
+    generator, seed, least_fraction = DEFAULT_PRESET_MARKETS[market]
+    train, test = benchmark_market_files(generator, seed, tmp_path)
+    configs = default_configs('a3c')
+    configs['env_config']['kwargs'].update(filename=train, episode_duration={'days': 0, 'hours': 8, 'minutes': 0},
+                                           time_gap={'hours': 1}, render_enabled=False)
+    log_dir = str(tmp_path / 'run')
+    configs['cluster_config'].update(log_dir=log_dir)
+    result = make_launcher(configs, max_env_steps=DEFAULT_PRESET_STEPS, root_random_seed=1000 * seed,
+                           keep_checkpoint_every_steps=KEEP_EVERY_STEPS, show_progress=False).run()
+    assert result['completed'] and result['global_step'] >= DEFAULT_PRESET_STEPS
+    means, steps = pooled_late_returns(log_dir, test, str(tmp_path))
+    assert len(steps) >= 3, steps
+    assert means['oracle'] > 0
+    assert means['policy'] / means['oracle'] >= least_fraction, means
     assert means['policy'] > max(means['buy_and_hold'], means['random']), means
