@@ -236,6 +236,7 @@ def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides, por
     rollouts of its `n_steps`), and evaluates it after each stage as `evaluate` would (`evaluate_sb3`); its
     training CPU is this process's (and its children's) during env and model construction and `learn`."""
     from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
 
     from btgym_aac.env.wrappers import SimpleSpaces
 
@@ -243,6 +244,7 @@ def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides, por
     cpu_start, wall_start = process_cpu_seconds(), time.time()
     env = SimpleSpaces(env_config['class_ref'](**env_config['kwargs']))
     model = PPO('MultiInputPolicy', env, seed=seed, verbose=0)
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a folder in /tmp
     cpu, wall = process_cpu_seconds() - cpu_start, time.time() - wall_start
     records = []
     try:

@@ -61,6 +61,7 @@ def sb3_run(seed, steps, out_path, settings):
     import gymnasium
     import torch  # noqa: F401  (before anything imports TensorFlow; btgym_aac.env does not)
     from stable_baselines3 import PPO
+    from stable_baselines3.common.logger import Logger
 
     import btgym_aac.env  # noqa: F401  (registers the ids)
     from btgym_aac.env.wrappers import SimpleSpaces
@@ -82,7 +83,9 @@ def sb3_run(seed, steps, out_path, settings):
             return observation, reward, terminated, truncated, info
 
     env = EpisodeLog(SimpleSpaces(gymnasium.make('BTgymDevStrat_4_11-v0')))
-    PPO('MultiInputPolicy', env, seed=seed, device='cpu', verbose=0, **settings).learn(steps)
+    model = PPO('MultiInputPolicy', env, seed=seed, device='cpu', verbose=0, **settings)
+    model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a folder in /tmp
+    model.learn(steps)
 
 
 def run_sb3(seed, steps, method):
