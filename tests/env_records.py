@@ -9,7 +9,9 @@ until it ends by itself or is cut after the setup's `max_steps` agent steps (a c
 further). A record holds, for the reset and every step: every observation entry (nested keys flattened,
 'external/X', 'metadata/timestamp'), at its own dtype; the action, reward, terminated, truncated and the info
 dict, made JSON-able by `jsonable`. The reference setup also keeps the SHA-256 digest, shape and dtype of its
-renderings after the last step of its first episode (as `btgym-aac demo` draws them).
+renderings after the last step of its first episode (as `btgym-aac demo` draws them), drawn with matplotlib's own
+fonts only (`matplotlib_fonts_only`): the renderer's style asks for Arial or Liberation Sans first, which a machine
+may or may not have installed.
 
 Regenerate (only for a deliberate, reviewed change of the env's outputs; it checks first that two recordings in
 this process are identical):
@@ -17,6 +19,7 @@ this process are identical):
     .venv/bin/python tests/env_records.py [--out FOLDER]
 """
 import argparse
+import contextlib
 import datetime
 import hashlib
 import json
@@ -173,6 +176,24 @@ def record_episode(env, rng, episode, max_steps):
     return entries
 
 
+@contextlib.contextmanager
+def matplotlib_fonts_only():
+    """Within: matplotlib finds only the fonts it ships (DejaVu), not the machine's, so that a rendering's pixels
+    do not depend on which fonts are installed."""
+    import matplotlib
+    from matplotlib import font_manager
+
+    manager = font_manager.fontManager
+    installed = manager.ttflist
+    manager.ttflist = [font for font in installed if font.fname.startswith(matplotlib.get_data_path())]
+    manager._findfont_cached.cache_clear()
+    try:
+        yield
+    finally:
+        manager.ttflist = installed
+        manager._findfont_cached.cache_clear()
+
+
 def record_setup(name):
     """Records setup `name` of `SETUPS` in a fresh env.
 
@@ -188,8 +209,9 @@ def record_setup(name):
         for episode in range(setup['episodes']):
             entries += record_episode(env, rng, episode, setup['max_steps'])
             if setup['render'] and episode == 0:
-                images = {mode: image_digest(env.render(mode)) for mode in RENDER_MODES}
-                images['episode'] = image_digest(env.render('episode'))
+                with matplotlib_fonts_only():
+                    images = {mode: image_digest(env.render(mode)) for mode in RENDER_MODES}
+                    images['episode'] = image_digest(env.render('episode'))
     finally:
         env.close()
     flat = [entry.pop('observation') for entry in entries]
