@@ -3,9 +3,11 @@ with other `--env-kwargs`, `--trainer-kwargs`, `--config` or `--spread`), the sa
 
 For each market and variant: the last stage's fraction of the oracle with its bootstrap interval (seeds and
 episodes pooled, `known_edge_summary.learning_curve`), the fraction over every stage from `--late-from` env steps
-on (`known_edge_summary.late_fraction`: steadier than one stage's), the CPU milliseconds per env step, the env
-steps and CPU seconds of the first stage at 50 % and at 80 % of the oracle or more (`known_edge_summary.time_to`),
-and the learning curve; the variants' runs are paired by market seed, so their test windows are the same. Writes
+on (`known_edge_summary.late_fraction`: steadier than one stage's), that late fraction minus the first variant's
+with a paired bootstrap interval (`known_edge_summary.paired_late_difference`: the runs are paired by market seed,
+so their test windows are the same, and what a hard seed or a quiet window does to both cancels), the CPU
+milliseconds per env step, the env steps and CPU seconds of the first stage at 50 % and at 80 % of the oracle or
+more (`known_edge_summary.time_to`), and the learning curve. Writes
 `known_edge_compare.json` and `known_edge_compare_steps.png` (one panel per market, one line per variant) to
 `--out` and prints the markdown table.
 
@@ -13,15 +15,18 @@ Usage:
     python benchmarks/known_edge_compare.py --results default=benchmarks/results/known_edge/known_edge.json
                                             lr3x=DIR/known_edge.json ppo4x4:ppo=DIR/known_edge.json ...
                                             [--trainer a3c] [--markets mr regime] [--seeds 0 1]
-                                            [--late-from 20000] [--out benchmarks/results/known_edge_compare]
+                                            [--late-from 20000] [--until ENV_STEPS]
+                                            [--out benchmarks/results/known_edge_compare]
 
-A variant named `NAME:TRAINER` takes that trainer's runs of its file instead of `--trainer`'s.
+A variant named `NAME:TRAINER` takes that trainer's runs of its file instead of `--trainer`'s. `--until N` leaves
+out every stage after N env steps, so that a run trained to 100,000 compares with runs of 40,000.
 """
 import argparse
 import json
 import os
 
-from known_edge_summary import THRESHOLDS, late_fraction, learning_curve, plot, table_reached, time_to_entries
+from known_edge_summary import (THRESHOLDS, late_fraction, learning_curve, paired_late_difference, plot, table_reached,
+                                time_to_entries)
 
 
 def parse_args():
@@ -33,6 +38,9 @@ def parse_args():
     parser.add_argument('--seeds', nargs='+', type=int, default=[0, 1])
     parser.add_argument('--late-from', type=int, default=20000,
                         help='env steps from which the stages make the late fraction')
+    parser.add_argument('--until', type=int,
+                        help='leave out the stages after this many env steps (within 1 %%): runs trained longer '
+                             'compared at a shorter budget')
     parser.add_argument('--out', default='benchmarks/results/known_edge_compare')
     args = parser.parse_args()
     args.variants = {}
@@ -44,33 +52,40 @@ def parse_args():
     return args
 
 
-def variant_runs(path, trainer, markets, seeds):
-    """The edge-market runs of `trainer` in a known_edge.json, by market, for `seeds`; and the file's settings."""
+def variant_runs(path, trainer, markets, seeds, until=None):
+    """The edge-market runs of `trainer` in a known_edge.json, by market, for `seeds`, with their stages up to
+    `until` env steps (within 1 %; None: all); and the file's settings."""
     with open(path) as f:
         results = json.load(f)
-    runs = {market: [run for run in results['runs'] if run['trainer'] == trainer and run['market'] == market
+    runs = {market: [dict(run, stages=[stage for stage in run['stages']
+                                       if until is None or stage['env_steps'] <= 1.01 * until])
+                     for run in results['runs'] if run['trainer'] == trainer and run['market'] == market
                      and run['edge'] and run['seed'] in seeds] for market in markets}
     return runs, results['settings']
 
 
 def compare(args):
     """One row per market and variant (see the module docstring); ValueError where a variant lacks a seed."""
-    rows = []
+    rows, first_runs = [], None
     for name, path in args.variants.items():
         name, _, trainer = name.partition(':')
         trainer = trainer or args.trainer
-        runs, settings = variant_runs(path, trainer, args.markets, args.seeds)
+        runs, settings = variant_runs(path, trainer, args.markets, args.seeds, args.until)
         for market in args.markets:
             found = sorted(run['seed'] for run in runs[market])
             if found != sorted(args.seeds):
                 raise ValueError('{}: {} has seeds {} of {} on {}, not {}'.format(
                     name, path, found, trainer, market, sorted(args.seeds)))
+        first_runs = first_runs or runs
+        for market in args.markets:
             curve = learning_curve(runs[market])
             rows.append({'market': market, 'trainer': name, 'variant_trainer': trainer, 'variant_file': path,
                          'env_overrides': settings.get('env_overrides'),
                          'trainer_overrides': settings.get('trainer_overrides', {}),
                          'config_file': settings.get('config_file'),
                          'fraction_of_oracle': curve[-1], 'late_fraction': late_fraction(runs[market], args.late_from),
+                         'late_minus_first': None if runs is first_runs else paired_late_difference(
+                             first_runs[market], runs[market], args.late_from),
                          'cpu_ms_per_env_step': _cpu_ms_per_env_step(curve[-1]),
                          'learning_curve': curve, 'time_to': time_to_entries(curve)})
     return rows
@@ -83,15 +98,16 @@ def _cpu_ms_per_env_step(point):
 
 def table_lines(rows, late_from):
     """The comparison as the lines of a markdown table."""
-    lines = ['| market | variant | fraction of the oracle [95 % interval] | from {:,} env steps on | CPU ms per env '
-             'step | env steps / CPU s to {} |'.format(late_from, ' / '.join('{:.0%}'.format(level)
-                                                                            for level in THRESHOLDS)),
-             '|---|---|---|---|---|---|']
+    lines = ['| market | variant | fraction of the oracle [95 % interval] | from {:,} env steps on | the same minus '
+             "the first variant's, paired | CPU ms per env step | env steps / CPU s to {} |".format(
+                 late_from, ' / '.join('{:.0%}'.format(level) for level in THRESHOLDS)),
+             '|---|---|---|---|---|---|---|']
     for row in rows:
         cpu = row['cpu_ms_per_env_step']
-        lines.append('| {} | {} | {} | {} | {} | {} |'.format(
+        lines.append('| {} | {} | {} | {} | {} | {} | {} |'.format(
             row['market'], row['trainer'], _fraction_cell(row['fraction_of_oracle']),
-            _fraction_cell(row['late_fraction']), '-' if cpu is None else '{:.1f}'.format(cpu), table_reached(row)))
+            _fraction_cell(row['late_fraction']), _difference_cell(row['late_minus_first']),
+            '-' if cpu is None else '{:.1f}'.format(cpu), table_reached(row)))
     return lines
 
 
@@ -102,13 +118,21 @@ def _fraction_cell(fraction):
     return '{:.2f} [{:.2f}, {:.2f}]'.format(fraction['fraction'], fraction['ci_low'], fraction['ci_high'])
 
 
+def _difference_cell(difference):
+    """'+difference [low, high]', or '-' where there is none (the first variant, or no late stage)."""
+    if difference is None or difference['difference'] is None:
+        return '-'
+    return '{:+.2f} [{:+.2f}, {:+.2f}]'.format(difference['difference'], difference['ci_low'], difference['ci_high'])
+
+
 def main():
     args = parse_args()
     rows = compare(args)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'known_edge_compare.json'), 'w') as f:
         json.dump({'benchmark': 'known_edge_compare', 'trainer': args.trainer, 'seeds': args.seeds,
-                   'late_from': args.late_from, 'variants': args.variants, 'rows': rows}, f, indent=1)
+                   'late_from': args.late_from, 'until': args.until, 'variants': args.variants, 'rows': rows}, f,
+                  indent=1)
     plot(sorted(rows, key=lambda row: args.markets.index(row['market'])), 'env_steps', 'env steps',
          os.path.join(args.out, 'known_edge_compare_steps.png'))
     print('\n'.join(table_lines(rows, args.late_from)))

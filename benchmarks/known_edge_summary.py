@@ -4,6 +4,7 @@ interval, the learning curve (the policy acting deterministically, and sampling 
 buy-and-hold and the policy's own return there; the table and the plots."""
 import numpy as np
 
+from btgym_aac.evaluation.metrics import CONFIDENCE, RESAMPLES
 from btgym_aac.walk_forward.summary import bootstrap_mean_interval, fraction_of_oracle
 
 THRESHOLDS = (0.5, 0.8)
@@ -48,6 +49,60 @@ def late_fraction(runs, from_env_steps):
     policy = [value for index in late for value in pooled_returns(runs, index, 'policy')]
     oracle = [value for index in late for value in pooled_returns(runs, index, 'oracle')]
     return dict(fraction_of_oracle(policy, oracle), stages=len(late))
+
+
+def _late_episode_means(run, from_env_steps):
+    """A run's policy return per test episode, averaged over its stages at `from_env_steps` or later (within 1 %
+    below), and the oracle's per episode; (None, None) where no stage is that late."""
+    late = [stage for stage in run['stages'] if stage['env_steps'] >= 0.99 * from_env_steps]
+    if not late:
+        return None, None
+    policy = np.mean([stage['returns_pct']['policy'] for stage in late], axis=0)
+    return policy, np.asarray(late[0]['returns_pct']['oracle'], dtype=np.float64)
+
+
+def paired_late_difference(reference_runs, variant_runs, from_env_steps, confidence=CONFIDENCE,
+                           resamples=RESAMPLES, seed=0):
+    """How much more of the oracle a variant takes than a reference on the same test episodes, from
+    `from_env_steps` on, with a paired bootstrap interval.
+
+    Runs are paired by market seed (the same test file and windows, so the same oracle returns). Per seed and test
+    episode, each side's policy return is averaged over its late stages; the difference is (sum of the variant's
+    minus sum of the reference's) over the sum of the oracle's: `fraction_of_oracle` of the per-episode gains, whose
+    bootstrap resamples (seed, episode) pairs, both sides together. What the two have in common (a hard seed, a
+    quiet window) cancels, which the two intervals of `late_fraction` side by side do not show.
+
+    Args:
+        reference_runs, variant_runs: runs of one market, the same seeds.
+        from_env_steps: as in `late_fraction`.
+        confidence, resamples, seed: as in `fraction_of_oracle`.
+
+    Returns:
+        {'difference', 'ci_low', 'ci_high', 'episodes'}; None where a side has no stage that late; the three
+        numbers None where the oracle's mean return is not positive.
+
+    Raises:
+        ValueError: the two sides' seeds differ, or a seed's oracle returns differ (not the same test episodes).
+    """
+    by_seed = {run['seed']: run for run in variant_runs}
+    if sorted(by_seed) != sorted(run['seed'] for run in reference_runs):
+        raise ValueError('paired runs need the same seeds: {} and {}'.format(
+            sorted(run['seed'] for run in reference_runs), sorted(by_seed)))
+    reference, variant, oracle = [], [], []
+    for run in reference_runs:
+        reference_policy, reference_oracle = _late_episode_means(run, from_env_steps)
+        variant_policy, variant_oracle = _late_episode_means(by_seed[run['seed']], from_env_steps)
+        if reference_policy is None or variant_policy is None:
+            return None
+        if reference_oracle.shape != variant_oracle.shape or not np.allclose(reference_oracle, variant_oracle):
+            raise ValueError('seed {}: the oracle\'s returns differ, so the test episodes are not the same'.format(
+                run['seed']))
+        reference.extend(reference_policy)
+        variant.extend(variant_policy)
+        oracle.extend(reference_oracle)
+    gain = fraction_of_oracle(np.asarray(variant) - np.asarray(reference), oracle, confidence, resamples, seed)
+    return {'difference': gain['fraction'], 'ci_low': gain['ci_low'], 'ci_high': gain['ci_high'],
+            'episodes': len(oracle)}
 
 
 def time_to(curve, threshold):

@@ -67,3 +67,36 @@ def test_the_late_fraction_pools_every_stage_from_its_env_steps_on(summary):
     assert late['ci_low'] <= late['fraction'] <= late['ci_high']
     assert summary.late_fraction(runs, 5000)['fraction'] == pytest.approx((0.6 + 2.1 + 3.3 + 3.6) / 8 / 2)
     assert summary.late_fraction(runs, 30000) is None
+
+
+def test_the_paired_difference_averages_each_episode_over_the_late_stages(summary):
+    reference = [run(0, [0.2, 1.2, 1.4, 1.8], [0.0] * 4), run(1, [0.4, 0.9, 1.9, 1.8], [0.0] * 4)]
+    variant = [run(1, [0.0, 0.0, 1.0, 1.2], [0.0] * 4), run(0, [0.0, 0.0, 2.0, 2.0], [0.0] * 4)]
+    # late means per episode: reference 1.6 (seed 0) and 1.85 (seed 1), variant 2.0 and 1.1; gains +0.4 and -0.75
+    # on three episodes each, over the oracle's 2 per episode
+    difference = summary.paired_late_difference(reference, variant, 15000)
+    assert difference['episodes'] == 6
+    assert difference['difference'] == pytest.approx(3 * (0.4 - 0.75) / 12)
+    # a resample is at most all seed 0's episodes (+0.2) and at least all seed 1's (-0.375)
+    assert -0.375 - 1e-12 <= difference['ci_low'] < difference['difference'] < difference['ci_high'] <= 0.2 + 1e-12
+    assert summary.paired_late_difference(reference, variant, 30000) is None
+
+
+def test_what_both_sides_share_cancels_in_the_paired_difference(summary):
+    reference = [run(0, [0.1, 0.3, 2.5, 0.2], [0.0] * 4), run(1, [0.0, 0.1, -0.6, 1.9], [0.0] * 4)]
+    variant = [run(seed, [value + 0.2 for value in policy], [0.0] * 4)
+               for seed, policy in ((0, [0.1, 0.3, 2.5, 0.2]), (1, [0.0, 0.1, -0.6, 1.9]))]
+    apart = summary.late_fraction(reference, 15000)
+    assert apart['ci_high'] - apart['ci_low'] > 0.5  # each side's own interval is wide ...
+    difference = summary.paired_late_difference(reference, variant, 15000)
+    # ... but the variant takes 0.2 of 2 more on every episode, whatever the seed and the stage
+    assert (difference['difference'], difference['ci_low'], difference['ci_high']) == pytest.approx((0.1, 0.1, 0.1))
+
+
+def test_the_paired_difference_needs_the_same_seeds_and_test_episodes(summary):
+    reference = [run(0, [1.0] * 4, [0.0] * 4), run(1, [1.0] * 4, [0.0] * 4)]
+    with pytest.raises(ValueError, match=r'same seeds: \[0, 1\] and \[0, 2\]'):
+        summary.paired_late_difference(reference, [run(0, [1.0] * 4, [0.0] * 4), run(2, [1.0] * 4, [0.0] * 4)], 0)
+    other_windows = [run(0, [1.0] * 4, [0.0] * 4), run(1, [1.0] * 4, [0.0] * 4, oracle=2.5)]
+    with pytest.raises(ValueError, match="seed 1: the oracle's returns differ"):
+        summary.paired_late_difference(reference, other_windows, 0)
