@@ -24,9 +24,10 @@ out every stage after N env steps, so that a run trained to 100,000 compares wit
 import argparse
 import json
 import os
+import sys
 
 from known_edge_summary import (THRESHOLDS, late_fraction, learning_curve, paired_late_difference, plot, table_reached,
-                                time_to_entries)
+                                time_to_entries, within)
 
 
 def parse_args():
@@ -43,6 +44,8 @@ def parse_args():
                              'compared at a shorter budget')
     parser.add_argument('--out', default='benchmarks/results/known_edge_compare')
     args = parser.parse_args()
+    if args.until is not None and args.until <= 0:
+        parser.error('--until must be a positive number of env steps, not {}'.format(args.until))
     args.variants = {}
     for entry in args.results:
         name, sign, path = entry.partition('=')
@@ -57,15 +60,17 @@ def variant_runs(path, trainer, markets, seeds, until=None):
     `until` env steps (within 1 %; None: all); and the file's settings."""
     with open(path) as f:
         results = json.load(f)
-    runs = {market: [dict(run, stages=[stage for stage in run['stages']
-                                       if until is None or stage['env_steps'] <= 1.01 * until])
-                     for run in results['runs'] if run['trainer'] == trainer and run['market'] == market
-                     and run['edge'] and run['seed'] in seeds] for market in markets}
+    chosen = [run for run in results['runs'] if run['trainer'] == trainer and run['edge'] and run['seed'] in seeds]
+    if until is not None:
+        chosen = [dict(run, stages=[stage for stage in run['stages'] if within(stage['env_steps'], until)])
+                  for run in chosen]
+    runs = {market: [run for run in chosen if run['market'] == market] for market in markets}
     return runs, results['settings']
 
 
 def compare(args):
-    """One row per market and variant (see the module docstring); ValueError where a variant lacks a seed."""
+    """One row per market and variant (see the module docstring); ValueError where a variant lacks a seed or
+    `--until` leaves one of its runs without a stage."""
     rows, first_runs = [], None
     for name, path in args.variants.items():
         name, _, trainer = name.partition(':')
@@ -76,6 +81,9 @@ def compare(args):
             if found != sorted(args.seeds):
                 raise ValueError('{}: {} has seeds {} of {} on {}, not {}'.format(
                     name, path, found, trainer, market, sorted(args.seeds)))
+            if any(not run['stages'] for run in runs[market]):
+                raise ValueError('{}: {} has runs of {} on {} with no stage at or before --until {:,} env steps'.format(
+                    name, path, trainer, market, args.until))
         first_runs = first_runs or runs
         for market in args.markets:
             curve = learning_curve(runs[market])
@@ -127,7 +135,10 @@ def _difference_cell(difference):
 
 def main():
     args = parse_args()
-    rows = compare(args)
+    try:
+        rows = compare(args)
+    except ValueError as error:
+        sys.exit('known_edge_compare: {}'.format(error))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'known_edge_compare.json'), 'w') as f:
         json.dump({'benchmark': 'known_edge_compare', 'trainer': args.trainer, 'seeds': args.seeds,

@@ -9,6 +9,18 @@ from btgym_aac.walk_forward.summary import bootstrap_mean_interval, fraction_of_
 
 THRESHOLDS = (0.5, 0.8)
 """Fractions of the oracle whose time to reach is reported."""
+BUDGET_SLACK = 0.01
+"""A stage counts as at a budget of env steps within this fraction of it: a staged run stops at whole rollouts."""
+
+
+def reached(env_steps, budget):
+    """Whether `env_steps` are at `budget` or past it, within `BUDGET_SLACK` below."""
+    return env_steps >= (1 - BUDGET_SLACK) * budget
+
+
+def within(env_steps, budget):
+    """Whether `env_steps` are at `budget` or before it, within `BUDGET_SLACK` above."""
+    return env_steps <= (1 + BUDGET_SLACK) * budget
 
 
 def pooled_returns(runs, stage_index, agent):
@@ -43,7 +55,7 @@ def late_fraction(runs, from_env_steps):
     stages and episodes pooled, with its bootstrap interval: steadier than one stage's (`fraction_of_oracle`), and
     None where no stage is that late."""
     late = [index for index in range(min(len(run['stages']) for run in runs))
-            if np.mean([run['stages'][index]['env_steps'] for run in runs]) >= 0.99 * from_env_steps]
+            if reached(np.mean([run['stages'][index]['env_steps'] for run in runs]), from_env_steps)]
     if not late:
         return None
     policy = [value for index in late for value in pooled_returns(runs, index, 'policy')]
@@ -54,7 +66,7 @@ def late_fraction(runs, from_env_steps):
 def _late_episode_means(run, from_env_steps):
     """A run's policy return per test episode, averaged over its stages at `from_env_steps` or later (within 1 %
     below), and the oracle's per episode; (None, None) where no stage is that late."""
-    late = [stage for stage in run['stages'] if stage['env_steps'] >= 0.99 * from_env_steps]
+    late = [stage for stage in run['stages'] if reached(stage['env_steps'], from_env_steps)]
     if not late:
         return None, None
     policy = np.mean([stage['returns_pct']['policy'] for stage in late], axis=0)
@@ -113,7 +125,7 @@ def time_to(curve, threshold):
 def at_budget(curve, env_steps):
     """The fraction of the oracle (with its interval) of the first point of `curve` at `env_steps` or more (its
     env steps within 1 % below count: a staged run stops at whole rollouts), or None where the curve ends before."""
-    point = next((point for point in curve if point['env_steps'] >= 0.99 * env_steps), None)
+    point = next((point for point in curve if reached(point['env_steps'], env_steps)), None)
     return None if point is None else {key: point[key] for key in ('env_steps', 'fraction', 'ci_low', 'ci_high')}
 
 

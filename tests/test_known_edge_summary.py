@@ -1,6 +1,8 @@
 """The time-to-skill summary of `benchmarks/known_edge.py`: the env steps and CPU seconds to 50 % and 80 % of the
 oracle, the fraction at fixed budgets and the sampling policy's fraction, against hand-computed values."""
+import argparse
 import importlib.util
+import json
 import pathlib
 import sys
 
@@ -9,16 +11,21 @@ import pytest
 BENCHMARKS = pathlib.Path(__file__).resolve().parents[1] / 'benchmarks'
 
 
-@pytest.fixture(scope='module')
-def summary():
+def benchmark_module(name):
+    """Imports benchmarks/NAME.py (which imports its neighbours by name)."""
     sys.path.insert(0, str(BENCHMARKS))
     try:
-        spec = importlib.util.spec_from_file_location('known_edge_summary', str(BENCHMARKS / 'known_edge_summary.py'))
+        spec = importlib.util.spec_from_file_location(name, str(BENCHMARKS / '{}.py'.format(name)))
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
     finally:
         sys.path.remove(str(BENCHMARKS))
     return module
+
+
+@pytest.fixture(scope='module')
+def summary():
+    return benchmark_module('known_edge_summary')
 
 
 def run(seed, policy, sampled, cpu_per_stage=10.0, oracle=2.0):
@@ -100,3 +107,22 @@ def test_the_paired_difference_needs_the_same_seeds_and_test_episodes(summary):
     other_windows = [run(0, [1.0] * 4, [0.0] * 4), run(1, [1.0] * 4, [0.0] * 4, oracle=2.5)]
     with pytest.raises(ValueError, match="seed 1: the oracle's returns differ"):
         summary.paired_late_difference(reference, other_windows, 0)
+
+
+def test_compare_cuts_runs_at_until_and_pairs_each_variant_with_the_first(tmp_path):
+    compare = benchmark_module('known_edge_compare')
+    files = {}
+    for name, policy in (('first', [0.2, 1.2, 1.4, 1.8]), ('second', [0.2, 1.6, 1.8, 0.0])):
+        files[name] = tmp_path / '{}.json'.format(name)
+        files[name].write_text(json.dumps({'settings': {}, 'runs': [run(0, policy, [0.0] * 4)]}))
+    args = argparse.Namespace(variants={name: str(path) for name, path in files.items()}, trainer='a3c',
+                              markets=['mr'], seeds=[0], late_from=10000, until=15000)
+    first, second = compare.compare(args)
+    # the stages at 5,000, 9,999 and 15,000 env steps are kept, the one at 19,999 left out
+    assert [point['env_steps'] for point in second['learning_curve']] == [5000, 9999, 15000]
+    assert first['late_minus_first'] is None
+    # late stages 9,999 and 15,000: (1.6 + 1.8) / 2 - (1.2 + 1.4) / 2 = 0.4 more per episode, over the oracle's 2
+    assert second['late_minus_first']['difference'] == pytest.approx(0.2)
+    args.until = 1000
+    with pytest.raises(ValueError, match='no stage at or before --until 1,000 env steps'):
+        compare.compare(args)
