@@ -40,7 +40,8 @@ it should include zero), and on the twin the policy's own return (whose interval
 losing buy-and-hold cannot fool that one). Writes `known_edge.json` (settings, every run's stages, the summary;
 rewritten after every run), `known_edge_steps.png` and `known_edge_cpu.png` to `--out`, and prints the table (as in
 docs/learning.md). The market files, log dirs
-and evaluation folders go to `--work-dir` (default: a temporary folder, removed at the end).
+and evaluation folders go to `--work-dir` (default: a temporary folder, removed at the end); with a work dir kept,
+`known_edge_reevaluate.py` plays every kept checkpoint again on more test episodes without training again.
 
 The defaults (3 markets, 4 trainers, 5 seeds, twins, 100,000 steps) make 120 runs: days on 2 cores; on a
 16-core machine, `--workers 8` and a market or trainer per command. `--preset` names the configuration of this
@@ -71,7 +72,7 @@ import tempfile
 import time
 
 from known_edge_runs import EVAL_SEED, MARKETS, OUR_TRAINERS, SB3_TRAINER, env_overrides, run_one
-from known_edge_summary import plot, summarize, table_lines
+from known_edge_summary import summarize, table_lines, write_result
 
 from btgym_aac.distributed.run_config import PRESETS
 
@@ -182,15 +183,9 @@ def settings(args):
 def write_results(args, runs, seconds):
     """Writes known_edge.json and the plots to `args.out`; returns the summary rows."""
     rows = summarize(runs, args.budgets)
-    os.makedirs(args.out, exist_ok=True)
-    output = {'benchmark': 'known_edge', 'settings': settings(args), 'summary': rows, 'runs': runs,
-              'wall_seconds': seconds,
-              'machine': {'python': platform.python_version(), 'cpus': os.cpu_count()}}
-    with open(os.path.join(args.out, 'known_edge.json'), 'w') as f:
-        json.dump(output, f, indent=1)
-    for axis, label, name in (('env_steps', 'env steps', 'known_edge_steps.png'),
-                              ('cpu_seconds', 'training CPU seconds', 'known_edge_cpu.png')):
-        plot(rows, axis, label, os.path.join(args.out, name))
+    write_result({'benchmark': 'known_edge', 'settings': settings(args), 'summary': rows, 'runs': runs,
+                  'wall_seconds': seconds,
+                  'machine': {'python': platform.python_version(), 'cpus': os.cpu_count()}}, args.out)
     return rows
 
 

@@ -200,7 +200,6 @@ def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, 
     checkpoint on `test_csv` with `evaluate` (policy, buy-and-hold, random, oracle) and with the policy sampling
     its actions; a stage's env steps are its checkpoint's global step, its CPU and wall seconds those of the run
     when the checkpoint was written. Returns the stage records."""
-    from btgym_aac.evaluation import evaluate
     from btgym_aac.distributed.launcher import make_launcher
 
     configs = reference_configs(algo, train_csv, overrides, preset, portfolio, config_file)
@@ -217,11 +216,21 @@ def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, 
     launcher.run()
     records = []
     for stage, (step, checkpoint, written) in enumerate(kept_checkpoints(log_dir), 1):
-        report = evaluate(log_dir, data=evaluation_data(test_csv), episodes=episodes, checkpoint=checkpoint,
-                          out=os.path.join(folder, 'evaluation_{}'.format(stage)), seed=EVAL_SEED, plots=False)
-        records.append(stage_record(stage, step, cpu.at(written), written - start, report,
-                                    evaluate_sampled(log_dir, checkpoint, test_csv, episodes)))
+        report, sampled = evaluate_checkpoint(log_dir, checkpoint, test_csv, episodes,
+                                              os.path.join(folder, 'evaluation_{}'.format(stage)))
+        records.append(stage_record(stage, step, cpu.at(written), written - start, report, sampled))
     return records
+
+
+def evaluate_checkpoint(log_dir, checkpoint, test_data, episodes, out):
+    """A kept checkpoint of a run played on `episodes` episodes of `test_data` (episode i seeded EVAL_SEED + i):
+    `evaluate`'s report (policy, buy-and-hold, random, oracle; written to `out`) and the policy's
+    `sampled_returns` on the same episodes."""
+    from btgym_aac.evaluation import evaluate
+
+    report = evaluate(log_dir, data=evaluation_data(test_data), episodes=episodes, checkpoint=checkpoint, out=out,
+                      seed=EVAL_SEED, plots=False)
+    return report, evaluate_sampled(log_dir, checkpoint, test_data, episodes)
 
 
 def process_cpu_seconds():
@@ -303,20 +312,28 @@ def evaluate_sb3(model, env_config, test_csv, episodes, seed):
     return build_report(records, {'data': evaluation_data(test_csv), 'seed': seed}), sampled
 
 
+def data_folder(work_dir, market, edge, seed):
+    """Where a run's market files go in the work dir."""
+    return os.path.join(work_dir, 'data', '{}_{}_seed_{}'.format(market, 'edge' if edge else 'twin', seed))
+
+
+def run_folder(work_dir, market, edge, trainer, seed):
+    """Where a run of this package's trainers keeps its log dir (`run`) and evaluations in the work dir."""
+    return os.path.join(work_dir, 'runs', '{}_{}_{}_seed_{}'.format(market, 'edge' if edge else 'twin', trainer, seed))
+
+
 def run_one(market, edge, trainer, seed, folder, args):
     """Writes the market files and trains and evaluates `trainer` on them; returns the run's record."""
-    data_folder = os.path.join(folder, 'data', '{}_{}_seed_{}'.format(market, 'edge' if edge else 'twin', seed))
-    train_csv, test_csv = write_markets(market, edge, seed, data_folder, args.train_bars, args.test_bars)
+    train_csv, test_csv = write_markets(market, edge, seed, data_folder(folder, market, edge, seed), args.train_bars,
+                                        args.test_bars)
     overrides = env_overrides(args)
     if trainer == SB3_TRAINER:
         stages = train_sb3(train_csv, test_csv, args.steps, args.stages, seed, args.eval_episodes, overrides,
                            args.portfolio)
     else:
-        run_folder = os.path.join(folder, 'runs', '{}_{}_{}_seed_{}'.format(
-            market, 'edge' if edge else 'twin', trainer, seed))
-        stages = train_ours(trainer, train_csv, test_csv, run_folder, args.steps, args.stages, args.workers, seed,
-                            args.eval_episodes, overrides, args.trainer_kwargs, args.preset, args.portfolio,
-                            args.config, args.envs_per_worker)
+        stages = train_ours(trainer, train_csv, test_csv, run_folder(folder, market, edge, trainer, seed), args.steps,
+                            args.stages, args.workers, seed, args.eval_episodes, overrides, args.trainer_kwargs,
+                            args.preset, args.portfolio, args.config, args.envs_per_worker)
     train_seed, test_seed = market_seeds(seed)
     return {'market': market, 'edge': edge, 'trainer': trainer, 'seed': seed, 'train_market_seed': train_seed,
             'test_market_seed': test_seed, 'stages': stages}

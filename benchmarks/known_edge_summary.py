@@ -2,6 +2,9 @@
 to reach 50 % and 80 % of the oracle), the fraction of the oracle at fixed budgets of env steps with its bootstrap
 interval, the learning curve (the policy acting deterministically, and sampling its actions), the twin's excess over
 buy-and-hold and the policy's own return there; the table and the plots."""
+import json
+import os
+
 import numpy as np
 
 from btgym_aac.evaluation.metrics import CONFIDENCE, RESAMPLES
@@ -259,3 +262,14 @@ def plot(rows, axis, label, path):
         ax.legend(fontsize=8)
     fig.tight_layout()
     FigureCanvasAgg(fig).print_png(path)
+
+
+def write_result(output, folder):
+    """Writes a benchmark's `output` (its 'summary' the rows of `summarize`) to `folder` as known_edge.json,
+    with the learning curves against env steps and CPU seconds (known_edge_steps.png, known_edge_cpu.png)."""
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, 'known_edge.json'), 'w') as f:
+        json.dump(output, f, indent=1)
+    for axis, label, name in (('env_steps', 'env steps', 'known_edge_steps.png'),
+                              ('cpu_seconds', 'training CPU seconds', 'known_edge_cpu.png')):
+        plot(output['summary'], axis, label, os.path.join(folder, name))

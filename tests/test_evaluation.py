@@ -13,6 +13,7 @@ import matplotlib.image
 import numpy as np
 import pytest
 from test_env import colour_pixels
+from test_known_edge_summary import benchmark_module
 
 from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import Aac1dPolicy
@@ -472,6 +473,60 @@ def test_evaluate_on_a_known_edge_market_adds_its_oracle_and_the_policys_fractio
     expected = means['policy'] / means['oracle'] if means['oracle'] > 0 else None
     assert fraction['fraction'] == pytest.approx(expected) if expected is not None else fraction['fraction'] is None
     assert 'of the oracle' in capsys.readouterr().out
+
+
+def test_known_edge_reevaluate_plays_every_kept_checkpoint_again_on_more_episodes(run, tmp_path, capsys):
+    """`benchmarks/known_edge_reevaluate.py` on a work dir laid out as `known_edge.py` lays it out: every stage is
+    played from the kept checkpoint of its env steps on the asked number of episodes, its env steps and CPU and
+    wall seconds kept; a Stable-Baselines3 run is left out and named; a stage without its checkpoint stops the
+    script naming the run and the steps kept."""
+    reevaluate = benchmark_module('known_edge_reevaluate')
+    work = tmp_path / 'work'
+    data = work / 'data' / 'mr_edge_seed_0'
+    data.mkdir(parents=True)
+    for part, seed in (('train', 4), ('test', 5)):
+        write_market_csv(make_mean_reversion_data(num_bars=6000, start='2018-03-01', seed=seed),
+                         str(data / (part + '.csv')))
+    run_folder = work / 'runs' / 'mr_edge_a3c_seed_0'
+    run_folder.mkdir(parents=True)
+    os.symlink(run['log_dir'], run_folder / 'run')
+    steps = sorted(kept_checkpoints(run['log_dir']))
+    stages = [{'stage': index, 'env_steps': step, 'cpu_seconds': 1.5 * index, 'wall_seconds': 2.0 * index}
+              for index, step in enumerate((steps[0], steps[-1]), start=1)]
+    ours = {'market': 'mr', 'edge': True, 'trainer': 'a3c', 'seed': 0, 'stages': stages}
+    sb3 = dict(ours, trainer='sb3_ppo')
+    settings = {'budgets': [steps[-1]], 'eval_episodes': 1, 'train_bars': 6000, 'test_bars': 6000}
+    results = tmp_path / 'known_edge.json'
+    results.write_text(json.dumps({'settings': settings, 'runs': [ours, sb3], 'summary': []}))
+    out = tmp_path / 'out'
+    reevaluate.main(['--results', str(results), '--work-dir', str(work), '--eval-episodes', '2', '--out', str(out)])
+    assert 'left out (Stable-Baselines3 keeps no model to play again): mr sb3_ppo seed 0' in capsys.readouterr().out
+    with open(out / 'known_edge.json') as f:
+        written = json.load(f)
+    assert written['settings']['eval_episodes'] == 2
+    assert written['settings']['reevaluated']['eval_episodes_before'] == 1
+    assert [run['trainer'] for run in written['runs']] == ['a3c']
+    assert (out / 'known_edge_steps.png').stat().st_size > 0 and (out / 'known_edge_cpu.png').stat().st_size > 0
+    for before, after in zip(stages, written['runs'][0]['stages']):
+        assert {key: after[key] for key in before} == before
+        assert sorted(after['returns_pct']) == sorted(AGENTS + ('oracle',))
+        assert all(len(returns) == 2 for returns in after['returns_pct'].values())
+        assert len(after['sampled_returns_pct']) == 2
+        with open(run_folder / 'reevaluation_2' / 'evaluation_{}'.format(before['stage']) / 'report.json') as f:
+            report = json.load(f)
+        assert report['global_step'] == before['env_steps'] and report['seed'] == 0
+        assert report['agents']['policy']['per_episode']['return_pct'] == after['returns_pct']['policy']
+        oracle = statistics.mean(after['returns_pct']['oracle'])
+        expected = statistics.mean(after['returns_pct']['policy']) / oracle if oracle > 0 else None
+        assert after['fraction_of_oracle'] == (pytest.approx(expected) if expected is not None else None)
+
+    ours['stages'] = [dict(stages[0], env_steps=steps[0] + 1)]
+    results.write_text(json.dumps({'settings': settings, 'runs': [ours], 'summary': []}))
+    with pytest.raises(SystemExit, match=r'no kept checkpoint of step {} \(kept: \[{}\]\)'.format(
+            steps[0] + 1, ', '.join(map(str, steps)))):
+        reevaluate.main(['--results', str(results), '--work-dir', str(work), '--eval-episodes', '2',
+                         '--out', str(tmp_path / 'refused')])
+    assert not (tmp_path / 'refused').exists()
 
 
 def test_evaluate_refuses_a_spread_out_of_all_proportion_to_the_data_before_any_episode(run, tmp_path, capsys):
