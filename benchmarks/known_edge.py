@@ -56,11 +56,11 @@ does.
 
 Usage:
     python benchmarks/known_edge.py [--markets mr regime intraday] [--trainers a3c ppo unreal sb3_ppo]
-                                    [--seeds 5] [--steps 100000] [--stages 20] [--workers 2] [--eval-episodes 10]
+                                    [--seeds 5] [--steps 100000] [--stages 20] [--workers 2] [--eval-episodes 50]
                                     [--budgets 40000 100000] [--preset reference] [--config FILE]
                                     [--envs-per-worker K]
                                     [--no-twins] [--sb3-torch-threads 1] [--spread 0] [--env-kwargs JSON]
-                                    [--trainer-kwargs JSON] [--train-bars 60000] [--test-bars 20000]
+                                    [--trainer-kwargs JSON] [--train-bars 60000] [--test-bars 100000]
                                     [--out benchmarks/results/known_edge] [--work-dir DIR] [--resume]
 """
 import argparse
@@ -100,7 +100,8 @@ def parse_args():
     parser.add_argument('--workers', type=int, default=2, help="workers of this package's trainers")
     parser.add_argument('--envs-per-worker', type=int, help="envs per worker of this package's trainers (default: "
                                                             "the preset's and config file's)")
-    parser.add_argument('--eval-episodes', type=int, default=10, help='test episodes per agent and evaluation')
+    parser.add_argument('--eval-episodes', type=int, default=50,
+                        help='test episodes per agent and evaluation (docs/learning.md: 10 were too few)')
     parser.add_argument('--twins', action=argparse.BooleanOptionalAction, default=True,
                         help='also train on every market\'s no-edge twin')
     parser.add_argument('--sb3-torch-threads', type=int, default=1,
@@ -116,7 +117,8 @@ def parse_args():
                         help='trainer kwargs replacing the shipped ones of this package\'s trainers (not SB3\'s), '
                              'e.g. \'{"opt_learn_rate": 0.0003}\'')
     parser.add_argument('--train-bars', type=int, default=60000)
-    parser.add_argument('--test-bars', type=int, default=20000)
+    parser.add_argument('--test-bars', type=int, default=100000,
+                        help='bars of the test file (100,000: about 200 8-hour windows)')
     parser.add_argument('--out', default='benchmarks/results/known_edge')
     parser.add_argument('--work-dir', help='folder kept for the market files, log dirs and evaluations')
     parser.add_argument('--resume', action='store_true',

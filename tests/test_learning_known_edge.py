@@ -71,8 +71,8 @@ come from."""
 
 
 def benchmark_market_files(generator, seed, folder):
-    """The train and test files of `benchmarks/known_edge.py`'s run seed `seed` of a market: 60,000 bars of the
-    generator seeded 1000 + 2 seed, 20,000 of seed 1001 + 2 seed from 2018-01-01."""
+    """The train and test files of `benchmarks/known_edge.py`'s run seed `seed` of a market with `--test-bars
+    20000`: 60,000 bars of the generator seeded 1000 + 2 seed, 20,000 of seed 1001 + 2 seed from 2018-01-01."""
     train = write_market_csv(generator(num_bars=60000, seed=1000 + 2 * seed), str(folder / 'train.csv'))
     test = write_market_csv(generator(num_bars=20000, seed=1001 + 2 * seed, start='2018-01-01'),
                             str(folder / 'test.csv'))
