@@ -76,9 +76,7 @@ def main(argv=None):
                 if run['trainer'] == SB3_TRAINER]
     runs = []
     try:
-        for run in earlier['runs']:
-            if run['trainer'] == SB3_TRAINER:
-                continue
+        for run in (run for run in earlier['runs'] if run['trainer'] != SB3_TRAINER):
             runs.append(reevaluate_run(run, settings, os.path.abspath(args.work_dir), args.eval_episodes))
             print('{market} {trainer} seed {seed}: {} stages'.format(len(run['stages']), **run), flush=True)
     except FileNotFoundError as error:

@@ -72,8 +72,7 @@ def linear_forecast(log_closes, smas, horizon):
 def main():
     args = parse_args()
     frame = make_mean_reversion_data(num_bars=args.bars, seed=args.seed)
-    spec = MarketSpec.from_dict(frame.attrs['market']) if isinstance(frame.attrs['market'], dict) \
-        else frame.attrs['market']
+    spec = MarketSpec.from_frame(frame)
     closes = frame['close'].to_numpy(dtype=np.float64)
     log_closes = np.log(closes)
     threshold = 2.0 * args.commission
