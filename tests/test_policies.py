@@ -58,6 +58,8 @@ CASES = {
     'dense-vector': (AacDensePolicy, VECTOR_SPACE, CART_ACTIONS,
                      dict(dense_layers=(8,), lstm_layers=(8,), aux_estimate=True), None),
     'dense-trading': (AacDensePolicy, TRADING_SPACE, TRADE_ACTIONS, dict(dense_layers=(8,), lstm_layers=(8,)), None),
+    'dense-dated': (AacDensePolicy, DATED_SPACE, TRADE_ACTIONS,
+                    dict(dense_layers=(8,), lstm_layers=(8,), datetime_features=True), None),
 }
 
 
@@ -267,7 +269,7 @@ def datetime_observation(when):
 def test_datetime_cycles_are_the_time_of_day_and_of_the_week_on_circles():
     from datetime import datetime
 
-    from btgym_aac.algorithms.policy.stacked_lstm import datetime_cycles
+    from btgym_aac.algorithms.policy.base import datetime_cycles
 
     times = [datetime(2018, 1, 1, 0, 0), datetime(2018, 1, 3, 18, 30), datetime(2018, 1, 7, 23, 59)]
     with tf.Graph().as_default(), tf.Session() as sess:
@@ -279,13 +281,14 @@ def test_datetime_cycles_are_the_time_of_day_and_of_the_week_on_circles():
         np.testing.assert_allclose(row, np.concatenate([np.sin(angles), np.cos(angles)]), atol=1e-5)
 
 
+@pytest.mark.parametrize('case_id', ['rl2-dated', 'dense-dated'])
 @pytest.mark.parametrize('datetime_features', [True, False])
-def test_a_stacked_policy_acts_on_the_time_only_with_datetime_features(datetime_features):
+def test_a_policy_acts_on_the_time_only_with_datetime_features(case_id, datetime_features):
     from datetime import datetime
 
     observation = random_observation(DATED_SPACE, np.random.default_rng(7))
     outputs = []
-    with initialized_policy('rl2-dated', linear_layer_ref=linear, datetime_features=datetime_features) as (
+    with initialized_policy(case_id, linear_layer_ref=linear, datetime_features=datetime_features) as (
             sess, policy, context):
         for when in (datetime(2018, 1, 1, 3, 0), datetime(2018, 1, 1, 15, 0)):
             observation['datetime'] = datetime_observation(when)
@@ -296,9 +299,10 @@ def test_a_stacked_policy_acts_on_the_time_only_with_datetime_features(datetime_
         np.array_equal(outputs[0], outputs[1])
 
 
-def test_datetime_features_need_a_datetime_observation():
+@pytest.mark.parametrize('case_id', ['rl2-trading', 'dense-trading'])
+def test_datetime_features_need_a_datetime_observation(case_id):
     with tf.Graph().as_default(), pytest.raises(ValueError, match='datetime_features needs a `datetime` observation'):
-        build('rl2-trading', datetime_features=True)
+        build(case_id, datetime_features=True)
 
 
 class RunOnlySession:

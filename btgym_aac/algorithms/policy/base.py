@@ -67,14 +67,49 @@ def to_sequences(x, batch_size, max_seq_len):
     return tf.reshape(x, [batch_size, max_seq_len, static_width(x)])
 
 
+def datetime_cycles(datetime):
+    """The time of day and of the week of `datetime` observations as points on circles.
+
+    Args:
+        datetime: [N, 1, 5] tensor of [month / 12, day / 31, weekday / 6, hour / 24, minute / 60] (`DevStrat_4_12`'s
+            `get_datetime_state`).
+
+    Returns:
+        [N, 6] tensor: sin and cos of 2 pi d and of 4 pi d, d the fraction of the day passed, and sin and cos of
+        2 pi w, w the fraction of the week (Monday 0:00 is 0).
+    """
+    fields = tf.reshape(datetime, [-1, 5])
+    day = fields[:, 3] + fields[:, 4] / 24.0
+    week = (fields[:, 2] * 6.0 + day) / 7.0
+    angles = 2.0 * np.pi * tf.stack([day, 2.0 * day, week], axis=-1)
+    return tf.concat([tf.sin(angles), tf.cos(angles)], axis=-1)
+
+
+def checked_datetime_features(datetime_features, ob_space, owner):
+    """`datetime_features` as a bool, checked against the observation.
+
+    Args:
+        datetime_features: whether the policy reads `datetime_cycles` of the observation's `datetime`.
+        ob_space: the policy's DictSpace.
+        owner: the policy's class name, for the error.
+
+    Raises:
+        ValueError: `datetime_features` is set and the observation has no `datetime`.
+    """
+    if datetime_features and 'datetime' not in ob_space.spaces:
+        raise ValueError('{}: datetime_features needs a `datetime` observation (e.g. DevStrat_4_12\'s); this one has '
+                         '{}'.format(owner, ', '.join(sorted(ob_space.spaces))))
+    return bool(datetime_features)
+
+
 class BaseAacPolicy(PolicyCalls):
     """Conv-LSTM advantage actor-critic policy with UNREAL auxiliary heads.
 
     Papers: https://arxiv.org/abs/1602.01783 (A3C), https://arxiv.org/abs/1611.05397 (UNREAL).
 
     Graph: `conv_2d_network(external)` features, concatenated with the last action code, the last reward and the
-    flattened `internal` observation (if any), feed an LSTM stack (`lstm`); a dense head (`dense_aac`) gives logits
-    and value. Reward prediction encodes the `rp_sequence_size - 1` frames of each sample with the shared encoder.
+    flattened `internal` observation (if any) and, with `datetime_features`, the time of day and of the week
+    (`datetime_cycles`), feed an LSTM stack (`lstm`); a dense head (`dense_aac`) gives logits and value. Reward prediction encodes the `rp_sequence_size - 1` frames of each sample with the shared encoder.
     Pixel control (`pc_q` on the off-policy LSTM output, action axis of width `ac_space.one_hot_depth`) is built
     when `pixel_control` resolves to True; otherwise the `pc_q`, `pc_target`, `pc_change_state_in` and
     `pc_change_last_state_in` attributes are None. By default logits are layer-normalised across actions (see
@@ -115,7 +150,7 @@ class BaseAacPolicy(PolicyCalls):
     def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=BasicLSTMCell,
                  lstm_layers=(256,), action_dp_alpha=200.0, aux_estimate=False, static_rnn=False,
                  linear_layer_ref=noisy_linear, pixel_control=None, logits_layer_norm=True, off_policy_pass=True,
-                 normalize_observations=False, **kwargs):
+                 normalize_observations=False, datetime_features=False, **kwargs):
         """
         Args:
             ob_space: DictSpace with an `external` [H, W, C] key (optional `internal`, `metadata`, ...).
@@ -136,6 +171,8 @@ class BaseAacPolicy(PolicyCalls):
                 reads it, is built (the trainer passes False when no loss of its reads it: fewer ops to build).
             normalize_observations: standardise `external` and `internal` by running statistics (see
                 `normalization.ObservationNormalizer`; the trainer's learner updates them).
+            datetime_features: the LSTM also reads the time of day and of the week of the observation's
+                `datetime` (`datetime_cycles`); the observation must have `datetime`.
             **kwargs: encoder and pixel-control options (`conv_2d_*`, `pc_estimator_stride`, `duell_pc_*`);
                 anything else (e.g. the trainer's `task`, `cluster_spec`) is ignored (the trainer warns of
                 kwargs of its `policy_config` read by nothing).
@@ -151,6 +188,7 @@ class BaseAacPolicy(PolicyCalls):
                                  type(self).__name__, sorted(ob_space.shape['external'])))
         self.lstm_class = lstm_class
         self.lstm_layers = checked_layers(lstm_layers)
+        self.datetime_features = checked_datetime_features(datetime_features, ob_space, type(self).__name__)
         self.static_rnn = static_rnn
         self.linear_layer_ref = linear_layer_ref
         self.logits_layer_norm = logits_layer_norm
@@ -229,6 +267,8 @@ class BaseAacPolicy(PolicyCalls):
         max_seq_len = frames // batch_size
 
         inputs = [features, last_a_in, last_reward_in] + tf.nest.flatten(state_in.get('internal', []))
+        if self.datetime_features:
+            inputs.append(datetime_cycles(state_in['datetime']))
         lstm_in = tf.concat([to_sequences(x, batch_size, max_seq_len) for x in inputs], axis=-1)
         lstm_out, init_state, state_out, state_pl_flat = lstm_network(
             lstm_in, time_length, lstm_class=self.lstm_class, lstm_layers=self.lstm_layers, static=self.static_rnn,

@@ -1,12 +1,12 @@
 """Two-LSTM policies: `StackedLstmPolicy` (NAV-A3C style) and its RL² flavour `AacStackedRL2Policy`."""
-import numpy as np
-
 from btgym_aac.algorithms.nn.layer_norm import LayerNormBasicLSTMCell
 from btgym_aac.algorithms.nn.layers import noisy_linear
 from btgym_aac.algorithms.nn.networks import (
     conv_2d_network, dense_aac_network, duelling_pc_network, lstm_network, pixel_change_2d_estimator,
 )
-from btgym_aac.algorithms.policy.base import AacGraph, BaseAacPolicy, flatten_frames, to_sequences
+from btgym_aac.algorithms.policy.base import (
+    AacGraph, BaseAacPolicy, checked_datetime_features, datetime_cycles, flatten_frames, to_sequences,
+)
 from btgym_aac.algorithms.policy.interface import checked_layers
 from btgym_aac.compat import tf
 
@@ -106,10 +106,7 @@ class StackedLstmPolicy(BaseAacPolicy):
         self.shared_p_v = shared_p_v
         self.logits_layer_norm = logits_layer_norm
         self.encoded_modes = tuple(key for key in ENCODED_MODES if key in ob_space.spaces)
-        if datetime_features and 'datetime' not in ob_space.spaces:
-            raise ValueError('StackedLstmPolicy: datetime_features needs a `datetime` observation (e.g. DevStrat_4_12'
-                             "'s); this one has {}".format(', '.join(sorted(ob_space.spaces))))
-        self.datetime_features = bool(datetime_features)
+        self.datetime_features = checked_datetime_features(datetime_features, ob_space, type(self).__name__)
         self.keep_prob = None if dropout_keep_prob == 1 else \
             1.0 - (1.0 - dropout_keep_prob) * tf.cast(self.train_phase, tf.float32)
         self.network_kwargs = dict(NETWORK_DEFAULTS, keep_prob=self.keep_prob, **kwargs)
@@ -187,24 +184,6 @@ class StackedLstmPolicy(BaseAacPolicy):
             _, vf, _ = dense_aac_network(lstm_2_out, depth, name='aac_dense_vfn',
                                          linear_layer_ref=self.linear_layer_ref, reuse=reuse)
         return AacGraph(features, logits, vf, sample, lstm_2_out, (init_1, init_2), (state_1, state_2), pl_1 + pl_2)
-
-
-def datetime_cycles(datetime):
-    """The time of day and of the week of `datetime` observations as points on circles.
-
-    Args:
-        datetime: [N, 1, 5] tensor of [month / 12, day / 31, weekday / 6, hour / 24, minute / 60] (`DevStrat_4_12`'s
-            `get_datetime_state`).
-
-    Returns:
-        [N, 6] tensor: sin and cos of 2 pi d and of 4 pi d, d the fraction of the day passed, and sin and cos of
-        2 pi w, w the fraction of the week (Monday 0:00 is 0).
-    """
-    fields = tf.reshape(datetime, [-1, 5])
-    day = fields[:, 3] + fields[:, 4] / 24.0
-    week = (fields[:, 2] * 6.0 + day) / 7.0
-    angles = 2.0 * np.pi * tf.stack([day, 2.0 * day, week], axis=-1)
-    return tf.concat([tf.sin(angles), tf.cos(angles)], axis=-1)
 
 
 class AacStackedRL2Policy(StackedLstmPolicy):
