@@ -99,8 +99,9 @@ def _fast_preset(algo):
 def _dense_preset(algo):
     """The 'dense' preset: `fast`'s env, trainer and run with a small policy, `AacDensePolicy` as it comes (a dense
     encoder of 64 x 64 units over the flattened `external`, one LSTM of 64 units, noise-free heads): on the
-    single-asset known-edge markets ahead of `fast` on regime switching and level with it in fraction of the oracle
-    on the other two, on the multi-asset ones behind it (docs/learning.md, "A small dense policy").
+    single-asset known-edge markets ahead of `fast` on regime switching and the intraday pattern and level with it
+    on mean reversion; on the multi-asset ones, like `fast`, it takes nothing (docs/learning.md, "One hundred test
+    episodes"; docs/multi-asset.md, "On 100 test episodes").
     """
     layer = _fast_preset(algo)
     layer['policy_config'] = {'class_ref': ClassRef('btgym_aac.algorithms.policy.dense', 'AacDensePolicy'),
