@@ -305,6 +305,25 @@ def test_datetime_features_need_a_datetime_observation(case_id):
         build(case_id, datetime_features=True)
 
 
+@pytest.mark.parametrize('heads_read_features', [True, False])
+def test_the_heads_read_the_features_beside_the_lstm_only_when_asked(heads_read_features):
+    with initialized_policy('dense-trading', linear_layer_ref=linear, heads_read_features=heads_read_features) as (
+            sess, policy, context):
+        weights = {variable.name: variable.get_shape().as_list() for variable in policy.var_list}
+        _, logits, value, _ = policy.act(random_observation(TRADING_SPACE, np.random.default_rng(3)), context,
+                                         np.array([[0.0, 1.0]]), np.array([0.3]), sess=sess)
+    lstm_units, feature_width = 8, 8
+    head_width = lstm_units + feature_width if heads_read_features else lstm_units
+    assert weights['local/dense_aac/action/w:0'] == [head_width, TRADE_ACTIONS.one_hot_depth]
+    assert weights['local/dense_aac/value/w:0'] == [head_width, 1]
+    assert np.all(np.isfinite(logits)) and np.all(np.isfinite(value))
+
+
+def test_stacked_policies_refuse_heads_read_features():
+    with tf.Graph().as_default(), pytest.raises(ValueError, match='heads_read_features'):
+        build('stacked-trading', heads_read_features=True)
+
+
 class RunOnlySession:
     """A session-like object with nothing but `run` (as a `MonitoredSession` offers)."""
 

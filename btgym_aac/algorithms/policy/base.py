@@ -109,7 +109,8 @@ class BaseAacPolicy(PolicyCalls):
 
     Graph: `conv_2d_network(external)` features, concatenated with the last action code, the last reward and the
     flattened `internal` observation (if any) and, with `datetime_features`, the time of day and of the week
-    (`datetime_cycles`), feed an LSTM stack (`lstm`); a dense head (`dense_aac`) gives logits and value. Reward prediction encodes the `rp_sequence_size - 1` frames of each sample with the shared encoder.
+    (`datetime_cycles`), feed an LSTM stack (`lstm`); a dense head (`dense_aac`) on its output (with
+    `heads_read_features`, on its output and the features) gives logits and value. Reward prediction encodes the `rp_sequence_size - 1` frames of each sample with the shared encoder.
     Pixel control (`pc_q` on the off-policy LSTM output, action axis of width `ac_space.one_hot_depth`) is built
     when `pixel_control` resolves to True; otherwise the `pc_q`, `pc_target`, `pc_change_state_in` and
     `pc_change_last_state_in` attributes are None. By default logits are layer-normalised across actions (see
@@ -150,7 +151,7 @@ class BaseAacPolicy(PolicyCalls):
     def __init__(self, ob_space, ac_space, rp_sequence_size, lstm_class=BasicLSTMCell,
                  lstm_layers=(256,), action_dp_alpha=200.0, aux_estimate=False, static_rnn=False,
                  linear_layer_ref=noisy_linear, pixel_control=None, logits_layer_norm=True, off_policy_pass=True,
-                 normalize_observations=False, datetime_features=False, **kwargs):
+                 normalize_observations=False, datetime_features=False, heads_read_features=False, **kwargs):
         """
         Args:
             ob_space: DictSpace with an `external` [H, W, C] key (optional `internal`, `metadata`, ...).
@@ -173,6 +174,8 @@ class BaseAacPolicy(PolicyCalls):
                 `normalization.ObservationNormalizer`; the trainer's learner updates them).
             datetime_features: the LSTM also reads the time of day and of the week of the observation's
                 `datetime` (`datetime_cycles`); the observation must have `datetime`.
+            heads_read_features: the actor-critic head reads the encoded `external` features beside the LSTM's
+                output (a path around the LSTM).
             **kwargs: encoder and pixel-control options (`conv_2d_*`, `pc_estimator_stride`, `duell_pc_*`);
                 anything else (e.g. the trainer's `task`, `cluster_spec`) is ignored (the trainer warns of
                 kwargs of its `policy_config` read by nothing).
@@ -189,6 +192,7 @@ class BaseAacPolicy(PolicyCalls):
         self.lstm_class = lstm_class
         self.lstm_layers = checked_layers(lstm_layers)
         self.datetime_features = checked_datetime_features(datetime_features, ob_space, type(self).__name__)
+        self.heads_read_features = bool(heads_read_features)
         self.static_rnn = static_rnn
         self.linear_layer_ref = linear_layer_ref
         self.logits_layer_norm = logits_layer_norm
@@ -275,7 +279,8 @@ class BaseAacPolicy(PolicyCalls):
             reuse=reuse,
         )
         lstm_out = tf.reshape(lstm_out, [frames, self.lstm_layers[-1]])
-        logits, vf, sample = dense_aac_network(lstm_out, self.ac_space.one_hot_depth,
+        head_in = tf.concat([lstm_out, features], axis=-1) if self.heads_read_features else lstm_out
+        logits, vf, sample = dense_aac_network(head_in, self.ac_space.one_hot_depth,
                                                linear_layer_ref=self.linear_layer_ref, reuse=reuse,
                                                logits_layer_norm=self.logits_layer_norm)
         return AacGraph(features, logits, vf, sample, lstm_out, init_state, state_out, state_pl_flat)

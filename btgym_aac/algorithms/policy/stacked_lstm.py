@@ -59,7 +59,7 @@ class StackedLstmPolicy(BaseAacPolicy):
                  share_encoder_params=False, dropout_keep_prob=1.0, action_dp_alpha=200.0, aux_estimate=False,
                  encode_internal_state=None, static_rnn=True, shared_p_v=False, pixel_control=None,
                  off_policy_pass=True, logits_layer_norm=True, datetime_features=False,
-                 normalize_observations=False, **kwargs):
+                 normalize_observations=False, heads_read_features=False, **kwargs):
         """
         Args:
             ob_space: DictSpace with an `external` key (optional `internal`, `metadata`, ...).
@@ -88,9 +88,13 @@ class StackedLstmPolicy(BaseAacPolicy):
                 it) as sines and cosines (`datetime_cycles`); the observation must have `datetime`.
             normalize_observations: standardise `external` and `internal` by running statistics (see
                 `normalization.ObservationNormalizer`; the trainer's learner updates them).
+            heads_read_features: not available here (its heads read both LSTMs); True raises ValueError.
             **kwargs: encoder / pixel-control options (`NETWORK_DEFAULTS` when absent). All kwargs (including
                 the trainer's `task`, `cluster_spec`) also reach `lstm_network`, which ignores what it does not know.
         """
+        if heads_read_features:
+            raise ValueError('{}: heads_read_features is a BaseAacPolicy / AacDensePolicy option; this policy\'s '
+                             'heads read its two LSTMs'.format(type(self).__name__))
         self._init_interface(ob_space, ac_space, rp_sequence_size, action_dp_alpha, aux_estimate,
                              normalize_observations)
         if not 0 < dropout_keep_prob <= 1:
