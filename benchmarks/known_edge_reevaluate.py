@@ -72,11 +72,12 @@ def main(argv=None):
     with open(args.results) as f:
         earlier = json.load(f)
     settings = earlier['settings']
+    replayable = [run for run in earlier['runs'] if run['trainer'] != SB3_TRAINER]
     left_out = ['{market} {trainer} seed {seed}'.format(**run) for run in earlier['runs']
                 if run['trainer'] == SB3_TRAINER]
     runs = []
     try:
-        for run in (run for run in earlier['runs'] if run['trainer'] != SB3_TRAINER):
+        for run in replayable:
             runs.append(reevaluate_run(run, settings, os.path.abspath(args.work_dir), args.eval_episodes))
             print('{market} {trainer} seed {seed}: {} stages'.format(len(run['stages']), **run), flush=True)
     except FileNotFoundError as error:

@@ -110,7 +110,8 @@ class BaseAacPolicy(PolicyCalls):
     Graph: `conv_2d_network(external)` features, concatenated with the last action code, the last reward and the
     flattened `internal` observation (if any) and, with `datetime_features`, the time of day and of the week
     (`datetime_cycles`), feed an LSTM stack (`lstm`); a dense head (`dense_aac`) on its output (with
-    `heads_read_features`, on its output and the features) gives logits and value. Reward prediction encodes the `rp_sequence_size - 1` frames of each sample with the shared encoder.
+    `heads_read_features`, on its output and the features) gives logits and value. Reward prediction encodes the
+    `rp_sequence_size - 1` frames of each sample with the shared encoder.
     Pixel control (`pc_q` on the off-policy LSTM output, action axis of width `ac_space.one_hot_depth`) is built
     when `pixel_control` resolves to True; otherwise the `pc_q`, `pc_target`, `pc_change_state_in` and
     `pc_change_last_state_in` attributes are None. By default logits are layer-normalised across actions (see

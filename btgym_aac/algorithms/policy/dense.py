@@ -63,7 +63,8 @@ class AacDensePolicy(BaseAacPolicy):
             linear_layer_ref: dense layer of the heads.
             logits_layer_norm: layer-normalised logits (`BaseAacPolicy`'s default head).
             **kwargs: other `BaseAacPolicy` arguments (`lstm_class`, `aux_estimate`, `static_rnn`,
-                `datetime_features`, `heads_read_features`, `normalize_observations`, ...); unknown ones (e.g. `task`, `cluster_spec`) are ignored.
+                `datetime_features`, `heads_read_features`, `normalize_observations`, ...); unknown ones (e.g.
+                `task`, `cluster_spec`) are ignored.
         """
         self.dense_layers = checked_layers(dense_layers, 'dense_layers')
         super().__init__(ob_space, ac_space, rp_sequence_size, lstm_layers=lstm_layers,
