@@ -66,6 +66,19 @@ def test_multi_discrete_episode_of_random_actions_holds_the_ordered_positions():
         env.close()
 
 
+def test_multi_asset_observation_has_the_time_of_the_bar():
+    env = MultiDiscreteEnv(**env_kwargs())
+    try:
+        env.reset()
+        for _ in range(3):
+            observation, _, _, _, info = env.step(0)
+            when = info['time']
+            np.testing.assert_allclose(observation['datetime'], [[when.month / 12, when.day / 31, when.weekday() / 6,
+                                                                  when.hour / 24, when.minute / 60]], atol=1e-6)
+    finally:
+        env.close()
+
+
 def test_multi_discrete_buy_one_asset_moves_only_its_position():
     env = MultiDiscreteEnv(**env_kwargs())
     try:

@@ -26,6 +26,16 @@ SKIP_ACTION_KEY = '_skip_this'
 _COUNTER_HIGH = 10 ** 10
 
 
+def datetime_space():
+    """The `datetime` observation space: the bar's [month / 12, day / 31, weekday / 6, hour / 24, minute / 60]
+    (`BTgymBaseStrategy.get_datetime_state`).
+
+    Returns:
+        float32 Box [1, 5] in [0, 1].
+    """
+    return spaces.Box(low=0, high=1, shape=(1, 5), dtype=np.float32)
+
+
 def metadata_space():
     """Episode metadata observation space.
 
@@ -418,6 +428,15 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution, BracketOr
             array [avg_period, 1, number of statistics].
         """
         return self.broker_window(self.broker_datalines)[:, None, :]
+
+    def get_datetime_state(self):
+        """The current bar's time (`datetime_space`), for a strategy whose `state_shape` has `datetime`.
+
+        Returns:
+            array [1, 5]: [month / 12, day / 31, weekday / 6, hour / 24, minute / 60].
+        """
+        now = self.data.datetime.datetime()
+        return np.array([[now.month / 12, now.day / 31, now.weekday() / 6, now.hour / 24, now.minute / 60]])
 
     def get_metadata_state(self):
         """Copy of the episode metadata with `timestamp` set to the current bar's POSIX time."""

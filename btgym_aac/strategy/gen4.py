@@ -8,7 +8,7 @@ import numpy as np
 from gymnasium import spaces
 
 from btgym_aac.spaces import DictSpace
-from btgym_aac.strategy.base import BTgymBaseStrategy, metadata_space
+from btgym_aac.strategy.base import BTgymBaseStrategy, datetime_space, metadata_space
 from btgym_aac.strategy.indicators import SimpleMovingAverage
 from btgym_aac.strategy.utils import gradient, log_transform, tanh
 
@@ -270,7 +270,7 @@ class DevStrat_4_12(DevStrat_4_11):
         state_shape={
             'external': _box(-100, 100, (time_dim, 1, num_features)),
             'internal': _box(-2, 2, (avg_period, 1, 5)),
-            'datetime': _box(0, 1, (1, 5)),
+            'datetime': datetime_space(),
             'metadata': metadata_space(),
         },
         state_ext_scale=state_ext_scale,
@@ -295,7 +295,3 @@ class DevStrat_4_12(DevStrat_4_11):
     def get_internal_state(self):
         x = gradient(self.broker_window(self.internal_stats), axis=-1) * self.p.state_int_scale
         return tanh(x)[:, None, :]
-
-    def get_datetime_state(self):
-        now = self.data.datetime.datetime()
-        return np.array([[now.month / 12, now.day / 31, now.weekday() / 6, now.hour / 24, now.minute / 60]])

@@ -4,7 +4,7 @@ import numpy as np
 from gymnasium import spaces
 
 from btgym_aac.spaces import DictSpace
-from btgym_aac.strategy.base import BTgymBaseStrategy, metadata_space
+from btgym_aac.strategy.base import BTgymBaseStrategy, datetime_space, metadata_space
 from btgym_aac.strategy.indicators import SimpleMovingAverage
 
 PORTFOLIO_STATS = ('value', 'unrealized_pnl', 'realized_pnl', 'cash', 'exposure')
@@ -20,6 +20,7 @@ def _state_shape(data_names, asset_names, time_dim, avg_period, num_features):
     return {
         'external': DictSpace({name: _box((time_dim, 1, num_features)) for name in data_names}),
         'internal': _box((avg_period, 1, num_stats)),
+        'datetime': datetime_space(),
         'metadata': metadata_space(),
     }
 
@@ -32,6 +33,7 @@ class MultiAssetStrategy(BTgymBaseStrategy):
     for p in `sma_periods`. Differences of these streams across lines show spreads between the lines.
     Internal state [avg_period, 1, 5 + 2 K] for K traded assets (sorted): tanh of the portfolio statistics
     [value, unrealized_pnl, realized_pnl, cash, exposure], then each asset's [exposure, pos_direction].
+    Datetime state [1, 5]: the current bar's time (`get_datetime_state`), for policies that read the time of day.
     Reward and episode end are the base strategy's, on the portfolio value.
 
     `state_shape_for(data_names, asset_names)` gives the state shape of any lines; the env calls it when no
@@ -53,7 +55,7 @@ class MultiAssetStrategy(BTgymBaseStrategy):
             asset_names: traded asset names.
 
         Returns:
-            dict with 'external' (DictSpace), 'internal' and 'metadata' spaces.
+            dict with 'external' (DictSpace), 'internal', 'datetime' and 'metadata' spaces.
         """
         return _state_shape(data_names, asset_names, cls.time_dim, cls.avg_period, len(cls.sma_periods))
 

@@ -71,7 +71,7 @@ def datetime_cycles(datetime):
     """The time of day and of the week of `datetime` observations as points on circles.
 
     Args:
-        datetime: [N, 1, 5] tensor of [month / 12, day / 31, weekday / 6, hour / 24, minute / 60] (`DevStrat_4_12`'s
+        datetime: [N, 1, 5] tensor of [month / 12, day / 31, weekday / 6, hour / 24, minute / 60] (a strategy's
             `get_datetime_state`).
 
     Returns:
@@ -97,8 +97,8 @@ def checked_datetime_features(datetime_features, ob_space, owner):
         ValueError: `datetime_features` is set and the observation has no `datetime`.
     """
     if datetime_features and 'datetime' not in ob_space.spaces:
-        raise ValueError('{}: datetime_features needs a `datetime` observation (e.g. DevStrat_4_12\'s); this one has '
-                         '{}'.format(owner, ', '.join(sorted(ob_space.spaces))))
+        raise ValueError('{}: datetime_features needs a `datetime` observation (DevStrat_4_12\'s, '
+                         'MultiAssetStrategy\'s); this one has {}'.format(owner, ', '.join(sorted(ob_space.spaces))))
     return bool(datetime_features)
 
 

@@ -12,7 +12,7 @@ from gymnasium import spaces
 
 from btgym_aac.research.causal_conv.wavelets import cwt, ricker
 from btgym_aac.spaces import DictSpace
-from btgym_aac.strategy.base import metadata_space
+from btgym_aac.strategy.base import datetime_space, metadata_space
 from btgym_aac.strategy.gen4 import DevStrat_4_6, DevStrat_4_12, _box, _check_scale
 from btgym_aac.strategy.utils import gradient, tanh
 
@@ -49,7 +49,7 @@ def _common_states(avg_period):
     """The internal, datetime and metadata spaces all strategies of this module share."""
     return {
         'internal': _box(-2, 2, (avg_period, 1, 5)),
-        'datetime': _box(0, 1, (1, 5)),
+        'datetime': datetime_space(),
         'metadata': metadata_space(),
     }
 
