@@ -52,10 +52,10 @@ def _dev_env(strategy_name):
 
 
 def _reference_env():
-    """The reference configuration's env (`run_config.default_configs`)."""
+    """The reference configuration's env (`run_config.default_configs(preset='reference')`)."""
     from btgym_aac.distributed.run_config import default_configs
 
-    config = default_configs()['env_config']
+    config = default_configs(preset='reference')['env_config']
     return config['class_ref'](random_seed=SEED, **config['kwargs'])
 
 

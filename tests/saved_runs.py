@@ -46,12 +46,12 @@ def write_saved_run(log_dir, env_config, policy_config, trainer_config, step=100
 
 
 def reference_configs():
-    """The default configuration (`btgym-aac train`'s, the `fast` preset) on a small noisy sine series, 8-hour
-    episodes."""
+    """The `fast` preset (the stacked-LSTM policy on DevStrat_4_11: untrained, it trades) on a small noisy sine
+    series, 8-hour episodes."""
     from btgym_aac.data import make_sine_data
     from btgym_aac.distributed.run_config import default_configs
 
-    configs = default_configs('a3c')
+    configs = default_configs('a3c', preset='fast')
     env_config = configs['env_config']
     env_config['kwargs'] = dict(env_config['kwargs'], dataframe=make_sine_data(num_bars=6000, noise=2e-5, seed=1),
                                 episode_duration={'days': 0, 'hours': 8, 'minutes': 0})

@@ -49,14 +49,15 @@ def test_a_ref_equals_its_class_calls_it_and_reads_its_attributes():
     assert repr(ref) == "ClassRef('collections', 'OrderedDict')"
 
 
-@pytest.mark.parametrize('preset, policy_class_name', [('reference', 'AacStackedRL2Policy'),
-                                                       ('fast', 'AacStackedRL2Policy'), ('dense', 'AacDensePolicy')])
-def test_default_class_refs_name_the_classes_they_stand_for(preset, policy_class_name):
+@pytest.mark.parametrize('preset, policy_class_name, strategy_class_name', [
+    ('reference', 'AacStackedRL2Policy', 'DevStrat_4_11'), ('fast', 'AacStackedRL2Policy', 'DevStrat_4_11'),
+    ('dense', 'AacDensePolicy', 'DevStrat_4_11'), ('tuned', 'AacDensePolicy', 'DevStrat_4_12')])
+def test_default_class_refs_name_the_classes_they_stand_for(preset, policy_class_name, strategy_class_name):
     from btgym_aac.algorithms import policy
     from btgym_aac.algorithms.aac import A3C, PPO, Unreal
     from btgym_aac.algorithms.policy import BaseAacPolicy
+    from btgym_aac import strategy
     from btgym_aac.env import BTgymEnv
-    from btgym_aac.strategy import DevStrat_4_11
 
     for algo, trainer in (('a3c', A3C), ('unreal', Unreal), ('ppo', PPO)):
         lazy = default_configs(algo, import_classes=False, preset=preset)
@@ -66,7 +67,8 @@ def test_default_class_refs_name_the_classes_they_stand_for(preset, policy_class
         assert lazy['policy_config']['class_ref'].resolve() is getattr(policy, policy_class_name)
         assert imported['policy_config']['class_ref'] is getattr(policy, policy_class_name)
         assert lazy['env_config']['class_ref'].resolve() is BTgymEnv is imported['env_config']['class_ref']
-        assert lazy['env_config']['kwargs']['strategy'].resolve() is DevStrat_4_11
+        assert lazy['env_config']['kwargs']['strategy'].resolve() is getattr(strategy, strategy_class_name)
+        assert imported['env_config']['kwargs']['strategy'] is getattr(strategy, strategy_class_name)
     defaults = launcher_configs()
     assert defaults['env_config']['class_ref'].resolve() is BTgymEnv
     assert defaults['trainer_config']['class_ref'].resolve() is A3C

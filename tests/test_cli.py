@@ -393,7 +393,7 @@ def test_a_config_files_cluster_and_launcher_dicts_fill_in_the_command_defaults(
     expected = dict(cli_module.default_configs(import_classes=False)['cluster_config'], num_workers=4, num_envs=3)
     assert configs['cluster_config'] == expected and expected['log_dir'] == cli_module.DEFAULT_LOG_DIR
     assert configs['launcher_config'] == {'max_env_steps': cli_module.DEFAULT_MAX_STEPS, 'save_secs': 5,
-                                         'preset': 'fast'}
+                                         'preset': 'tuned'}
 
 
 def test_initial_checkpoint_folder_flag_reaches_the_launcher(tmp_path, capsys):
@@ -519,7 +519,7 @@ def test_data_flag_refuses_to_replace_a_configs_dataset_object(tmp_path, capsys)
 
 def test_train_runs_its_launcher_without_tensorflow_and_saves_the_real_classes(tmp_path):
     from btgym_aac.algorithms.aac import A3C
-    from btgym_aac.algorithms.policy import AacStackedRL2Policy
+    from btgym_aac.algorithms.policy import AacDensePolicy
     from btgym_aac.evaluation.loading import read_run_config
 
     run = tmp_path / 'run'
@@ -539,7 +539,7 @@ def test_train_runs_its_launcher_without_tensorflow_and_saves_the_real_classes(t
     assert 0 < phases[0] <= phases[1] <= phases[2] <= first_step
     saved = read_run_config(str(run))
     assert saved['trainer_config']['class_ref'] is A3C
-    assert saved['policy_config']['class_ref'] is AacStackedRL2Policy
+    assert saved['policy_config']['class_ref'] is AacDensePolicy
     done = re.search(r'^done: (\d+) env steps', finished.stdout, re.MULTILINE)
     assert done and int(done.group(1)) >= 40, finished.stdout
     assert latest_checkpoint(str(run / CKPT)).endswith('model_parameters-{}'.format(done.group(1)))

@@ -427,7 +427,7 @@ def test_feeds_must_name_the_artifacts_data_lines(reference_artifact, tmp_path):
 
 def test_the_runs_preset_reaches_its_evaluation_report_and_its_artifact(reference_artifact, tmp_path):
     log_dir, artifact = reference_artifact
-    assert read_manifest(artifact)['preset'] == 'fast'  # btgym-aac train's
+    assert read_manifest(artifact)['preset'] == 'fast'  # the saved run's
     report = evaluate(log_dir, episodes=1, out=str(tmp_path / 'evaluation'), plots=False)
     assert report['preset'] == 'fast'
 

@@ -218,7 +218,7 @@ def test_simple_spaces_of_several_assets_observe_each_asset_and_act_on_all(kind)
 
     config = env_config(kind)
     env = SimpleSpaces(config['class_ref'](**config['kwargs']))
-    assert env.keys == ['external/A', 'external/B', 'internal']
+    assert env.keys == ['datetime', 'external/A', 'external/B', 'internal']
     observation, _ = env.reset(seed=0)
     raw = env.unwrapped._last_step['state']
     np.testing.assert_allclose(observation['external/B'], np.reshape(raw['external']['B'], -1), rtol=1e-6)

@@ -121,7 +121,7 @@ from btgym_aac.distributed.run_config import default_configs
 
 _configs = default_configs()
 policy_config = {'class_ref': _configs['policy_config']['class_ref'],
-                 'kwargs': {'lstm_layers': (16, 16), 'lstm_2_init_period': 60}}
+                 'kwargs': dict(_configs['policy_config']['kwargs'], dense_layers=(16, 16), lstm_layers=(16,))}
 cluster_config = {'num_workers': 1, 'num_ps': 1, 'num_envs': 1}
 launcher_config = {'save_secs': 5, 'show_progress': False}
 '''

@@ -157,7 +157,7 @@ def test_the_reference_configuration_on_constant_prices_stops_at_its_first_step_
     """With the constant-prices check turned off, the features divide by zero: the first train step is not finite
     and the error says what the data checks find in the env's data file."""
     data = constant_prices_file(tmp_path)
-    configs = default_configs()
+    configs = default_configs(preset='reference')
     configs['env_config']['kwargs'].update(filename=data, parsing_params={'checks': {'constant_prices': 'off'}})
     with pytest.raises(NonFiniteTrainingError, match=r'train step 0 of task 0: the loss or its gradients are not '
                                                      r'finite, .*the data explains it: data file <{}>: column close '
@@ -173,11 +173,11 @@ def test_constant_prices_with_their_check_off_stop_training_naming_the_data_file
     data = constant_prices_file(tmp_path)
     config = tmp_path / 'config.py'
     config.write_text('from btgym_aac.cli import default_configs\n'
-                      'env_config = default_configs()["env_config"]\n'
+                      'env_config = default_configs(preset="reference")["env_config"]\n'
                       'env_config["kwargs"].update(filename={!r}, parsing_params={{"checks": {{"constant_prices": '
                       '"off"}}}})\n'.format(data))
-    finished = subprocess.run([sys.executable, '-m', 'btgym_aac.cli', 'train', str(config), '--workers', '1',
-                               '--max-steps', '2000', '--log-dir', str(tmp_path / 'run')],
+    finished = subprocess.run([sys.executable, '-m', 'btgym_aac.cli', 'train', str(config), '--preset', 'reference',
+                               '--workers', '1', '--max-steps', '2000', '--log-dir', str(tmp_path / 'run')],
                               capture_output=True, text=True, timeout=300)
     assert finished.returncode == 1, finished.stderr
     assert 'the loss or its gradients are not finite' in finished.stderr

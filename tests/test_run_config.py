@@ -110,6 +110,19 @@ def test_the_dense_preset_is_the_fast_run_with_the_dense_policy_as_it_comes():
     assert dense['launcher_config'] == dict(fast['launcher_config'], preset='dense')
 
 
+def test_the_tuned_preset_is_the_dense_run_reading_the_time_with_normalised_advantages():
+    dense, tuned = (default_configs('a3c', import_classes=False, preset=name) for name in ('dense', 'tuned'))
+    assert tuned['policy_config'] == dict(dense['policy_config'], kwargs=dict(
+        dense['policy_config']['kwargs'], datetime_features=True, heads_read_features=True))
+    assert tuned['trainer_config'] == dict(dense['trainer_config'], kwargs=dict(
+        dense['trainer_config']['kwargs'], normalize_advantages=True))
+    env_kwargs = {key: value for key, value in dense['env_config']['kwargs'].items() if key != 'state_ext_scale'}
+    assert tuned['env_config']['kwargs'] == dict(env_kwargs, strategy=ClassRef('btgym_aac.strategy.gen4',
+                                                                               'DevStrat_4_12'))
+    assert tuned['cluster_config'] == dense['cluster_config']
+    assert tuned['launcher_config'] == dict(dense['launcher_config'], preset='tuned')
+
+
 @pytest.mark.parametrize('preset', sorted(PRESETS))
 def test_a_preset_overrides_defaults_and_never_restates_one(preset):
     """A preset's trainer settings are AacConfig fields whose values differ from AacConfig's defaults, and its
@@ -127,7 +140,7 @@ def test_a_preset_overrides_defaults_and_never_restates_one(preset):
 
 
 def test_an_unknown_preset_or_algo_is_refused_naming_the_known_ones():
-    with pytest.raises(ValueError, match="unknown preset 'quick'; known: reference, fast, dense"):
+    with pytest.raises(ValueError, match="unknown preset 'quick'; known: reference, fast, dense, tuned"):
         default_configs(preset='quick')
     with pytest.raises(ValueError, match="unknown algo 'dqn'; known: a3c, unreal, ppo"):
         default_configs('dqn')
@@ -135,7 +148,7 @@ def test_an_unknown_preset_or_algo_is_refused_naming_the_known_ones():
 
 def test_the_preset_and_the_kept_checkpoints_are_left_out_of_the_digest():
     configs = default_configs('a3c', import_classes=False)
-    assert configs['launcher_config']['preset'] == DEFAULT_PRESET == 'fast'
+    assert configs['launcher_config']['preset'] == DEFAULT_PRESET == 'tuned'
     unnamed = dict(configs, launcher_config={key: value for key, value in configs['launcher_config'].items()
                                              if key != 'preset'})
     assert config_digest(configs) == config_digest(unnamed)

@@ -46,7 +46,7 @@ def test_a_name_no_config_accepts_is_refused_naming_it():
     space = {'trainer_config.kwargs.opt_learn_rat': FloatDistribution(1e-5, 1e-3),  # misspelt
              'env_config.kwargs.skip_frame': IntDistribution(5, 20),  # a strategy param: accepted
              'env_config.kwargs.broker_commission': FloatDistribution(0, 1e-3),  # a broker setting: accepted
-             'policy_config.kwargs.lstm_2_init_period': IntDistribution(10, 60),  # a policy argument: accepted
+             'policy_config.kwargs.normalize_observations': CategoricalDistribution([True, False]),  # a policy argument
              'policy_config.kwargs.lstm_size': IntDistribution(10, 60),
              'launcher_config.save_secs': IntDistribution(10, 60),
              'launcher_config.max_steps': IntDistribution(10, 60),
@@ -61,7 +61,7 @@ def test_a_name_no_config_accepts_is_refused_naming_it():
     assert "'launcher_config.max_steps': launcher_config takes no 'max_steps'" in message
     assert "'env.kwargs.reward_scale' names no config" in message
     assert "'trainer_config.opt_learn_rate' is not of the form trainer_config.kwargs.KEY" in message
-    for accepted in ('skip_frame', 'broker_commission', 'lstm_2_init_period', 'save_secs'):
+    for accepted in ('skip_frame', 'broker_commission', 'normalize_observations', 'save_secs'):
         assert accepted not in message
 
 
@@ -175,7 +175,7 @@ def test_the_table_of_changed_settings_names_each_change_and_nothing_else(tmp_pa
     assert changed_settings(then, json.loads(json.dumps(then))) == []
     other = default_configs(import_classes=False)
     other['env_config']['kwargs'].update(scale=float('nan'), reward_scale=2.0)
-    del other['policy_config']['kwargs']['logits_layer_norm']
+    del other['policy_config']['kwargs']['heads_read_features']
     space = {LEARN_RATE: FloatDistribution(1e-5, 1e-2, log=True),
              'launcher_config.save_secs': IntDistribution(10, 60, step=10)}
     now = sweep_settings(paths[::-1], other, space, **dict(walk, embargo='0 days 02:00:00'))
@@ -189,7 +189,7 @@ def test_the_table_of_changed_settings_names_each_change_and_nothing_else(tmp_pa
         ('space trainer_config.kwargs.opt_learn_rate', 'float [1e-05, 0.001] log', 'float [1e-05, 0.01] log'),
         ('space trainer_config.kwargs.rollout_length', 'one of [10, 20]', 'not searched'),
         ('env_config.kwargs.reward_scale', '7', '2.0'),
-        ('policy_config.kwargs.logits_layer_norm', 'False', 'not set')]
+        ('policy_config.kwargs.heads_read_features', 'True', 'not set')]
     table = changes_table(rows).splitlines()
     assert table[0].split() == ['setting', 'then', 'now'] and len(table) == len(rows) + 1
     assert {line.index(then, len(setting) + 2) for line, (setting, then, _) in zip(table[1:], rows)} == {
@@ -430,7 +430,7 @@ def test_a_tiny_sweep_keeps_the_lockbox_out_of_every_trial_and_reports_it(tmp_pa
     wider = small_configs()
     wider['policy_config']['kwargs']['lstm_layers'] = (32, 32)
     with pytest.raises(ValueError, match=r"other settings:\n  setting +then +now\n  "
-                                         r"policy_config\.kwargs\.lstm_layers +\[16, 16\] +\[32, 32\]\ncontinue"):
+                                         r"policy_config\.kwargs\.lstm_layers +\[16\] +\[32, 32\]\ncontinue"):
         sweep(wider, data, trials=2, out=str(out), folds=1, train_steps=200, test_episodes=2, space=TINY_SPACE,
               seed=3)
     with pytest.raises(ValueError, match="holds the trials of study 'sweep' in sqlite:///.+: give study 'other' "

@@ -292,7 +292,7 @@ def test_a_walk_forward_tearsheet_chains_the_test_episodes_and_renders_in_chromi
                                                       0.999 ** 4])
     path = write_walk_forward_tearsheet(str(tmp_path / 'tearsheet.html'), report, default_configs('a3c'))
     page = Page(path)
-    assert page.h1 == 'AacStackedRL2Policy: walk-forward, out of sample'
+    assert page.h1 == 'AacDensePolicy: walk-forward, out of sample'
     assert 'Walk-forward of 2 folds, 4 test episodes from 2020-01-08T00:00:00 to 2020-01-11T00:00:00' in ''.join(
         page.text)
     assert_self_contained(page)

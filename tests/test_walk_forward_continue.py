@@ -151,6 +151,6 @@ def test_continuing_trains_the_next_fold_from_the_previous_folds_checkpoint(inte
     assert report['settings']['continue_training'] is True
     started_from = model_weights(previous_checkpoints)
     trained = model_weights(str(out / 'fold_1' / 'run' / 'current_train_checkpoint'))
-    assert trained.keys() == started_from.keys() and 'global/encoded_external/_layer_1/W' in trained
+    assert trained.keys() == started_from.keys() and 'global/dense_encoder/_layer_1/w' in trained
     for name, value in trained.items():
         np.testing.assert_allclose(value, started_from[name], atol=1e-6, err_msg=name)

@@ -8,8 +8,9 @@ arguments). Every default is written once:
       Launcher's own keyword defaults;
     * a class config's kwargs: the class's own (a trainer's settings: `algorithms.config.AacConfig`);
     * a preset (`PRESETS`) is a named layer of overrides of those; 'reference' is the original's notebook
-      configuration, 'fast' the same run made cheaper (`_fast_preset`), the one `btgym-aac train` runs, and
-      'dense' that with a small dense policy (`_dense_preset`).
+      configuration, 'fast' the same run made cheaper (`_fast_preset`), 'dense' that with a small dense policy
+      (`_dense_preset`) and 'tuned' that reading the time of day (`_tuned_preset`), the one `btgym-aac train`
+      runs.
 
 Layers stack by one rule (`merge_configs`), whether they come from a preset, a config file, a Launcher's
 arguments or the command line: a layer's config dicts update the ones below key by key, a layer's `kwargs`
@@ -109,12 +110,28 @@ def _dense_preset(algo):
     return layer
 
 
-PRESETS = {'reference': _reference_preset, 'fast': _fast_preset, 'dense': _dense_preset}
+def _tuned_preset(algo):
+    """The 'tuned' preset: `dense` on DevStrat_4_12 (SMA(8) to SMA(256) and the bar's time), the policy reading the
+    time of day and of the week (`datetime_features`), its heads reading the encoder's features beside the LSTM's
+    output (`heads_read_features`), advantages normalised per update (`normalize_advantages`): on the single-asset
+    known-edge markets level with or ahead of `dense`, on the multi-asset ones the first preset to take part of
+    the oracle (docs/learning.md, "The tuned preset").
+    """
+    layer = _dense_preset(algo)
+    env_kwargs = layer['env_config']['kwargs']
+    env_kwargs['strategy'] = ClassRef('btgym_aac.strategy.gen4', 'DevStrat_4_12')
+    del env_kwargs['state_ext_scale']  # DevStrat_4_12's own, one scale per SMA
+    layer['policy_config']['kwargs'].update(datetime_features=True, heads_read_features=True)
+    layer['trainer_config']['kwargs']['normalize_advantages'] = True
+    return layer
+
+
+PRESETS = {'reference': _reference_preset, 'fast': _fast_preset, 'dense': _dense_preset, 'tuned': _tuned_preset}
 """Preset name -> fn(algo) -> its layer of configs over `launcher_defaults()`."""
 
-DEFAULT_PRESET = 'fast'
+DEFAULT_PRESET = 'tuned'
 """The preset `btgym-aac` and `default_configs` use unless told another: the best measured (docs/learning.md,
-"Presets"); `reference` is the original notebook's configuration."""
+"The tuned preset"); `reference` is the original notebook's configuration."""
 
 
 def default_configs(algo='a3c', import_classes=True, preset=DEFAULT_PRESET):

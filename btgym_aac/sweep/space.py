@@ -1,5 +1,5 @@
 """Search spaces of a sweep: config keys by dotted name (`trainer_config.kwargs.opt_learn_rate`,
-`env_config.kwargs.reward_scale`, `policy_config.kwargs.lstm_2_init_period`, ...) mapped to Optuna distributions.
+`env_config.kwargs.reward_scale`, `policy_config.kwargs.heads_read_features`, ...) mapped to Optuna distributions.
 
 A space file is a Python file that defines `SPACE`, such a dict. `check_space` refuses, before any trial starts, a
 name that no config accepts; `configs_with` puts a trial's values into a copy of the configs.
