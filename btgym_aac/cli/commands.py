@@ -72,7 +72,7 @@ def run_resumable(name, run):
 
 
 def _train(args):
-    """Trains with the launcher: the reference configuration, or CONFIG.py's dicts, with flag overrides (the
+    """Trains with the launcher: the --preset configuration, or CONFIG.py's dicts over it, with flag overrides (the
     tasks' forkserver starts first, so that its imports overlap with the config file's)."""
     start_forkserver_early()
     configs = _configs_from_args(args)

@@ -223,7 +223,7 @@ def _add_export_command(commands):
 def _add_walk_forward_flags(parser, data_use):
     """The flags `walk-forward` and `sweep` share: the config, the data (to `data_use`) and each fold's training
     and test."""
-    parser.add_argument('config', nargs='?', help='Python file defining the config dicts (default: the reference '
+    parser.add_argument('config', nargs='?', help='Python file defining the config dicts (default: the --preset '
                         'configuration)')
     parser.add_argument('--algo', choices=tuple(TRAINER_CLASSES), help='trainer (default a3c)')
     parser.add_argument('--preset', choices=tuple(PRESETS), default=DEFAULT_PRESET,

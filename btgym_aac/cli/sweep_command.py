@@ -7,7 +7,7 @@ from btgym_aac.cli.config_files import _configs_from_args, data_argument
 
 
 def _sweep(args):
-    """Searches the settings of a configuration (the reference one, or CONFIG.py's) with Optuna: every trial is a
+    """Searches the settings of a configuration (the --preset one, or CONFIG.py's over it) with Optuna: every trial is a
     walk-forward over the data less its lockbox, scored by its out-of-sample objective and pruned after a hopeless
     fold; the best trial is then trained on all of that data and tested once on the lockbox, and its score is
     deflated for the number of trials. Shows the trials done and the time left after every trial; writes
