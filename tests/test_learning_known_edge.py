@@ -25,14 +25,12 @@ MIN_FRACTION = 0.5
 
 
 def known_edge_configs(train_file, log_dir):
-    """The default preset's A3C configuration on `train_file`: 8-hour episodes, no rendering."""
+    """The default preset's A3C configuration on `train_file`, logging to `log_dir`: 8-hour episodes an hour apart,
+    no rendering."""
     configs = default_configs('a3c')
     configs['env_config']['kwargs'].update(filename=train_file, episode_duration={'days': 0, 'hours': 8, 'minutes': 0},
                                            time_gap={'hours': 1}, render_enabled=False)
-    configs['env_config']['kwargs'].pop('render_modes', None)
     configs['cluster_config'].update(log_dir=log_dir)
-    configs['trainer_config']['kwargs'].update(env_render_freq=10 ** 9)
-    configs['launcher_config'].update(max_env_steps=TRAIN_STEPS, save_secs=600)
     return configs
 
 
@@ -41,7 +39,11 @@ def test_the_default_preset_takes_a_good_part_of_the_mean_reversion_oracle_out_o
     test = write_market_csv(make_mean_reversion_data(num_bars=20000, seed=12, start='2018-01-01', **MARKET),
                             str(tmp_path / 'test.csv'))
     log_dir = str(tmp_path / 'run')
-    result = make_launcher(known_edge_configs(train, log_dir), show_progress=False, root_random_seed=0).run()
+    configs = known_edge_configs(train, log_dir)
+    configs['env_config']['kwargs'].pop('render_modes', None)
+    configs['trainer_config']['kwargs'].update(env_render_freq=10 ** 9)
+    configs['launcher_config'].update(max_env_steps=TRAIN_STEPS, save_secs=600)
+    result = make_launcher(configs, show_progress=False, root_random_seed=0).run()
     assert result['completed'] and result['global_step'] >= TRAIN_STEPS
     report = evaluate(log_dir, data=[test], episodes=EPISODES, out=str(tmp_path / 'evaluation'), seed=0, plots=False)
     means = {name: agent['mean']['return_pct'] for name, agent in report['agents'].items()}
@@ -91,12 +93,8 @@ def pooled_late_returns(log_dir, test, folder):
 def test_the_default_preset_takes_part_of_every_single_asset_oracle_out_of_sample(market, tmp_path):
     generator, seed, least_fraction = DEFAULT_PRESET_MARKETS[market]
     train, test = benchmark_market_files(generator, seed, tmp_path)
-    configs = default_configs('a3c')
-    configs['env_config']['kwargs'].update(filename=train, episode_duration={'days': 0, 'hours': 8, 'minutes': 0},
-                                           time_gap={'hours': 1}, render_enabled=False)
     log_dir = str(tmp_path / 'run')
-    configs['cluster_config'].update(log_dir=log_dir)
-    result = make_launcher(configs, max_env_steps=DEFAULT_PRESET_STEPS, root_random_seed=1000 * seed,
+    result = make_launcher(known_edge_configs(train, log_dir), max_env_steps=DEFAULT_PRESET_STEPS, root_random_seed=1000 * seed,
                            keep_checkpoint_every_steps=KEEP_EVERY_STEPS, show_progress=False).run()
     assert result['completed'] and result['global_step'] >= DEFAULT_PRESET_STEPS
     means, steps = pooled_late_returns(log_dir, test, str(tmp_path))

@@ -435,7 +435,7 @@ class BTgymBaseStrategy(bt.Strategy, BrokerStatistics, OrderExecution, BracketOr
         Returns:
             array [1, 5]: [month / 12, day / 31, weekday / 6, hour / 24, minute / 60].
         """
-        now = self.data.datetime.datetime()
+        now = self._get_time()
         return np.array([[now.month / 12, now.day / 31, now.weekday() / 6, now.hour / 24, now.minute / 60]])
 
     def get_metadata_state(self):
