@@ -13,10 +13,11 @@ no-edge twin:
 - the env is the reference configuration's (`run_config.default_configs`) on the train file, with 8-hour
   episodes, a 1-hour time gap and rendering off;
 - trainers: `a3c`, `ppo`, `unreal`: the reference configuration of `default_configs(algo)` as shipped, with
-  `--workers` workers; `sb3_ppo`: Stable-Baselines3's PPO with its defaults ('MultiInputPolicy') on the same env
-  wrapped by `SimpleSpaces`, in this process, torch on `--sb3-torch-threads` intra-op threads (default 1, as
-  the TensorFlow sessions of our workers: on 2 busy cores torch's default, one per core, took 1.4 to 2 times the
-  CPU and wall time of one thread in the smoke runs);
+  `--workers` workers; `sb3_ppo`: Stable-Baselines3's PPO with its defaults ('MultiInputPolicy') on the env of
+  `--sb3-env-preset` (default: the reference's, whatever `--preset`; `tuned` gives it the time of day the tuned
+  policy reads) wrapped by `SimpleSpaces`, in this process, torch on `--sb3-torch-threads` intra-op threads
+  (default 1, as the TensorFlow sessions of our workers: on 2 busy cores torch's default, one per core, took 1.4
+  to 2 times the CPU and wall time of one thread in the smoke runs);
 - training runs for `--steps` env steps in `--stages` equal stages (by default 100,000 in stages of 5,000; ours:
   one Launcher run keeping a checkpoint at the end of every stage, `keep_checkpoint_every_steps`, so that a
   stage costs what it costs in a run that goes on; SB3: `learn` in stages, rounded up to its whole rollouts of
@@ -59,7 +60,8 @@ Usage:
                                     [--seeds 5] [--steps 100000] [--stages 20] [--workers 2] [--eval-episodes 50]
                                     [--budgets 40000 100000] [--preset reference] [--config FILE]
                                     [--envs-per-worker K]
-                                    [--no-twins] [--sb3-torch-threads 1] [--spread 0] [--env-kwargs JSON]
+                                    [--no-twins] [--sb3-torch-threads 1] [--sb3-env-preset reference]
+                                    [--spread 0] [--env-kwargs JSON]
                                     [--trainer-kwargs JSON] [--train-bars 60000] [--test-bars 100000]
                                     [--out benchmarks/results/known_edge] [--work-dir DIR] [--resume]
 """
@@ -107,6 +109,9 @@ def parse_args():
     parser.add_argument('--sb3-torch-threads', type=int, default=1,
                         help="torch's intra-op threads for sb3_ppo (0: torch's default, one per core); 1 as the "
                              "TensorFlow sessions of this package's workers")
+    parser.add_argument('--sb3-env-preset', choices=tuple(PRESETS), default='reference',
+                        help="the preset whose env (strategy, observation) sb3_ppo trains on; its policy and trainer "
+                             "settings are SB3's own")
     parser.add_argument('--spread', type=float, default=0.0,
                         help='bid/ask spread in price units in training and evaluation (the markets trade near 1.1: '
                              '0.0001 is one pip); the oracle pays it too')
@@ -179,6 +184,8 @@ def settings(args):
             written['config_file'] = {'path': args.config, 'text': f.read()}
     if args.envs_per_worker is not None:  # likewise
         written['envs_per_worker'] = args.envs_per_worker
+    if args.sb3_env_preset != 'reference':  # likewise
+        written['sb3_env_preset'] = args.sb3_env_preset
     return written
 
 

@@ -239,8 +239,8 @@ def process_cpu_seconds():
     return time.process_time() + times.children_user + times.children_system
 
 
-def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides, portfolio=False):
-    """Trains SB3's PPO (its defaults, 'MultiInputPolicy') on the reference env on `train_csv`, wrapped by
+def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides, portfolio=False, env_preset='reference'):
+    """Trains SB3's PPO (its defaults, 'MultiInputPolicy') on the env of `env_preset` on `train_csv`, wrapped by
     `SimpleSpaces`, in `stages` `learn` calls up to steps * k / stages env steps (SB3 rounds each up to whole
     rollouts of its `n_steps`), and evaluates it after each stage as `evaluate` would (`evaluate_sb3`); its
     training CPU is this process's (and its children's) during env and model construction and `learn`."""
@@ -249,7 +249,7 @@ def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides, por
 
     from btgym_aac.env.wrappers import SimpleSpaces
 
-    env_config = reference_configs('ppo', train_csv, overrides, portfolio=portfolio)['env_config']
+    env_config = reference_configs('ppo', train_csv, overrides, env_preset, portfolio=portfolio)['env_config']
     cpu_start, wall_start = process_cpu_seconds(), time.time()
     env = SimpleSpaces(env_config['class_ref'](**env_config['kwargs']))
     model = PPO('MultiInputPolicy', env, seed=seed, verbose=0)
@@ -329,7 +329,7 @@ def run_one(market, edge, trainer, seed, folder, args):
     overrides = env_overrides(args)
     if trainer == SB3_TRAINER:
         stages = train_sb3(train_csv, test_csv, args.steps, args.stages, seed, args.eval_episodes, overrides,
-                           args.portfolio)
+                           args.portfolio, args.sb3_env_preset)
     else:
         stages = train_ours(trainer, train_csv, test_csv, run_folder(folder, market, edge, trainer, seed), args.steps,
                             args.stages, args.workers, seed, args.eval_episodes, overrides, args.trainer_kwargs,
