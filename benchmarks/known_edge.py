@@ -53,7 +53,8 @@ this benchmark (see `peers.py`). `--spread` trains and evaluates every agent, th
 spread (`env.costs`): how much of each edge survives the cost of trading it. `--env-kwargs` and `--trainer-kwargs`
 (JSON objects) replace settings of the shipped configuration, and `--config FILE` layers a config file over the
 preset as `btgym-aac train --config` does (with `--envs-per-worker`), to measure what a change of the defaults
-does.
+does. `--market-params` makes the markets with other parameters than the generators' defaults (the oracle knows
+them): whether settings chosen on the default markets hold on others.
 
 Usage:
     python benchmarks/known_edge.py [--markets mr regime intraday] [--trainers a3c ppo unreal sb3_ppo]
@@ -62,7 +63,8 @@ Usage:
                                     [--envs-per-worker K]
                                     [--no-twins] [--sb3-torch-threads 1] [--sb3-env-preset reference]
                                     [--spread 0] [--env-kwargs JSON]
-                                    [--trainer-kwargs JSON] [--train-bars 60000] [--test-bars 100000]
+                                    [--trainer-kwargs JSON] [--market-params JSON] [--train-bars 60000]
+                                    [--test-bars 100000]
                                     [--out benchmarks/results/known_edge] [--work-dir DIR] [--resume]
 """
 import argparse
@@ -121,6 +123,9 @@ def parse_args():
     parser.add_argument('--trainer-kwargs', type=json_dict, default={}, metavar='JSON',
                         help='trainer kwargs replacing the shipped ones of this package\'s trainers (not SB3\'s), '
                              'e.g. \'{"opt_learn_rate": 0.0003}\'')
+    parser.add_argument('--market-params', type=json_dict, default={}, metavar='JSON',
+                        help='generator keyword arguments per market, replacing its defaults (the oracle knows them), '
+                             'e.g. \'{"mr": {"half_life": 240}}\'')
     parser.add_argument('--train-bars', type=int, default=60000)
     parser.add_argument('--test-bars', type=int, default=100000,
                         help='bars of the test file (100,000: about 200 8-hour windows)')
@@ -137,6 +142,10 @@ def parse_args():
         parser.error('--spread must be a number >= 0, got {}'.format(args.spread))
     if args.sb3_torch_threads < 0:
         parser.error('--sb3-torch-threads must be >= 0, got {}'.format(args.sb3_torch_threads))
+    unknown = sorted(set(args.market_params) - set(args.markets))
+    if unknown or not all(isinstance(params, dict) for params in args.market_params.values()):
+        parser.error('--market-params must map markets of --markets to dicts of generator arguments, got {}'.format(
+            json.dumps(args.market_params)))
     if args.steps < args.stages:
         parser.error('--steps ({}) must be at least --stages ({})'.format(args.steps, args.stages))
     return args
@@ -186,6 +195,8 @@ def settings(args):
         written['envs_per_worker'] = args.envs_per_worker
     if args.sb3_env_preset != 'reference':  # likewise
         written['sb3_env_preset'] = args.sb3_env_preset
+    if args.market_params:  # likewise
+        written['market_params'] = args.market_params
     return written
 
 

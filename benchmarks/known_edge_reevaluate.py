@@ -52,7 +52,8 @@ def reevaluate_run(run, settings, work_dir, episodes):
     checkpoints = checkpoints_by_step(log_dir) if os.path.isdir(log_dir) else {}
     _, test_data = write_markets(run['market'], run['edge'], run['seed'],
                                  data_folder(work_dir, run['market'], run['edge'], run['seed']),
-                                 settings['train_bars'], settings['test_bars'])
+                                 settings['train_bars'], settings['test_bars'],
+                                 settings.get('market_params', {}).get(run['market']))
     stages = []
     for stage in run['stages']:
         checkpoint = checkpoints.get(stage['env_steps'])

@@ -43,16 +43,17 @@ def market_seeds(seed):
     return 1000 + 2 * seed, 1001 + 2 * seed
 
 
-def write_markets(market, edge, seed, folder, train_bars, test_bars):
+def write_markets(market, edge, seed, folder, train_bars, test_bars, params=None):
     """Writes (once) the train data and the test data (a fresh seed of the same process, starting at TEST_START)
-    of `market` (the no-edge twin where `edge` is False) for run seed `seed`: one CSV, or for several assets one CSV
-    per asset (`train_<asset>.csv`); returns (train, test): paths, or dicts asset -> path."""
+    of `market` (the no-edge twin where `edge` is False) for run seed `seed`, its generator given `params` (keyword
+    arguments, e.g. {'half_life': 240}; None: its defaults): one CSV, or for several assets one CSV per asset
+    (`train_<asset>.csv`); returns (train, test): paths, or dicts asset -> path."""
     os.makedirs(folder, exist_ok=True)
     written = []
     for name, bars, generator_seed, start in zip(('train', 'test'), (train_bars, test_bars), market_seeds(seed),
                                                   (None, TEST_START)):
         def make():
-            extra = {'start': start} if start else {}
+            extra = dict(params or {}, **({'start': start} if start else {}))
             return MARKETS[market](num_bars=bars, seed=generator_seed, edge=edge, **extra)
 
         if market in MARKET_ASSETS:
@@ -325,7 +326,7 @@ def run_folder(work_dir, market, edge, trainer, seed):
 def run_one(market, edge, trainer, seed, folder, args):
     """Writes the market files and trains and evaluates `trainer` on them; returns the run's record."""
     train_csv, test_csv = write_markets(market, edge, seed, data_folder(folder, market, edge, seed), args.train_bars,
-                                        args.test_bars)
+                                        args.test_bars, args.market_params.get(market))
     overrides = env_overrides(args)
     if trainer == SB3_TRAINER:
         stages = train_sb3(train_csv, test_csv, args.steps, args.stages, seed, args.eval_episodes, overrides,

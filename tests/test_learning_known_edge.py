@@ -17,7 +17,7 @@ from btgym_aac.distributed.run_config import default_configs
 pytestmark = pytest.mark.xdist_group('known_edge_learning')  # a cluster of its own: one at a time
 
 MARKET = dict(half_life=30.0, volatility=4e-4, noise=0.0)
-TRAIN_STEPS = 20000
+TRAIN_STEPS = 12000
 EPISODES = 12
 MIN_FRACTION = 0.5
 """Out-of-sample fraction of the oracle the default preset must reach after `TRAIN_STEPS` env steps; docs/learning.md,

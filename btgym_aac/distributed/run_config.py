@@ -113,9 +113,11 @@ def _dense_preset(algo):
 def _tuned_preset(algo):
     """The 'tuned' preset: `dense` on DevStrat_4_12 (SMA(8) to SMA(256) and the bar's time), the policy reading the
     time of day and of the week (`datetime_features`), its heads reading the encoder's features beside the LSTM's
-    output (`heads_read_features`), advantages normalised per update (`normalize_advantages`): on the single-asset
-    known-edge markets level with or ahead of `dense`, on the multi-asset ones the first preset to take part of
-    the oracle (docs/learning.md, "The tuned preset").
+    output (`heads_read_features`), advantages normalised per update (`normalize_advantages`), and for A3C every
+    train step's batch in 4 shuffled minibatches, an update each (`num_minibatches`; UNREAL's replay takes no
+    minibatches, and PPO's were not measured): on the single-asset known-edge markets level with or ahead of
+    `dense`, on the multi-asset ones the first preset to take part of the oracle (docs/learning.md, "The tuned
+    preset").
     """
     layer = _dense_preset(algo)
     env_kwargs = layer['env_config']['kwargs']
@@ -123,6 +125,8 @@ def _tuned_preset(algo):
     del env_kwargs['state_ext_scale']  # DevStrat_4_12's own, one scale per SMA
     layer['policy_config']['kwargs'].update(datetime_features=True, heads_read_features=True)
     layer['trainer_config']['kwargs']['normalize_advantages'] = True
+    if algo == 'a3c':
+        layer['trainer_config']['kwargs']['num_minibatches'] = 4
     return layer
 
 
