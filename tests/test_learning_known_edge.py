@@ -94,8 +94,9 @@ def test_the_default_preset_takes_part_of_every_single_asset_oracle_out_of_sampl
     generator, seed, least_fraction = DEFAULT_PRESET_MARKETS[market]
     train, test = benchmark_market_files(generator, seed, tmp_path)
     log_dir = str(tmp_path / 'run')
-    result = make_launcher(known_edge_configs(train, log_dir), max_env_steps=DEFAULT_PRESET_STEPS, root_random_seed=1000 * seed,
-                           keep_checkpoint_every_steps=KEEP_EVERY_STEPS, show_progress=False).run()
+    result = make_launcher(known_edge_configs(train, log_dir), max_env_steps=DEFAULT_PRESET_STEPS,
+                           root_random_seed=1000 * seed, keep_checkpoint_every_steps=KEEP_EVERY_STEPS,
+                           show_progress=False).run()
     assert result['completed'] and result['global_step'] >= DEFAULT_PRESET_STEPS
     means, steps = pooled_late_returns(log_dir, test, str(tmp_path))
     assert len(steps) >= 3, steps
