@@ -75,7 +75,7 @@ import sys
 import tempfile
 import time
 
-from known_edge_runs import EVAL_SEED, MARKETS, OUR_TRAINERS, SB3_TRAINER, env_overrides, run_one
+from known_edge_runs import EVAL_SEED, MARKETS, OUR_TRAINERS, SB3_TRAINER, check_market_params, env_overrides, run_one
 from known_edge_summary import summarize, table_lines, write_result
 
 from btgym_aac.distributed.run_config import PRESETS
@@ -142,10 +142,10 @@ def parse_args():
         parser.error('--spread must be a number >= 0, got {}'.format(args.spread))
     if args.sb3_torch_threads < 0:
         parser.error('--sb3-torch-threads must be >= 0, got {}'.format(args.sb3_torch_threads))
-    unknown = sorted(set(args.market_params) - set(args.markets))
-    if unknown or not all(isinstance(params, dict) for params in args.market_params.values()):
-        parser.error('--market-params must map markets of --markets to dicts of generator arguments, got {}'.format(
-            json.dumps(args.market_params)))
+    try:
+        check_market_params(args.market_params, args.markets)
+    except ValueError as error:
+        parser.error('--market-params: {}'.format(error))
     if args.steps < args.stages:
         parser.error('--steps ({}) must be at least --stages ({})'.format(args.steps, args.stages))
     return args

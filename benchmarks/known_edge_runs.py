@@ -5,6 +5,7 @@ this process).
 Imported by the benchmark's main module, which every task process of a Launcher imports again: nothing heavy
 (TensorFlow, torch) is imported at the top.
 """
+import inspect
 import os
 import time
 
@@ -21,6 +22,8 @@ MARKET_ASSETS = {'pair': ('X', 'Y'), 'basket': ('A', 'B', 'C', 'D')}
 with `--portfolio`)."""
 DATASET_OVERRIDES = ('episode_duration', 'time_gap')
 """The overrides a multi-asset env takes in its dataset."""
+BENCHMARK_OWNED_PARAMS = ('num_bars', 'seed', 'edge', 'start', 'freq', 'names', 'return_states')
+"""Generator arguments the benchmark sets itself (bars, seeds, twin, test start, asset names), not `--market-params`."""
 OUR_TRAINERS = ('a3c', 'ppo', 'unreal')
 SB3_TRAINER = 'sb3_ppo'
 TEST_START = '2018-01-01'
@@ -41,6 +44,21 @@ def env_overrides(args):
 def market_seeds(seed):
     """Generator seeds of the train and test files of run seed `seed` (the twin uses the same ones)."""
     return 1000 + 2 * seed, 1001 + 2 * seed
+
+
+def check_market_params(market_params, markets):
+    """Raises ValueError naming what is wrong unless `market_params` maps markets of `markets` to dicts of their
+    generator's keyword arguments (none of the `BENCHMARK_OWNED_PARAMS`)."""
+    for market, params in market_params.items():
+        if market not in markets:
+            raise ValueError('{!r} is not one of the markets run ({})'.format(market, ', '.join(markets)))
+        if not isinstance(params, dict):
+            raise ValueError('{}: a dict of generator arguments is needed, got {!r}'.format(market, params))
+        accepted = set(inspect.signature(MARKETS[market]).parameters) - set(BENCHMARK_OWNED_PARAMS)
+        unknown = sorted(set(params) - accepted)
+        if unknown:
+            raise ValueError('{}: {} not among the arguments it takes ({})'.format(
+                market, ', '.join(unknown), ', '.join(sorted(accepted))))
 
 
 def write_markets(market, edge, seed, folder, train_bars, test_bars, params=None):

@@ -1,5 +1,6 @@
 """The time-to-skill summary of `benchmarks/known_edge.py`: the env steps and CPU seconds to 50 % and 80 % of the
-oracle, the fraction at fixed budgets and the sampling policy's fraction, against hand-computed values."""
+oracle, the fraction at fixed budgets and the sampling policy's fraction, against hand-computed values; and the
+market files its `--market-params` make."""
 import argparse
 import importlib.util
 import json
@@ -126,3 +127,30 @@ def test_compare_cuts_runs_at_until_and_pairs_each_variant_with_the_first(tmp_pa
     args.until = 1000
     with pytest.raises(ValueError, match='no stage at or before --until 1,000 env steps'):
         compare.compare(args)
+
+
+def test_market_params_reach_the_generator_and_the_recipe_the_oracle_reads(tmp_path):
+    from btgym_aac.data.markets import read_market_spec
+
+    runs = benchmark_module('known_edge_runs')
+    train, test = runs.write_markets('mr', True, 0, str(tmp_path), 600, 400, {'half_life': 20.0, 'volatility': 3e-4})
+    for path, bars, seed in ((train, 600, 1000), (test, 400, 1001)):
+        spec = read_market_spec(path)
+        assert (spec.kind, spec.edge, spec.seed) == ('mean_reversion', True, seed)
+        assert spec.params['num_bars'] == bars
+        assert (spec.params['half_life'], spec.params['volatility']) == (20.0, 3e-4)
+        assert spec.params['noise'] == 5e-5  # the generator's default where not given
+    assert read_market_spec(test).params['start'].startswith(runs.TEST_START)
+
+
+@pytest.mark.parametrize('market_params, message', [
+    ({'regime': {}}, "'regime' is not one of the markets run"),
+    ({'mr': [1]}, 'a dict of generator arguments is needed'),
+    ({'mr': {'half_lfe': 20}}, r'half_lfe not among the arguments it takes \(base, half_life, noise, volatility\)'),
+    ({'mr': {'seed': 3}}, 'seed not among'),
+])
+def test_market_params_the_benchmark_cannot_use_are_refused_by_name(market_params, message):
+    runs = benchmark_module('known_edge_runs')
+    with pytest.raises(ValueError, match=message):
+        runs.check_market_params(market_params, ['mr', 'intraday'])
+    runs.check_market_params({'mr': {'half_life': 20}, 'intraday': {'phase': 2.0}}, ['mr', 'intraday'])
