@@ -25,7 +25,7 @@ import tempfile
 
 import numpy as np
 
-from known_edge_runs import ENV_OVERRIDES, EVAL_SEED, MARKETS, write_markets
+from known_edge_runs import ENV_OVERRIDES, EVAL_SEED, PACKAGE_MARKETS, write_markets
 
 from btgym_aac.paths import write_json
 
@@ -78,7 +78,7 @@ def summary(records):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument('--markets', nargs='+', choices=sorted(MARKETS), default=['mr', 'regime', 'intraday'])
+    parser.add_argument('--markets', nargs='+', choices=sorted(PACKAGE_MARKETS), default=['mr', 'regime', 'intraday'])
     parser.add_argument('--spread-pips', type=float, nargs='+', default=[0.0, 0.25, 0.5, 1.0, 2.0])
     parser.add_argument('--slippage', type=float, default=0.0)
     parser.add_argument('--episodes', type=int, default=10)

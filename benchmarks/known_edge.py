@@ -3,13 +3,14 @@ docs/learning.md) and their no-edge twins, out of sample, against the oracle.
 
 For every market of `--markets` (mr: mean reversion, regime: regime switching, intraday: intraday pattern; pair:
 a cointegrated pair and basket: 4 assets with relative momentum, traded by the env of `train --assets`, a
-MultiDiscreteEnv or with `--portfolio` a PortfolioEnv; these two are not in the defaults), every
-trainer of `--trainers` and every seed 0 .. `--seeds` - 1, on the edge market and (unless `--no-twins`) on its
-no-edge twin:
+MultiDiscreteEnv or with `--portfolio` a PortfolioEnv; wandering_mean and drifting_trend: markets made apart from the
+package, `outside_markets.py`; these four are not in the defaults), every trainer of `--trainers` and every seed
+0 .. `--seeds` - 1, on the edge market and (unless `--no-twins`) on its no-edge twin:
 
 - a train CSV (`--train-bars` bars, generator seed 1000 + 2 seed) and a test CSV of a fresh seed of the same
   process (`--test-bars` bars, seed 1001 + 2 seed, starting 2018-01-01), written by `write_market_csv` (with the
-  recipe beside them, so the evaluation has the oracle); the twin uses the same seeds;
+  recipe beside them, so the evaluation has the oracle; a market made apart from the package gets its oracle from
+  `outside_markets.oracle_maker`); the twin uses the same seeds;
 - the env is the reference configuration's (`run_config.default_configs`) on the train file, with 8-hour
   episodes, a 1-hour time gap and rendering off;
 - trainers: `a3c`, `ppo`, `unreal`: the reference configuration of `default_configs(algo)` as shipped, with

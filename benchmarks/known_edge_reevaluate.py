@@ -19,8 +19,8 @@ import os
 import sys
 import time
 
-from known_edge_runs import (SB3_TRAINER, data_folder, evaluate_checkpoint, kept_checkpoints, run_folder,
-                             stage_record, write_markets)
+from known_edge_runs import (SB3_TRAINER, data_folder, evaluate_checkpoint, kept_checkpoints, market_oracle,
+                             run_folder, stage_record, write_markets)
 from known_edge_summary import summarize, table_lines, write_result
 
 
@@ -50,10 +50,10 @@ def reevaluate_run(run, settings, work_dir, episodes):
     folder = run_folder(work_dir, run['market'], run['edge'], run['trainer'], run['seed'])
     log_dir = os.path.join(folder, 'run')
     checkpoints = checkpoints_by_step(log_dir) if os.path.isdir(log_dir) else {}
+    params = settings.get('market_params', {}).get(run['market'])
     _, test_data = write_markets(run['market'], run['edge'], run['seed'],
                                  data_folder(work_dir, run['market'], run['edge'], run['seed']),
-                                 settings['train_bars'], settings['test_bars'],
-                                 settings.get('market_params', {}).get(run['market']))
+                                 settings['train_bars'], settings['test_bars'], params)
     stages = []
     for stage in run['stages']:
         checkpoint = checkpoints.get(stage['env_steps'])
@@ -61,7 +61,8 @@ def reevaluate_run(run, settings, work_dir, episodes):
             raise FileNotFoundError('{}: no kept checkpoint of step {} (kept: {})'.format(
                 log_dir, stage['env_steps'], sorted(checkpoints) or 'none'))
         out = os.path.join(folder, 'reevaluation_{}'.format(episodes), 'evaluation_{}'.format(stage['stage']))
-        report, sampled = evaluate_checkpoint(log_dir, checkpoint, test_data, episodes, out)
+        report, sampled = evaluate_checkpoint(log_dir, checkpoint, test_data, episodes, out,
+                                              market_oracle(run['market'], params))
         stages.append(stage_record(stage['stage'], stage['env_steps'], stage['cpu_seconds'], stage['wall_seconds'],
                                    report, sampled))
     return dict(run, stages=stages)

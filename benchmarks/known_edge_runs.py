@@ -10,13 +10,17 @@ import os
 import time
 
 import numpy as np
+from outside_markets import OUTSIDE_MARKETS, oracle_maker
 
 from btgym_aac.data.markets import (make_basket_market, make_intraday_pattern_data, make_mean_reversion_data,
                                     make_pair_market, make_regime_switching_data, write_market_csv)
+from btgym_aac.data.synthetic import write_histdata_csv
 
-MARKETS = {'mr': make_mean_reversion_data, 'regime': make_regime_switching_data,
-           'intraday': make_intraday_pattern_data, 'pair': make_pair_market, 'basket': make_basket_market}
-"""Market name -> generator."""
+PACKAGE_MARKETS = {'mr': make_mean_reversion_data, 'regime': make_regime_switching_data,
+                   'intraday': make_intraday_pattern_data, 'pair': make_pair_market, 'basket': make_basket_market}
+"""Market name -> generator, of the package's known-edge markets (their files carry their recipe and oracle)."""
+MARKETS = dict(PACKAGE_MARKETS, **{name: generator for name, (generator, _) in OUTSIDE_MARKETS.items()})
+"""Market name -> generator: the package's and those made apart from it (`outside_markets.py`)."""
 MARKET_ASSETS = {'pair': ('X', 'Y'), 'basket': ('A', 'B', 'C', 'D')}
 """The assets of the markets of several assets (traded by a multi-asset env: MultiDiscreteEnv, or PortfolioEnv
 with `--portfolio`)."""
@@ -65,7 +69,8 @@ def write_markets(market, edge, seed, folder, train_bars, test_bars, params=None
     """Writes (once) the train data and the test data (a fresh seed of the same process, starting at TEST_START)
     of `market` (the no-edge twin where `edge` is False) for run seed `seed`, its generator given `params` (keyword
     arguments, e.g. {'half_life': 240}; None: its defaults): one CSV, or for several assets one CSV per asset
-    (`train_<asset>.csv`); returns (train, test): paths, or dicts asset -> path."""
+    (`train_<asset>.csv`; the files of a market made apart from the package carry no recipe); returns (train, test):
+    paths, or dicts asset -> path."""
     os.makedirs(folder, exist_ok=True)
     written = []
     for name, bars, generator_seed, start in zip(('train', 'test'), (train_bars, test_bars), market_seeds(seed),
@@ -83,9 +88,15 @@ def write_markets(market, edge, seed, folder, train_bars, test_bars, params=None
         else:
             paths = os.path.join(folder, name + '.csv')
             if not os.path.exists(paths):
-                write_market_csv(make(), paths)
+                (write_histdata_csv if market in OUTSIDE_MARKETS else write_market_csv)(make(), paths)
         written.append(paths)
     return tuple(written)
+
+
+def market_oracle(market, params=None):
+    """The `evaluate(oracle=...)` of `market` made with generator arguments `params`: None for the package's
+    markets (their files name their oracle), `outside_markets.oracle_maker`'s for the others."""
+    return oracle_maker(market, params) if market in OUTSIDE_MARKETS else None
 
 
 def evaluation_data(data):
@@ -212,13 +223,14 @@ def kept_checkpoints(log_dir):
 
 
 def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, episodes, overrides,
-               trainer_overrides=None, preset='reference', portfolio=False, config_file=None, envs=None):
+               trainer_overrides=None, preset='reference', portfolio=False, config_file=None, envs=None, oracle=None):
     """Trains `default_configs(algo, preset=preset)` with `config_file` over it (`reference_configs`; `workers`
     workers, `envs` envs per worker unless None) on `train_csv` for `steps` env steps in one Launcher run that
     keeps a checkpoint every steps / stages env steps (`keep_checkpoint_every_steps`), then evaluates every kept
     checkpoint on `test_csv` with `evaluate` (policy, buy-and-hold, random, oracle) and with the policy sampling
     its actions; a stage's env steps are its checkpoint's global step, its CPU and wall seconds those of the run
-    when the checkpoint was written. Returns the stage records."""
+    when the checkpoint was written; `oracle` as `evaluate` takes it (`market_oracle`). Returns the stage
+    records."""
     from btgym_aac.distributed.launcher import make_launcher
 
     configs = reference_configs(algo, train_csv, overrides, preset, portfolio, config_file)
@@ -236,19 +248,19 @@ def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, 
     records = []
     for stage, (step, checkpoint, written) in enumerate(kept_checkpoints(log_dir), 1):
         report, sampled = evaluate_checkpoint(log_dir, checkpoint, test_csv, episodes,
-                                              os.path.join(folder, 'evaluation_{}'.format(stage)))
+                                              os.path.join(folder, 'evaluation_{}'.format(stage)), oracle)
         records.append(stage_record(stage, step, cpu.at(written), written - start, report, sampled))
     return records
 
 
-def evaluate_checkpoint(log_dir, checkpoint, test_data, episodes, out):
+def evaluate_checkpoint(log_dir, checkpoint, test_data, episodes, out, oracle=None):
     """A kept checkpoint of a run played on `episodes` episodes of `test_data` (episode i seeded EVAL_SEED + i):
-    `evaluate`'s report (policy, buy-and-hold, random, oracle; written to `out`) and the policy's
-    `sampled_returns` on the same episodes."""
+    `evaluate`'s report (policy, buy-and-hold, random, oracle: the market's own, or `oracle`'s; written to `out`)
+    and the policy's `sampled_returns` on the same episodes."""
     from btgym_aac.evaluation import evaluate
 
     report = evaluate(log_dir, data=evaluation_data(test_data), episodes=episodes, checkpoint=checkpoint, out=out,
-                      seed=EVAL_SEED, plots=False)
+                      seed=EVAL_SEED, plots=False, oracle=oracle)
     return report, evaluate_sampled(log_dir, checkpoint, test_data, episodes)
 
 
@@ -258,7 +270,8 @@ def process_cpu_seconds():
     return time.process_time() + times.children_user + times.children_system
 
 
-def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides, portfolio=False, env_preset='reference'):
+def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides, portfolio=False, env_preset='reference',
+              oracle=None):
     """Trains SB3's PPO (its defaults, 'MultiInputPolicy') on the env of `env_preset` on `train_csv`, wrapped by
     `SimpleSpaces`, in `stages` `learn` calls up to steps * k / stages env steps (SB3 rounds each up to whole
     rollouts of its `n_steps`), and evaluates it after each stage as `evaluate` would (`evaluate_sb3`); its
@@ -282,7 +295,7 @@ def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides, por
             if model.num_timesteps < target:
                 model.learn(target - model.num_timesteps, reset_num_timesteps=False)
             cpu, wall = cpu + process_cpu_seconds() - cpu_start, wall + time.time() - wall_start
-            report, sampled = evaluate_sb3(model, env_config, test_csv, episodes, EVAL_SEED)
+            report, sampled = evaluate_sb3(model, env_config, test_csv, episodes, EVAL_SEED, oracle)
             records.append(stage_record(stage, model.num_timesteps, cpu, wall, report, sampled))
     finally:
         env.close()
@@ -307,11 +320,11 @@ class Sb3Agent:
         return self.wrapper.env_action(action)
 
 
-def evaluate_sb3(model, env_config, test_csv, episodes, seed):
+def evaluate_sb3(model, env_config, test_csv, episodes, seed, oracle=None):
     """`evaluate`'s episodes for an SB3 model: the env (`make_evaluation_env`: no rendering, the TradeLog
     analyzer) on `test_csv`, `episodes` episodes of its sample type, played by the model and the baselines as
-    `evaluate` plays them (`play_with_baselines`, the oracle included); returns `build_report`'s report and the
-    model's `sampled_returns`."""
+    `evaluate` plays them (`play_with_baselines`, the oracle included: the market's own, or `oracle`'s); returns
+    `build_report`'s report and the model's `sampled_returns`."""
     from btgym_aac.env.wrappers import SimpleSpaces
     from btgym_aac.evaluation.episodes import episode_sample_type, make_evaluation_env, reset_options
     from btgym_aac.evaluation.evaluator import play_with_baselines
@@ -320,11 +333,11 @@ def evaluate_sb3(model, env_config, test_csv, episodes, seed):
 
     env = make_evaluation_env({'env_config': env_config}, evaluation_data(test_csv))
     try:
-        if oracle_agent(env) is None:
+        if oracle is None and oracle_agent(env) is None:
             raise RuntimeError('{} carries no market recipe: no oracle to measure against'.format(test_csv))
         plan = [reset_options(episode_sample_type(env)) for _ in range(episodes)]
         agent = Sb3Agent(model, SimpleSpaces(env))
-        records = play_with_baselines(env, agent, plan, seed)
+        records = play_with_baselines(env, agent, plan, seed, oracle=oracle)
         sampled = sampled_returns(env, agent, episodes)
     finally:
         env.close()
@@ -346,13 +359,14 @@ def run_one(market, edge, trainer, seed, folder, args):
     train_csv, test_csv = write_markets(market, edge, seed, data_folder(folder, market, edge, seed), args.train_bars,
                                         args.test_bars, args.market_params.get(market))
     overrides = env_overrides(args)
+    oracle = market_oracle(market, args.market_params.get(market))
     if trainer == SB3_TRAINER:
         stages = train_sb3(train_csv, test_csv, args.steps, args.stages, seed, args.eval_episodes, overrides,
-                           args.portfolio, args.sb3_env_preset)
+                           args.portfolio, args.sb3_env_preset, oracle)
     else:
         stages = train_ours(trainer, train_csv, test_csv, run_folder(folder, market, edge, trainer, seed), args.steps,
                             args.stages, args.workers, seed, args.eval_episodes, overrides, args.trainer_kwargs,
-                            args.preset, args.portfolio, args.config, args.envs_per_worker)
+                            args.preset, args.portfolio, args.config, args.envs_per_worker, oracle)
     train_seed, test_seed = market_seeds(seed)
     return {'market': market, 'edge': edge, 'trainer': trainer, 'seed': seed, 'train_market_seed': train_seed,
             'test_market_seed': test_seed, 'stages': stages}

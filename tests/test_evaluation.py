@@ -475,6 +475,31 @@ def test_evaluate_on_a_known_edge_market_adds_its_oracle_and_the_policys_fractio
     assert 'of the oracle' in capsys.readouterr().out
 
 
+def test_an_oracle_given_to_evaluate_plays_the_same_windows_on_bars_of_no_known_market(run, tmp_path):
+    """A market this package did not make (`benchmarks/outside_markets.py`): its files carry no recipe, so no oracle
+    unless one is given; given, it plays the policy's windows on the evaluation env and the fraction is reported."""
+    runs = benchmark_module('known_edge_runs')
+    _, test = runs.write_markets('drifting_trend', True, 0, str(tmp_path / 'data'), 3000, 6000)
+    alone = evaluate(run['log_dir'], data=[test], episodes=2, out=str(tmp_path / 'alone'), seed=0, plots=False)
+    assert list(alone['agents']) == list(AGENTS) and 'fraction_of_oracle' not in alone
+    envs = []
+
+    def oracle(env):
+        envs.append(env)
+        return runs.market_oracle('drifting_trend')(env)
+
+    result = evaluate(run['log_dir'], data=[test], episodes=2, out=str(tmp_path / 'given'), seed=0, plots=False,
+                      oracle=oracle)
+    assert len(envs) == 1 and envs[0].dataset.filename == test
+    assert list(result['agents']) == list(AGENTS) + ['oracle']
+    played = {name: result['agents'][name]['per_episode'] for name in ('policy', 'oracle')}
+    assert played['oracle']['first_bar_time'] == played['policy']['first_bar_time']
+    assert result['agents']['policy'] == alone['agents']['policy']
+    means = {name: result['agents'][name]['mean']['return_pct'] for name in ('policy', 'oracle')}
+    expected = means['policy'] / means['oracle'] if means['oracle'] > 0 else None
+    assert result['fraction_of_oracle']['fraction'] == (pytest.approx(expected) if expected is not None else None)
+
+
 def test_known_edge_reevaluate_plays_every_kept_checkpoint_again_on_more_episodes(run, tmp_path, capsys):
     """`benchmarks/known_edge_reevaluate.py` on a work dir laid out as `known_edge.py` lays it out: every stage is
     played from the kept checkpoint of its env steps on the asked number of episodes, its env steps and CPU and

@@ -23,7 +23,7 @@ def _checkpoint_step(path):
 
 
 def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=False, windows=None, costs=None,
-             plots=True, show_progress=False, tearsheet=False, tile=False, checkpoint=None):
+             plots=True, show_progress=False, tearsheet=False, tile=False, checkpoint=None, oracle=None):
     """Evaluates a run's latest checkpoint (or `checkpoint`) against buy-and-hold and a random policy.
 
     Single-asset (BTgymEnv) and multi-asset runs (MultiDiscreteEnv, PortfolioEnv) are evaluated; the baselines are
@@ -61,6 +61,10 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         checkpoint: None (the run's latest), or a checkpoint of the run: a checkpoint folder or a path prefix
             (`<log_dir>/kept_checkpoints/model_parameters-<step>` of a run trained with
             `keep_checkpoint_every_steps`).
+        oracle: None (where the bars come from a known-edge market of `btgym_aac.data.markets`, its oracle:
+            `oracle_agent`), or a callable env -> agent that plays the oracle's part on the evaluation env (an agent
+            with `play_episode`'s interface, e.g. an `OracleAgent` over a causal rule of a market this package did
+            not make); the report then has an 'oracle' agent and `fraction_of_oracle`.
 
     Returns:
         the report dict (also written to `<out>/report.json`; its `policy_steps` hold the policy's episodes step
@@ -88,7 +92,7 @@ def evaluate(log_dir, data=None, episodes=5, out=None, seed=0, allow_untrusted=F
         if tile:
             windows, overlap = covering_windows(env, seed)
         sample_type, plan = _episode_plan(env, episodes, windows)
-        policy, records = _play_agents(env, log_dir, checkpoint, plan, seed, allow_untrusted, show_progress)
+        policy, records = _play_agents(env, log_dir, checkpoint, plan, seed, allow_untrusted, show_progress, oracle)
         if tile:
             tiling = tiling_record(env, records[POLICY], overlap)
     finally:
@@ -187,7 +191,7 @@ def _episode_plan(env, episodes, windows):
     return sample_type, plan
 
 
-def _play_agents(env, log_dir, checkpoint, plan, seed, allow_untrusted, show_progress):
+def _play_agents(env, log_dir, checkpoint, plan, seed, allow_untrusted, show_progress, oracle):
     """Plays every episode of `plan` with the run's policy (from `checkpoint`, None: the latest) and the baselines
     (see `play_with_baselines`).
 
@@ -195,13 +199,14 @@ def _play_agents(env, log_dir, checkpoint, plan, seed, allow_untrusted, show_pro
         (the loaded policy, {agent name: [episode record, ...]}).
     """
     with load_policy(log_dir, checkpoint=checkpoint, env=env, allow_untrusted=allow_untrusted) as policy:
-        records = play_with_baselines(env, policy, plan, seed, show_progress)
+        records = play_with_baselines(env, policy, plan, seed, show_progress, oracle)
     return policy, records
 
 
-def play_with_baselines(env, policy, plan, seed, show_progress=False):
-    """Plays every episode of `plan` with `policy`, buy-and-hold, the random policy and, where the bars come from a
-    known-edge market, its oracle (`oracle_agent`); episode `i` is reset with seed `seed + i` for every agent.
+def play_with_baselines(env, policy, plan, seed, show_progress=False, oracle=None):
+    """Plays every episode of `plan` with `policy`, buy-and-hold, the random policy and an oracle: where the bars
+    come from a known-edge market, its own (`oracle_agent`), or the one `oracle` makes; episode `i` is reset with
+    seed `seed + i` for every agent.
 
     Args:
         env: the evaluation env (`episodes.make_evaluation_env`).
@@ -210,12 +215,13 @@ def play_with_baselines(env, policy, plan, seed, show_progress=False):
         seed: first episode seed; the random baseline's seed too.
         show_progress: show the episodes played, the speed, the time left and the current episode's steps on
             stderr (`btgym_aac.progress.Progress`).
+        oracle: None, or a callable env -> the agent playing the oracle's part (see `evaluate`).
 
     Returns:
         {agent name: [episode record, ...]}, the policy first.
     """
     agents = dict({POLICY: policy}, **baseline_agents(env, seed))
-    oracle = oracle_agent(env)
+    oracle = oracle_agent(env) if oracle is None else oracle(env)
     if oracle is not None:
         agents[ORACLE] = oracle
     records = {name: [] for name in agents}
