@@ -26,9 +26,10 @@ from btgym_aac.distributed.checkpoints import (KEPT_CHECKPOINT_DIR, checkpoint_s
 from btgym_aac.env import BTgymEnv
 from btgym_aac.evaluation import evaluate, load_policy
 from btgym_aac.evaluation.baselines import RandomAgent
-from btgym_aac.evaluation.episodes import make_evaluation_env, play_episode, reset_options
+from btgym_aac.evaluation.episodes import episode_sample_type, make_evaluation_env, play_episode, reset_options
 from btgym_aac.evaluation.loading import read_run_config
 from btgym_aac.evaluation.metrics import METRIC_NAMES, max_drawdown_pct, sharpe_ratio, win_rate
+from btgym_aac.evaluation.oracle_agent import oracle_agent
 from btgym_aac.evaluation.report import build_report
 from btgym_aac.strategy import DevStrat_4_11
 
@@ -498,6 +499,54 @@ def test_an_oracle_given_to_evaluate_plays_the_same_windows_on_bars_of_no_known_
     means = {name: result['agents'][name]['mean']['return_pct'] for name in ('policy', 'oracle')}
     expected = means['policy'] / means['oracle'] if means['oracle'] > 0 else None
     assert result['fraction_of_oracle']['fraction'] == (pytest.approx(expected) if expected is not None else None)
+
+
+def test_policy_against_oracle_files_every_decision_and_caps_the_oracles_position(run, tmp_path, capsys):
+    script = benchmark_module('policy_against_oracle')
+    path = write_market_csv(make_mean_reversion_data(num_bars=6000, start='2018-03-01', seed=4),
+                            str(tmp_path / 'DAT_ASCII_MR_M1.csv'))
+    out = tmp_path / 'against.json'
+    script.main(['--log-dir', run['log_dir'], '--data', path, '--episodes', '2', '--out', str(out)])
+    with open(out) as f:
+        result = json.load(f)
+    report = evaluate(run['log_dir'], data=[path], episodes=2, out=str(tmp_path / 'report'), seed=0, plots=False)
+    steps = sum(report['agents']['policy']['per_episode']['steps'])
+    assert sum(row['decisions'] for row in result['decisions']) == steps
+    assert all(sum(row['actions'].values()) == pytest.approx(1.0, abs=2e-3) for row in result['decisions'])
+    assert result['mean_return_pct']['policy'] == pytest.approx(report['agents']['policy']['mean']['return_pct'])
+    assert result['mean_return_pct']['oracle'] == pytest.approx(report['agents']['oracle']['mean']['return_pct'])
+    assert set(result['fraction_of_oracle']) == {'oracle', 'no_close', 'cap_1', 'cap_2', 'cap_4', 'policy'}
+    assert 'of the oracle' in capsys.readouterr().out
+
+    env = make_evaluation_env(read_run_config(run['log_dir']), path)
+    try:
+        oracle = oracle_agent(env)
+        capped = PositionSizes(script.CappedOracle(oracle.oracle, env.dataset.data, env.portfolio_actions, 1,
+                                                   ORDER_SIZE))
+        play_episode(env, capped, 0, reset_options(episode_sample_type(env)))
+    finally:
+        env.close()
+    assert 0 < max(capped.sizes) <= ORDER_SIZE
+
+
+class PositionSizes:
+    """Plays `agent`, keeping the size of the position after every step."""
+
+    def __init__(self, agent):
+        self.agent, self.sizes = agent, []
+
+    def reset(self, observation=None):
+        self.agent.reset(observation)
+
+    def observe_info(self, info):
+        self.agent.observe_info(info)
+        self.sizes.append(abs(info['position']))
+
+    def act(self, observation):
+        return self.agent.act(observation)
+
+    def observe(self, reward):
+        self.agent.observe(reward)
 
 
 def test_known_edge_reevaluate_plays_every_kept_checkpoint_again_on_more_episodes(run, tmp_path, capsys):
