@@ -115,10 +115,10 @@ def _tuned_preset(algo):
     time of day and of the week (`datetime_features`), its heads reading the encoder's features beside the LSTM's
     output (`heads_read_features`), advantages normalised per update (`normalize_advantages`), and for A3C every
     train step's batch in 4 shuffled minibatches, an update each (`num_minibatches`; UNREAL's replay takes no
-    minibatches, and PPO's were not measured) and a discount of 0.9 per decision (`model_gamma`; measured on A3C
-    only): on the single-asset known-edge markets level with or ahead of `dense`, on the multi-asset ones the first
-    preset to take part of the oracle, on markets made apart from the package level with SB3's PPO (docs/learning.md,
-    "The tuned preset", "A shorter discount").
+    minibatches, and PPO's were not measured), and for A3C and PPO a discount of 0.9 per decision (`model_gamma`;
+    UNREAL's not measured): on the single-asset known-edge markets level with or ahead of `dense`, on the
+    multi-asset ones the first preset to take part of the oracle, on markets made apart from the package level with
+    SB3's PPO (docs/learning.md, "The tuned preset", "A shorter discount").
     """
     layer = _dense_preset(algo)
     env_kwargs = layer['env_config']['kwargs']
@@ -126,8 +126,10 @@ def _tuned_preset(algo):
     del env_kwargs['state_ext_scale']  # DevStrat_4_12's own, one scale per SMA
     layer['policy_config']['kwargs'].update(datetime_features=True, heads_read_features=True)
     layer['trainer_config']['kwargs']['normalize_advantages'] = True
+    if algo in ('a3c', 'ppo'):
+        layer['trainer_config']['kwargs']['model_gamma'] = 0.9
     if algo == 'a3c':
-        layer['trainer_config']['kwargs'].update(num_minibatches=4, model_gamma=0.9)
+        layer['trainer_config']['kwargs']['num_minibatches'] = 4
     return layer
 
 
