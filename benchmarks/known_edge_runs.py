@@ -333,11 +333,12 @@ def evaluate_sb3(model, env_config, test_csv, episodes, seed, oracle=None):
 
     env = make_evaluation_env({'env_config': env_config}, evaluation_data(test_csv))
     try:
-        if oracle is None and oracle_agent(env) is None:
+        oracle_played = (oracle or oracle_agent)(env)
+        if oracle_played is None:
             raise RuntimeError('{} carries no market recipe: no oracle to measure against'.format(test_csv))
         plan = [reset_options(episode_sample_type(env)) for _ in range(episodes)]
         agent = Sb3Agent(model, SimpleSpaces(env))
-        records = play_with_baselines(env, agent, plan, seed, oracle=oracle)
+        records = play_with_baselines(env, agent, plan, seed, oracle=lambda _: oracle_played)
         sampled = sampled_returns(env, agent, episodes)
     finally:
         env.close()

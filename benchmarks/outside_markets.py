@@ -17,6 +17,7 @@ evaluates on them as on the package's markets; their files carry no recipe, so t
 The no-edge twin of each (`edge=False`) is a random walk with the same per-bar return variance; on it the rule is a
 placebo.
 """
+import functools
 import math
 
 import numpy as np
@@ -47,6 +48,15 @@ def _persistence(half_life):
     return 0.5 ** (1.0 / half_life)
 
 
+def _ar1(phi, first, shocks):
+    """The AR(1) path x[0] = first, x[t] = phi x[t - 1] + shocks[t]."""
+    path = np.empty(len(shocks))
+    path[0] = first
+    for t in range(1, len(shocks)):
+        path[t] = phi * path[t - 1] + shocks[t]
+    return path
+
+
 def make_wandering_mean(num_bars, seed, edge=True, start=None, half_life=40.0, deviation_volatility=2e-4,
                         mean_volatility=5e-5):
     """Bars of x = f + s: f a random walk (steps of sd `mean_volatility`), s an AR(1) with the given half-life and
@@ -58,10 +68,7 @@ def make_wandering_mean(num_bars, seed, edge=True, start=None, half_life=40.0, d
         return _bars(np.cumsum(rng.normal(0.0, step_sd, num_bars)), start, rng)
     mean = np.cumsum(rng.normal(0.0, mean_volatility, num_bars))
     shocks = rng.normal(0.0, deviation_volatility, num_bars)
-    deviation = np.empty(num_bars)
-    deviation[0] = shocks[0] / math.sqrt(1.0 - phi ** 2)
-    for t in range(1, num_bars):
-        deviation[t] = phi * deviation[t - 1] + shocks[t]
+    deviation = _ar1(phi, shocks[0] / math.sqrt(1.0 - phi ** 2), shocks)
     return _bars(mean + deviation, start, rng)
 
 
@@ -73,10 +80,7 @@ def make_drifting_trend(num_bars, seed, edge=True, start=None, half_life=720.0, 
         return _bars(np.cumsum(rng.normal(0.0, math.sqrt(volatility ** 2 + drift_sd ** 2), num_bars)), start, rng)
     phi = _persistence(half_life)
     shocks = rng.normal(0.0, drift_sd * math.sqrt(1.0 - phi ** 2), num_bars)
-    drift = np.empty(num_bars)
-    drift[0] = rng.normal(0.0, drift_sd)
-    for t in range(1, num_bars):
-        drift[t] = phi * drift[t - 1] + shocks[t]
+    drift = _ar1(phi, rng.normal(0.0, drift_sd), shocks)
     return _bars(np.cumsum(drift + rng.normal(0.0, volatility, num_bars)), start, rng)
 
 
@@ -173,21 +177,13 @@ OUTSIDE_MARKETS = {'wandering_mean': (make_wandering_mean, WanderingMeanRule),
 
 def oracle_maker(market, params=None):
     """The `evaluate(oracle=...)` of an outside market: a callable env -> `OracleAgent` over the market's rule,
-    looking `LOOKAHEAD_DECISIONS` decisions ahead and weighing the env's costs per fill, as `oracle_agent` makes
-    the package's oracles.
+    played as the package's oracles are (`oracle_agent.rule_oracle_agent`).
 
     Args:
         market: a name of `OUTSIDE_MARKETS`.
         params: the generator's keyword arguments the market was made with (None: its defaults).
     """
-    rule_class = OUTSIDE_MARKETS[market][1]
+    from btgym_aac.evaluation.oracle_agent import rule_oracle_agent
 
-    def make(env):
-        from btgym_aac.evaluation.oracle_agent import LOOKAHEAD_DECISIONS, OracleAgent, env_cost_per_side
-
-        horizon = LOOKAHEAD_DECISIONS * int(env.strategy_params['skip_frame'])
-        cost = env_cost_per_side(env, float(env.dataset.data['close'].median()))
-        rule = rule_class(commission=cost, horizon=horizon, **(params or {}))
-        return OracleAgent(rule, env.dataset.data, env.portfolio_actions)
-
-    return make
+    make_rule = functools.partial(OUTSIDE_MARKETS[market][1], **(params or {}))
+    return lambda env: rule_oracle_agent(env, make_rule)

@@ -20,6 +20,7 @@ import os
 import platform
 
 import numpy as np
+from outside_markets import OUTSIDE_MARKETS, oracle_maker
 
 from btgym_aac.evaluation.episodes import episode_sample_type, make_evaluation_env, play_episode, reset_options
 from btgym_aac.evaluation.loading import load_policy, read_run_config
@@ -39,7 +40,8 @@ def parse_args(argv=None):
     parser.add_argument('--data', required=True, help='test CSV of a known-edge market')
     parser.add_argument('--episodes', type=int, default=40)
     parser.add_argument('--checkpoint', help='a checkpoint of the run (default: its latest)')
-    parser.add_argument('--outside-market', help='the data is of this market of outside_markets.py (its rule)')
+    parser.add_argument('--outside-market', choices=sorted(OUTSIDE_MARKETS),
+                        help='the data is of this market of outside_markets.py (its rule)')
     parser.add_argument('--out', default='policy_against_oracle.json')
     args = parser.parse_args(argv)
     if args.episodes < 1:
@@ -48,13 +50,13 @@ def parse_args(argv=None):
 
 
 class NoCloseOracle(OracleAgent):
-    """The oracle turning around one order at a time: 'buy' or 'sell' on the signal's side, never 'close'."""
+    """The oracle turning around one order at a time: where it would close, one order on the signal's side."""
 
     def act(self, observation):
-        expected = self.expected_now()
-        if abs(expected) <= 2.0 * self.oracle.commission:
-            return self.actions['hold']
-        return self.actions['buy'] if expected > 0 else self.actions['sell']
+        action = super().act(observation)
+        if action != self.actions['close']:
+            return action
+        return self.actions['buy'] if self.expected_now() > 0 else self.actions['sell']
 
 
 class CappedOracle(OracleAgent):
@@ -125,13 +127,10 @@ def main(argv=None):
     args = parse_args(argv)
     env = make_evaluation_env(read_run_config(args.log_dir), args.data)
     try:
-        if args.outside_market:
-            from known_edge_runs import market_oracle
-            oracle = market_oracle(args.outside_market)(env)
-        else:
-            oracle = oracle_agent(env)
+        oracle = oracle_maker(args.outside_market)(env) if args.outside_market else oracle_agent(env)
         if oracle is None:
-            raise SystemExit('{} carries no market recipe: name its --outside-market'.format(args.data))
+            raise SystemExit('{}: no oracle for this run on it (it needs a run of discrete orders and a file of a '
+                             'known-edge market, or --outside-market NAME)'.format(args.data))
         options = reset_options(episode_sample_type(env))
         bars, names = env.dataset.data, env.portfolio_actions
         order_size = float(env.strategy_params['order_size'])

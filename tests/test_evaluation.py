@@ -517,6 +517,11 @@ def test_policy_against_oracle_files_every_decision_and_caps_the_oracles_positio
     assert result['mean_return_pct']['oracle'] == pytest.approx(report['agents']['oracle']['mean']['return_pct'])
     assert set(result['fraction_of_oracle']) == {'oracle', 'no_close', 'cap_1', 'cap_2', 'cap_4', 'policy'}
     assert 'of the oracle' in capsys.readouterr().out
+    walk = write_histdata_csv(make_random_walk_data(num_bars=6000, start='2018-03-01', seed=4),
+                              str(tmp_path / 'DAT_ASCII_WALK_M1.csv'))
+    with pytest.raises(SystemExit, match='no oracle for this run on it'):
+        script.main(['--log-dir', run['log_dir'], '--data', walk, '--out', str(tmp_path / 'none.json')])
+    assert not (tmp_path / 'none.json').exists()
 
     env = make_evaluation_env(read_run_config(run['log_dir']), path)
     try:

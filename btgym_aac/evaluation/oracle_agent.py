@@ -4,6 +4,8 @@ env gets its market's oracle (`OracleAgent`); a multi-asset env whose assets are
 (a cointegrated pair, `markets.make_pair_market`; a basket with relative momentum, `markets.make_basket_market`)
 gets that market's (`MultiAssetOracleAgent` for discrete orders, `FavouredAssetOracleAgent` for a PortfolioEnv's
 weights)."""
+import functools
+
 import numpy as np
 
 from btgym_aac.data.markets import BasketOracle, MarketSpec, PairOracle, oracle_for, read_market_spec
@@ -252,17 +254,37 @@ def oracle_agent(env):
     Returns:
         OracleAgent, MultiAssetOracleAgent, FavouredAssetOracleAgent or None.
     """
-    lookahead = LOOKAHEAD_DECISIONS * int(env.strategy_params['skip_frame'])
     if len(env.action_space.assets) > 1:
-        return _multi_asset_oracle_agent(env, lookahead)
+        return _multi_asset_oracle_agent(env, lookahead_bars(env))
     if not env.action_space.is_discrete:
         return None
     spec = market_spec_of(env.dataset)
     if spec is None:
         return None
+    return rule_oracle_agent(env, functools.partial(oracle_for, spec))
+
+
+def lookahead_bars(env):
+    """The bars an oracle of `env` looks ahead: `LOOKAHEAD_DECISIONS` decisions of its `skip_frame` bars."""
+    return LOOKAHEAD_DECISIONS * int(env.strategy_params['skip_frame'])
+
+
+def rule_oracle_agent(env, make_rule):
+    """An `OracleAgent` trading a single-asset env on a causal rule, looking `lookahead_bars(env)` ahead and
+    weighing the env's costs per fill (`env_cost_per_side` at the data's median close), as the package's oracles
+    are played.
+
+    Args:
+        env: the evaluation env (its dataset read).
+        make_rule: callable (commission, horizon) -> an object with `commission` and
+            `expected_returns(log_closes, times)` (a `btgym_aac.data.markets.Oracle`, or a rule of a market this
+            package did not make).
+
+    Returns:
+        OracleAgent.
+    """
     cost = env_cost_per_side(env, float(env.dataset.data['close'].median()))
-    oracle = oracle_for(spec, commission=cost, horizon=lookahead)
-    return OracleAgent(oracle, env.dataset.data, env.portfolio_actions)
+    return OracleAgent(make_rule(cost, lookahead_bars(env)), env.dataset.data, env.portfolio_actions)
 
 
 def _multi_asset_oracle_agent(env, lookahead):
