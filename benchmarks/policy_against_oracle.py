@@ -7,7 +7,10 @@ Every decision of the policy is filed by the oracle's expected return at that ba
 return over the oracle's horizon) and the side of the position held before it; the table gives the share of each
 action and the mean position per bin. Variants of the oracle play the same windows: turning around one order at a
 time instead of closing first (`no_close`), and its position capped at 1, 2 and 4 orders (`cap_N`), each with its
-fraction of the oracle's mean return per episode; the oracle's earnings come from the size it builds.
+fraction of the oracle's mean return per episode; the oracle's earnings come from the size it builds. On mean
+reversion two more variants take the mean from the bars instead of knowing it: the mean log close of the episode's
+bars so far, its warm-up included (`episode_mean`, all a policy seeing only the episode could know of it), and of
+the last `POLICY_WINDOW` bars (`mean_of_256`, the longest moving average of DevStrat_4_12).
 
 Writes `--out` (JSON) and prints the tables.
 
@@ -22,6 +25,8 @@ import platform
 import numpy as np
 from outside_markets import OUTSIDE_MARKETS, oracle_maker
 
+from btgym_aac.data.markets import MeanReversionOracle
+from btgym_aac.data.markets.mean_reversion import reversion_per_bar
 from btgym_aac.evaluation.episodes import episode_sample_type, make_evaluation_env, play_episode, reset_options
 from btgym_aac.evaluation.loading import load_policy, read_run_config
 from btgym_aac.evaluation.metrics import return_pct
@@ -32,6 +37,8 @@ SIGNAL_EDGES = (-np.inf, -4e-4, -2e-4, 2e-4, 4e-4, np.inf)
 """Bins of the oracle's expected log return at a decision."""
 CAPS = (1, 2, 4)
 """Position caps (in orders) of the capped oracles."""
+POLICY_WINDOW = 256
+"""Bars of the `mean_of_256` variant's mean."""
 
 
 def parse_args(argv=None):
@@ -74,6 +81,28 @@ class CappedOracle(OracleAgent):
         action = super().act(observation)
         adding = action in (self.actions['buy'], self.actions['sell']) and self.side != 0
         return self.actions['hold'] if adding and abs(self.size) >= self.limit else action
+
+
+class EstimatedMeanOracle(OracleAgent):
+    """Mean reversion's oracle with the mean estimated from the bars: the mean log close of the last `window` bars,
+    or with `window=None` of the episode's bars up to now (its warm-up included), in place of the true log(base).
+
+    Args:
+        oracle, bars, action_names: as `OracleAgent`'s (`oracle` a `MeanReversionOracle`).
+        env: the env played (its `episode_window`).
+        window: bars of the mean, or None.
+    """
+
+    def __init__(self, oracle, bars, action_names, env, window=None):
+        super().__init__(oracle, bars, action_names)
+        self.env, self.window = env, window
+        self.log_closes = np.log(bars['close'].to_numpy(dtype=np.float64))
+        self.pull = 1.0 - reversion_per_bar(oracle.params['half_life']) ** oracle.horizon
+
+    def expected_now(self):
+        now = self.now()
+        first = self.times.searchsorted(self.env.episode_window[0]) if self.window is None else now + 1 - self.window
+        return (self.log_closes[max(first, 0):now + 1].mean() - self.log_closes[now]) * self.pull
 
 
 class DecisionRecorder:
@@ -137,6 +166,10 @@ def main(argv=None):
         agents = {'oracle': oracle, 'no_close': NoCloseOracle(oracle.oracle, bars, names)}
         agents.update({'cap_{}'.format(cap): CappedOracle(oracle.oracle, bars, names, cap, order_size)
                        for cap in CAPS})
+        if isinstance(oracle.oracle, MeanReversionOracle):
+            agents['episode_mean'] = EstimatedMeanOracle(oracle.oracle, bars, names, env)
+            agents['mean_of_{}'.format(POLICY_WINDOW)] = EstimatedMeanOracle(oracle.oracle, bars, names, env,
+                                                                             POLICY_WINDOW)
         returns = {name: mean_return(env, agent, args.episodes, options) for name, agent in agents.items()}
         with load_policy(args.log_dir, checkpoint=args.checkpoint, env=env) as policy:
             recorder = DecisionRecorder(policy, OracleAgent(oracle.oracle, bars, names))

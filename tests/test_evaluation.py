@@ -515,7 +515,8 @@ def test_policy_against_oracle_files_every_decision_and_caps_the_oracles_positio
     assert all(sum(row['actions'].values()) == pytest.approx(1.0, abs=2e-3) for row in result['decisions'])
     assert result['mean_return_pct']['policy'] == pytest.approx(report['agents']['policy']['mean']['return_pct'])
     assert result['mean_return_pct']['oracle'] == pytest.approx(report['agents']['oracle']['mean']['return_pct'])
-    assert set(result['fraction_of_oracle']) == {'oracle', 'no_close', 'cap_1', 'cap_2', 'cap_4', 'policy'}
+    assert set(result['fraction_of_oracle']) == {'oracle', 'no_close', 'cap_1', 'cap_2', 'cap_4', 'episode_mean',
+                                                 'mean_of_256', 'policy'}
     assert 'of the oracle' in capsys.readouterr().out
     walk = write_histdata_csv(make_random_walk_data(num_bars=6000, start='2018-03-01', seed=4),
                               str(tmp_path / 'DAT_ASCII_WALK_M1.csv'))
@@ -532,6 +533,32 @@ def test_policy_against_oracle_files_every_decision_and_caps_the_oracles_positio
     finally:
         env.close()
     assert 0 < max(capped.sizes) <= ORDER_SIZE
+
+
+@pytest.mark.parametrize('window', [None, 256])
+def test_estimated_mean_oracle_takes_the_mean_from_the_episode_or_the_last_bars(run, tmp_path, window):
+    """policy_against_oracle's `EstimatedMeanOracle`: at every decision its signal is mean reversion's pull times the
+    mean log close of the episode's bars up to now (warm-up included), or of the last 256, less the log close now."""
+    script = benchmark_module('policy_against_oracle')
+    bars = make_mean_reversion_data(num_bars=6000, start='2018-03-01', seed=4)
+    path = write_market_csv(bars, str(tmp_path / 'DAT_ASCII_MR_M1.csv'))
+    env = make_evaluation_env(read_run_config(run['log_dir']), path)
+    try:
+        oracle = oracle_agent(env).oracle
+        agent = script.EstimatedMeanOracle(oracle, env.dataset.data, env.portfolio_actions, env, window)
+        signals = []
+        act = agent.act
+        agent.act = lambda observation: signals.append((agent.now(), agent.expected_now())) or act(observation)
+        play_episode(env, agent, 0, reset_options(episode_sample_type(env)))
+        first = env.dataset.data.index.searchsorted(env.episode_window[0])
+    finally:
+        env.close()
+    log_closes = np.log(env.dataset.data['close'].to_numpy())
+    pull = 1.0 - 0.5 ** (oracle.horizon / bars.attrs['market']['params']['half_life'])
+    assert len(signals) > 5
+    for now, signal in signals:
+        start = first if window is None else now + 1 - window
+        assert signal == pytest.approx((log_closes[start:now + 1].mean() - log_closes[now]) * pull, rel=1e-9)
 
 
 class PositionSizes:

@@ -110,14 +110,13 @@ def test_the_dense_preset_is_the_fast_run_with_the_dense_policy_as_it_comes():
     assert dense['launcher_config'] == dict(fast['launcher_config'], preset='dense')
 
 
-@pytest.mark.parametrize('algo, per_trainer', [('a3c', {'num_minibatches': 4, 'model_gamma': 0.9}),
-                                                ('ppo', {'model_gamma': 0.9}), ('unreal', {})])
+@pytest.mark.parametrize('algo, per_trainer', [('a3c', {'num_minibatches': 4}), ('ppo', {}), ('unreal', {})])
 def test_the_tuned_preset_is_the_dense_run_reading_the_time_with_normalised_advantages(algo, per_trainer):
     dense, tuned = (default_configs(algo, import_classes=False, preset=name) for name in ('dense', 'tuned'))
     assert tuned['policy_config'] == dict(dense['policy_config'], kwargs=dict(
         dense['policy_config']['kwargs'], datetime_features=True, heads_read_features=True))
     assert tuned['trainer_config'] == dict(dense['trainer_config'], kwargs=dict(
-        dense['trainer_config']['kwargs'], normalize_advantages=True, **per_trainer))
+        dense['trainer_config']['kwargs'], normalize_advantages=True, model_gamma=0.9, **per_trainer))
     env_kwargs = {key: value for key, value in dense['env_config']['kwargs'].items() if key != 'state_ext_scale'}
     assert tuned['env_config']['kwargs'] == dict(env_kwargs, strategy=ClassRef('btgym_aac.strategy.gen4',
                                                                                'DevStrat_4_12'))

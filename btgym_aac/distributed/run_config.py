@@ -113,21 +113,19 @@ def _dense_preset(algo):
 def _tuned_preset(algo):
     """The 'tuned' preset: `dense` on DevStrat_4_12 (SMA(8) to SMA(256) and the bar's time), the policy reading the
     time of day and of the week (`datetime_features`), its heads reading the encoder's features beside the LSTM's
-    output (`heads_read_features`), advantages normalised per update (`normalize_advantages`), and for A3C every
-    train step's batch in 4 shuffled minibatches, an update each (`num_minibatches`; UNREAL's replay takes no
-    minibatches, and PPO's were not measured), and for A3C and PPO a discount of 0.9 per decision (`model_gamma`;
-    UNREAL's not measured): on the single-asset known-edge markets level with or ahead of `dense`, on the
-    multi-asset ones the first preset to take part of the oracle, on markets made apart from the package level with
-    SB3's PPO (docs/learning.md, "The tuned preset", "A shorter discount").
+    output (`heads_read_features`), advantages normalised per update (`normalize_advantages`), a discount of 0.9 per
+    decision (`model_gamma`), and for A3C every train step's batch in 4 shuffled minibatches, an update each
+    (`num_minibatches`; UNREAL's replay takes no minibatches, and PPO's were not measured): on the single-asset
+    known-edge markets level with or ahead of `dense`, on the multi-asset ones the first preset to take part of the
+    oracle, on markets made apart from the package level with SB3's PPO (docs/learning.md, "The tuned preset", "A
+    shorter discount").
     """
     layer = _dense_preset(algo)
     env_kwargs = layer['env_config']['kwargs']
     env_kwargs['strategy'] = ClassRef('btgym_aac.strategy.gen4', 'DevStrat_4_12')
     del env_kwargs['state_ext_scale']  # DevStrat_4_12's own, one scale per SMA
     layer['policy_config']['kwargs'].update(datetime_features=True, heads_read_features=True)
-    layer['trainer_config']['kwargs']['normalize_advantages'] = True
-    if algo in ('a3c', 'ppo'):
-        layer['trainer_config']['kwargs']['model_gamma'] = 0.9
+    layer['trainer_config']['kwargs'].update(normalize_advantages=True, model_gamma=0.9)
     if algo == 'a3c':
         layer['trainer_config']['kwargs']['num_minibatches'] = 4
     return layer
