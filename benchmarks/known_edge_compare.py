@@ -14,12 +14,13 @@ more (`known_edge_summary.time_to`), and the learning curve. Writes
 Usage:
     python benchmarks/known_edge_compare.py --results default=benchmarks/results/known_edge/known_edge.json
                                             lr3x=DIR/known_edge.json ppo4x4:ppo=DIR/known_edge.json ...
-                                            [--trainer a3c] [--markets mr regime] [--seeds 0 1]
+                                            [--trainer a3c] [--markets mr regime] [--seeds 0 1 2]
                                             [--late-from 20000] [--until ENV_STEPS]
                                             [--out benchmarks/results/known_edge_compare]
 
 A variant named `NAME:TRAINER` takes that trainer's runs of its file instead of `--trainer`'s. `--until N` leaves
-out every stage after N env steps, so that a run trained to 100,000 compares with runs of 40,000.
+out every stage after N env steps, so that a run trained to 100,000 compares with runs of 40,000. Without `--markets`
+or `--seeds`, the markets and seeds that every variant has runs of are compared (the table's first line names them).
 """
 import argparse
 import json
@@ -35,8 +36,8 @@ def parse_args():
     parser.add_argument('--results', nargs='+', required=True, metavar='NAME=JSON',
                         help='a variant\'s name and its known_edge.json; the first is the reference')
     parser.add_argument('--trainer', default='a3c')
-    parser.add_argument('--markets', nargs='+', default=['mr', 'regime'])
-    parser.add_argument('--seeds', nargs='+', type=int, default=[0, 1])
+    parser.add_argument('--markets', nargs='+', help='default: those every variant has runs on')
+    parser.add_argument('--seeds', nargs='+', type=int, help='default: those every variant has on every market')
     parser.add_argument('--late-from', type=int, default=20000,
                         help='env steps from which the stages make the late fraction')
     parser.add_argument('--until', type=int,
@@ -68,9 +69,42 @@ def variant_runs(path, trainer, markets, seeds, until=None):
     return runs, results['settings']
 
 
+def shared_markets_and_seeds(variants, default_trainer):
+    """The markets that every variant has edge runs on (in the first variant's order), and the seeds that every
+    variant has on every one of them.
+
+    Args:
+        variants: {name or NAME:TRAINER: path of a known_edge.json}.
+        default_trainer: the trainer of a variant whose name names none.
+
+    Raises:
+        ValueError: no market, or no seed, is shared by all.
+    """
+    edge_runs = []
+    for name, path in variants.items():
+        trainer = name.partition(':')[2] or default_trainer
+        with open(path) as f:
+            runs = json.load(f)['runs']
+        edge_runs.append([(run['market'], run['seed']) for run in runs if run['trainer'] == trainer and run['edge']])
+    markets = [market for market in dict.fromkeys(market for market, _ in edge_runs[0])
+               if all(any(other == market for other, _ in runs) for runs in edge_runs)]
+    if not markets:
+        raise ValueError('no market has runs in every variant')
+    seeds = set.intersection(*({seed for other, seed in runs if other == market}
+                               for runs in edge_runs for market in markets))
+    if not seeds:
+        raise ValueError('no seed has runs in every variant on every one of {}'.format(', '.join(markets)))
+    return markets, sorted(seeds)
+
+
 def compare(args):
     """One row per market and variant (see the module docstring); ValueError where a variant lacks a seed or
-    `--until` leaves one of its runs without a stage."""
+    `--until` leaves one of its runs without a stage. `args.markets` and `args.seeds` left None are set to those
+    every variant has (`shared_markets_and_seeds`)."""
+    if args.markets is None or args.seeds is None:
+        markets, seeds = shared_markets_and_seeds(args.variants, args.trainer)
+        args.markets = args.markets or markets
+        args.seeds = args.seeds or seeds
     rows, first_runs = [], None
     for name, path in args.variants.items():
         name, _, trainer = name.partition(':')
@@ -141,11 +175,12 @@ def main():
         sys.exit('known_edge_compare: {}'.format(error))
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, 'known_edge_compare.json'), 'w') as f:
-        json.dump({'benchmark': 'known_edge_compare', 'trainer': args.trainer, 'seeds': args.seeds,
-                   'late_from': args.late_from, 'until': args.until, 'variants': args.variants, 'rows': rows}, f,
-                  indent=1)
+        json.dump({'benchmark': 'known_edge_compare', 'trainer': args.trainer, 'markets': args.markets,
+                   'seeds': args.seeds, 'late_from': args.late_from, 'until': args.until, 'variants': args.variants,
+                   'rows': rows}, f, indent=1)
     plot(sorted(rows, key=lambda row: args.markets.index(row['market'])), 'env_steps', 'env steps',
          os.path.join(args.out, 'known_edge_compare_steps.png'))
+    print('markets {}, seeds {}'.format(', '.join(args.markets), ', '.join(map(str, args.seeds))))
     print('\n'.join(table_lines(rows, args.late_from)))
 
 

@@ -129,6 +129,30 @@ def test_compare_cuts_runs_at_until_and_pairs_each_variant_with_the_first(tmp_pa
         compare.compare(args)
 
 
+def test_compare_takes_the_markets_and_seeds_every_variant_has_unless_told(tmp_path):
+    compare = benchmark_module('known_edge_compare')
+    first = [run(seed, [1.0] * 4, [0.0] * 4) for seed in range(5)]
+    first += [dict(run(seed, [1.0] * 4, [0.0] * 4), market='regime') for seed in range(5)]
+    second = [run(seed, [1.0] * 4, [0.0] * 4) for seed in (0, 1, 2, 7)] + [dict(first[0], trainer='ppo')]
+    files = {}
+    for name, runs in (('first', first), ('second', second)):
+        files[name] = tmp_path / '{}.json'.format(name)
+        files[name].write_text(json.dumps({'settings': {}, 'runs': runs}))
+    variants = {'first': str(files['first']), 'second': str(files['second'])}
+    assert compare.shared_markets_and_seeds(variants, 'a3c') == (['mr'], [0, 1, 2])
+    args = argparse.Namespace(variants=variants, trainer='a3c', markets=None, seeds=None, late_from=10000, until=None)
+    rows = compare.compare(args)
+    assert (args.markets, args.seeds) == (['mr'], [0, 1, 2])
+    assert [row['market'] for row in rows] == ['mr', 'mr']
+    with pytest.raises(ValueError, match='no market has runs in every variant'):
+        compare.shared_markets_and_seeds({'first': str(files['first']), 'second:ppo': str(files['second']),
+                                          'third:unreal': str(files['second'])}, 'a3c')
+    files['other'] = tmp_path / 'other.json'
+    files['other'].write_text(json.dumps({'settings': {}, 'runs': [run(9, [1.0] * 4, [0.0] * 4)]}))
+    with pytest.raises(ValueError, match=r'no seed has runs in every variant on every one of mr'):
+        compare.shared_markets_and_seeds({'first': str(files['first']), 'other': str(files['other'])}, 'a3c')
+
+
 def test_market_params_reach_the_generator_and_the_recipe_the_oracle_reads(tmp_path):
     from btgym_aac.data.markets import read_market_spec
 
