@@ -26,7 +26,6 @@ import numpy as np
 from outside_markets import OUTSIDE_MARKETS, oracle_maker
 
 from btgym_aac.data.markets import MeanReversionOracle
-from btgym_aac.data.markets.mean_reversion import reversion_per_bar
 from btgym_aac.evaluation.episodes import episode_sample_type, make_evaluation_env, play_episode, reset_options
 from btgym_aac.evaluation.loading import load_policy, read_run_config
 from btgym_aac.evaluation.metrics import return_pct
@@ -97,12 +96,11 @@ class EstimatedMeanOracle(OracleAgent):
         super().__init__(oracle, bars, action_names)
         self.env, self.window = env, window
         self.log_closes = np.log(bars['close'].to_numpy(dtype=np.float64))
-        self.pull = 1.0 - reversion_per_bar(oracle.params['half_life']) ** oracle.horizon
 
     def expected_now(self):
         now = self.now()
         first = self.times.searchsorted(self.env.episode_window[0]) if self.window is None else now + 1 - self.window
-        return (self.log_closes[max(first, 0):now + 1].mean() - self.log_closes[now]) * self.pull
+        return (self.log_closes[max(first, 0):now + 1].mean() - self.log_closes[now]) * self.oracle.pull
 
 
 class DecisionRecorder:

@@ -92,10 +92,13 @@ class MeanReversionOracle(Oracle):
     """Knows mu = log(base) and theta = ln 2 / half_life: E[x[t + h] - x[t]] = (mu - x[t]) * (1 - exp(-theta h)),
     taken on the observed log close (it does not filter the observation noise out)."""
 
+    @property
+    def pull(self):
+        """1 - exp(-theta h): the share of a deviation from the mean expected back within the horizon."""
+        return 1.0 - mean_reversion.reversion_per_bar(self.params['half_life']) ** self.horizon
+
     def expected_returns(self, log_closes, times):
-        phi = mean_reversion.reversion_per_bar(self.params['half_life'])
-        pull = 1.0 - phi ** self.horizon
-        return (math.log(self.params['base']) - np.asarray(log_closes, dtype=np.float64)) * pull
+        return (math.log(self.params['base']) - np.asarray(log_closes, dtype=np.float64)) * self.pull
 
 
 class RegimeSwitchingOracle(Oracle):
