@@ -69,13 +69,14 @@ def variant_runs(path, trainer, markets, seeds, until=None):
     return runs, results['settings']
 
 
-def shared_markets_and_seeds(variants, default_trainer):
+def shared_markets_and_seeds(variants, default_trainer, markets=None):
     """The markets that every variant has edge runs on (in the first variant's order), and the seeds that every
     variant has on every one of them.
 
     Args:
         variants: {name or NAME:TRAINER: path of a known_edge.json}.
         default_trainer: the trainer of a variant whose name names none.
+        markets: the markets to compare, or None for those every variant has.
 
     Raises:
         ValueError: no market, or no seed, is shared by all.
@@ -86,8 +87,9 @@ def shared_markets_and_seeds(variants, default_trainer):
         with open(path) as f:
             runs = json.load(f)['runs']
         edge_runs.append([(run['market'], run['seed']) for run in runs if run['trainer'] == trainer and run['edge']])
-    markets = [market for market in dict.fromkeys(market for market, _ in edge_runs[0])
-               if all(any(other == market for other, _ in runs) for runs in edge_runs)]
+    if markets is None:
+        markets = [market for market in dict.fromkeys(market for market, _ in edge_runs[0])
+                   if all(any(other == market for other, _ in runs) for runs in edge_runs)]
     if not markets:
         raise ValueError('no market has runs in every variant')
     seeds = set.intersection(*({seed for other, seed in runs if other == market}
@@ -102,7 +104,7 @@ def compare(args):
     `--until` leaves one of its runs without a stage. `args.markets` and `args.seeds` left None are set to those
     every variant has (`shared_markets_and_seeds`)."""
     if args.markets is None or args.seeds is None:
-        markets, seeds = shared_markets_and_seeds(args.variants, args.trainer)
+        markets, seeds = shared_markets_and_seeds(args.variants, args.trainer, args.markets)
         args.markets = args.markets or markets
         args.seeds = args.seeds or seeds
     rows, first_runs = [], None

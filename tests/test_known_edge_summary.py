@@ -140,6 +140,8 @@ def test_compare_takes_the_markets_and_seeds_every_variant_has_unless_told(tmp_p
         files[name].write_text(json.dumps({'settings': {}, 'runs': runs}))
     variants = {'first': str(files['first']), 'second': str(files['second'])}
     assert compare.shared_markets_and_seeds(variants, 'a3c') == (['mr'], [0, 1, 2])
+    assert compare.shared_markets_and_seeds({'first': str(files['first'])}, 'a3c', ['regime']) == (
+        ['regime'], [0, 1, 2, 3, 4])
     args = argparse.Namespace(variants=variants, trainer='a3c', markets=None, seeds=None, late_from=10000, until=None)
     rows = compare.compare(args)
     assert (args.markets, args.seeds) == (['mr'], [0, 1, 2])
