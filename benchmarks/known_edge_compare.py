@@ -56,44 +56,42 @@ def parse_args():
     return args
 
 
-def variant_runs(path, trainer, markets, seeds, until=None):
-    """The edge-market runs of `trainer` in a known_edge.json, by market, for `seeds`, with their stages up to
-    `until` env steps (within 1 %; None: all); and the file's settings."""
+def edge_runs(path, trainer):
+    """The edge-market runs of `trainer` in a known_edge.json, and the file's settings."""
     with open(path) as f:
         results = json.load(f)
-    chosen = [run for run in results['runs'] if run['trainer'] == trainer and run['edge'] and run['seed'] in seeds]
+    return [run for run in results['runs'] if run['trainer'] == trainer and run['edge']], results['settings']
+
+
+def variant_runs(runs, markets, seeds, until=None):
+    """`runs` (a variant's `edge_runs`) of `seeds`, by market, with their stages up to `until` env steps (within
+    1 %; None: all)."""
+    chosen = [run for run in runs if run['seed'] in seeds]
     if until is not None:
         chosen = [dict(run, stages=[stage for stage in run['stages'] if within(stage['env_steps'], until)])
                   for run in chosen]
-    runs = {market: [run for run in chosen if run['market'] == market] for market in markets}
-    return runs, results['settings']
+    return {market: [run for run in chosen if run['market'] == market] for market in markets}
 
 
-def shared_markets_and_seeds(variants, default_trainer, markets=None):
-    """The markets that every variant has edge runs on (in the first variant's order), and the seeds that every
-    variant has on every one of them.
+def shared_markets_and_seeds(runs_of_variants, markets=None):
+    """The markets that every variant has runs on (in the first variant's order), and the seeds that every variant
+    has on every one of them.
 
     Args:
-        variants: {name or NAME:TRAINER: path of a known_edge.json}.
-        default_trainer: the trainer of a variant whose name names none.
+        runs_of_variants: every variant's `edge_runs`, the first variant's first.
         markets: the markets to compare, or None for those every variant has.
 
     Raises:
         ValueError: no market, or no seed, is shared by all.
     """
-    edge_runs = []
-    for name, path in variants.items():
-        trainer = name.partition(':')[2] or default_trainer
-        with open(path) as f:
-            runs = json.load(f)['runs']
-        edge_runs.append([(run['market'], run['seed']) for run in runs if run['trainer'] == trainer and run['edge']])
+    pairs = [[(run['market'], run['seed']) for run in runs] for runs in runs_of_variants]
     if markets is None:
-        markets = [market for market in dict.fromkeys(market for market, _ in edge_runs[0])
-                   if all(any(other == market for other, _ in runs) for runs in edge_runs)]
+        markets = [market for market in dict.fromkeys(market for market, _ in pairs[0])
+                   if all(any(other == market for other, _ in variant) for variant in pairs)]
     if not markets:
         raise ValueError('no market has runs in every variant')
-    seeds = set.intersection(*({seed for other, seed in runs if other == market}
-                               for runs in edge_runs for market in markets))
+    seeds = set.intersection(*({seed for other, seed in variant if other == market}
+                               for variant in pairs for market in markets))
     if not seeds:
         raise ValueError('no seed has runs in every variant on every one of {}'.format(', '.join(markets)))
     return markets, sorted(seeds)
@@ -103,15 +101,18 @@ def compare(args):
     """One row per market and variant (see the module docstring); ValueError where a variant lacks a seed or
     `--until` leaves one of its runs without a stage. `args.markets` and `args.seeds` left None are set to those
     every variant has (`shared_markets_and_seeds`)."""
+    variants = {}
+    for name, path in args.variants.items():
+        trainer = name.partition(':')[2] or args.trainer
+        variants[name] = (path, trainer) + edge_runs(path, trainer)
     if args.markets is None or args.seeds is None:
-        markets, seeds = shared_markets_and_seeds(args.variants, args.trainer, args.markets)
+        markets, seeds = shared_markets_and_seeds([runs for _, _, runs, _ in variants.values()], args.markets)
         args.markets = args.markets or markets
         args.seeds = args.seeds or seeds
     rows, first_runs = [], None
-    for name, path in args.variants.items():
-        name, _, trainer = name.partition(':')
-        trainer = trainer or args.trainer
-        runs, settings = variant_runs(path, trainer, args.markets, args.seeds, args.until)
+    for name, (path, trainer, all_runs, settings) in variants.items():
+        name = name.partition(':')[0]
+        runs = variant_runs(all_runs, args.markets, args.seeds, args.until)
         for market in args.markets:
             found = sorted(run['seed'] for run in runs[market])
             if found != sorted(args.seeds):

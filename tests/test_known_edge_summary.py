@@ -138,21 +138,22 @@ def test_compare_takes_the_markets_and_seeds_every_variant_has_unless_told(tmp_p
     for name, runs in (('first', first), ('second', second)):
         files[name] = tmp_path / '{}.json'.format(name)
         files[name].write_text(json.dumps({'settings': {}, 'runs': runs}))
+    first_runs, _ = compare.edge_runs(str(files['first']), 'a3c')
+    second_runs, _ = compare.edge_runs(str(files['second']), 'a3c')
+    assert compare.shared_markets_and_seeds([first_runs, second_runs]) == (['mr'], [0, 1, 2])
+    assert compare.shared_markets_and_seeds([first_runs], ['regime']) == (['regime'], [0, 1, 2, 3, 4])
     variants = {'first': str(files['first']), 'second': str(files['second'])}
-    assert compare.shared_markets_and_seeds(variants, 'a3c') == (['mr'], [0, 1, 2])
-    assert compare.shared_markets_and_seeds({'first': str(files['first'])}, 'a3c', ['regime']) == (
-        ['regime'], [0, 1, 2, 3, 4])
     args = argparse.Namespace(variants=variants, trainer='a3c', markets=None, seeds=None, late_from=10000, until=None)
     rows = compare.compare(args)
     assert (args.markets, args.seeds) == (['mr'], [0, 1, 2])
     assert [row['market'] for row in rows] == ['mr', 'mr']
+    second_ppo, _ = compare.edge_runs(str(files['second']), 'ppo')
+    no_unreal, _ = compare.edge_runs(str(files['second']), 'unreal')
     with pytest.raises(ValueError, match='no market has runs in every variant'):
-        compare.shared_markets_and_seeds({'first': str(files['first']), 'second:ppo': str(files['second']),
-                                          'third:unreal': str(files['second'])}, 'a3c')
-    files['other'] = tmp_path / 'other.json'
-    files['other'].write_text(json.dumps({'settings': {}, 'runs': [run(9, [1.0] * 4, [0.0] * 4)]}))
+        compare.shared_markets_and_seeds([first_runs, second_ppo, no_unreal])
+    other = [run(9, [1.0] * 4, [0.0] * 4)]
     with pytest.raises(ValueError, match=r'no seed has runs in every variant on every one of mr'):
-        compare.shared_markets_and_seeds({'first': str(files['first']), 'other': str(files['other'])}, 'a3c')
+        compare.shared_markets_and_seeds([first_runs, other])
 
 
 def test_market_params_reach_the_generator_and_the_recipe_the_oracle_reads(tmp_path):
