@@ -101,17 +101,17 @@ def compare(args):
     """One row per market and variant (see the module docstring); ValueError where a variant lacks a seed or
     `--until` leaves one of its runs without a stage. `args.markets` and `args.seeds` left None are set to those
     every variant has (`shared_markets_and_seeds`)."""
-    variants = {}
-    for name, path in args.variants.items():
-        trainer = name.partition(':')[2] or args.trainer
-        variants[name] = (path, trainer) + edge_runs(path, trainer)
+    variants = []
+    for spec, path in args.variants.items():
+        name, _, trainer = spec.partition(':')
+        trainer = trainer or args.trainer
+        variants.append((name, path, trainer) + edge_runs(path, trainer))
     if args.markets is None or args.seeds is None:
-        markets, seeds = shared_markets_and_seeds([runs for _, _, runs, _ in variants.values()], args.markets)
+        markets, seeds = shared_markets_and_seeds([variant[3] for variant in variants], args.markets)
         args.markets = args.markets or markets
         args.seeds = args.seeds or seeds
     rows, first_runs = [], None
-    for name, (path, trainer, all_runs, settings) in variants.items():
-        name = name.partition(':')[0]
+    for name, path, trainer, all_runs, settings in variants:
         runs = variant_runs(all_runs, args.markets, args.seeds, args.until)
         for market in args.markets:
             found = sorted(run['seed'] for run in runs[market])
