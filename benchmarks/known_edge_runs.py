@@ -5,8 +5,10 @@ this process).
 Imported by the benchmark's main module, which every task process of a Launcher imports again: nothing heavy
 (TensorFlow, torch) is imported at the top.
 """
+import contextlib
 import inspect
 import os
+import sys
 import time
 
 import numpy as np
@@ -155,15 +157,44 @@ class SampledAgent:
         return self.agent.act(observation, deterministic=False)
 
 
+@contextlib.contextmanager
+def kept_random_states():
+    """Restores, on leaving, the random states policies draw sampled actions from: numpy's global one (this
+    package's policies, `spaces.sample_categories`) and, where SB3 has loaded it, torch's, so that seeding them for
+    an evaluation leaves the draws of SB3's training in this process as they were."""
+    torch = sys.modules.get('torch')
+    numpy_state, torch_state = np.random.get_state(), torch.get_rng_state() if torch is not None else None
+    try:
+        yield
+    finally:
+        np.random.set_state(numpy_state)
+        if torch is not None:
+            torch.set_rng_state(torch_state)
+
+
+def seed_action_sampling(seed):
+    """Seeds numpy's global random state and, where loaded, torch's (see `kept_random_states`)."""
+    np.random.seed(seed)
+    torch = sys.modules.get('torch')
+    if torch is not None:
+        torch.manual_seed(seed)
+
+
 def sampled_returns(env, agent, episodes):
     """The per-episode returns (%) of `agent` sampling its actions on the evaluation's episodes (episode i seeded
-    EVAL_SEED + i, as `evaluate` seeds them)."""
+    EVAL_SEED + i, as `evaluate` seeds them, and its action draws seeded the same, so a checkpoint played again
+    draws the same actions; the random states are restored afterwards, `kept_random_states`)."""
     from btgym_aac.evaluation.episodes import episode_sample_type, play_episode, reset_options
     from btgym_aac.evaluation.metrics import return_pct
 
     options = reset_options(episode_sample_type(env))
-    records = [play_episode(env, SampledAgent(agent), EVAL_SEED + index, options) for index in range(episodes)]
-    return [return_pct(record.bar_values[0], record.bar_values[-1]) for record in records]
+    returns = []
+    with kept_random_states():
+        for index in range(episodes):
+            seed_action_sampling(EVAL_SEED + index)
+            record = play_episode(env, SampledAgent(agent), EVAL_SEED + index, options)
+            returns.append(return_pct(record.bar_values[0], record.bar_values[-1]))
+    return returns
 
 
 def evaluate_sampled(log_dir, checkpoint, test_data, episodes):

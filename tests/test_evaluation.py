@@ -635,6 +635,23 @@ def test_known_edge_reevaluate_plays_every_kept_checkpoint_again_on_more_episode
     assert not (tmp_path / 'refused').exists()
 
 
+def test_known_edge_sampled_returns_draw_the_same_actions_again_and_leave_the_random_states_as_they_were(
+        run, tmp_path):
+    """`known_edge.py`'s sampled evaluation seeds the policy's action draws per episode: a checkpoint played twice
+    returns the same per-episode returns, and numpy's global random state is the one it found."""
+    runs = benchmark_module('known_edge_runs')
+    test_csv = write_market_csv(make_mean_reversion_data(num_bars=6000, start='2018-03-01', seed=5),
+                                str(tmp_path / 'test.csv'))
+    _, checkpoint, _ = runs.kept_checkpoints(run['log_dir'])[-1]
+    np.random.seed(7)
+    expected_next_draw = np.random.random()
+    np.random.seed(7)
+    first = runs.evaluate_sampled(run['log_dir'], checkpoint, test_csv, 3)
+    assert np.random.random() == expected_next_draw
+    second = runs.evaluate_sampled(run['log_dir'], checkpoint, test_csv, 3)
+    assert len(first) == 3 and first == second
+
+
 def test_evaluate_refuses_a_spread_out_of_all_proportion_to_the_data_before_any_episode(run, tmp_path, capsys):
     """`evaluate --spread 1` (one pip meant) stops with exit 2 naming the data's median price and the unit; nothing
     is written."""
