@@ -584,8 +584,9 @@ class PositionSizes:
 def test_known_edge_reevaluate_plays_every_kept_checkpoint_again_on_more_episodes(run, tmp_path, capsys):
     """`benchmarks/known_edge_reevaluate.py` on a work dir laid out as `known_edge.py` lays it out: every stage is
     played from the kept checkpoint of its env steps on the asked number of episodes, its env steps and CPU and
-    wall seconds kept; a Stable-Baselines3 run is left out and named; a stage without its checkpoint stops the
-    script naming the run and the steps kept."""
+    wall seconds kept; a Stable-Baselines3 run is left out and named; the policy sampling its actions draws the same
+    actions when played again, and leaves numpy's global random state as it found it; a stage without its checkpoint
+    stops the script naming the run and the steps kept."""
     reevaluate = benchmark_module('known_edge_reevaluate')
     work = tmp_path / 'work'
     data = work / 'data' / 'mr_edge_seed_0'
@@ -626,6 +627,15 @@ def test_known_edge_reevaluate_plays_every_kept_checkpoint_again_on_more_episode
         expected = statistics.mean(after['returns_pct']['policy']) / oracle if oracle > 0 else None
         assert after['fraction_of_oracle'] == (pytest.approx(expected) if expected is not None else None)
 
+    runs = benchmark_module('known_edge_runs')
+    np.random.seed(7)
+    next_draw = np.random.random()
+    np.random.seed(7)
+    again = runs.evaluate_sampled(run['log_dir'], runs.kept_checkpoints(run['log_dir'])[-1][1], str(data / 'test.csv'),
+                                  2)
+    assert np.random.random() == next_draw
+    assert again == written['runs'][0]['stages'][-1]['sampled_returns_pct']
+
     ours['stages'] = [dict(stages[0], env_steps=steps[0] + 1)]
     results.write_text(json.dumps({'settings': settings, 'runs': [ours], 'summary': []}))
     with pytest.raises(SystemExit, match=r'no kept checkpoint of step {} \(kept: \[{}\]\)'.format(
@@ -633,23 +643,6 @@ def test_known_edge_reevaluate_plays_every_kept_checkpoint_again_on_more_episode
         reevaluate.main(['--results', str(results), '--work-dir', str(work), '--eval-episodes', '2',
                          '--out', str(tmp_path / 'refused')])
     assert not (tmp_path / 'refused').exists()
-
-
-def test_known_edge_sampled_returns_draw_the_same_actions_again_and_leave_the_random_states_as_they_were(
-        run, tmp_path):
-    """`known_edge.py`'s sampled evaluation seeds the policy's action draws per episode: a checkpoint played twice
-    returns the same per-episode returns, and numpy's global random state is the one it found."""
-    runs = benchmark_module('known_edge_runs')
-    test_csv = write_market_csv(make_mean_reversion_data(num_bars=6000, start='2018-03-01', seed=5),
-                                str(tmp_path / 'test.csv'))
-    _, checkpoint, _ = runs.kept_checkpoints(run['log_dir'])[-1]
-    np.random.seed(7)
-    expected_next_draw = np.random.random()
-    np.random.seed(7)
-    first = runs.evaluate_sampled(run['log_dir'], checkpoint, test_csv, 3)
-    assert np.random.random() == expected_next_draw
-    second = runs.evaluate_sampled(run['log_dir'], checkpoint, test_csv, 3)
-    assert len(first) == 3 and first == second
 
 
 def test_evaluate_refuses_a_spread_out_of_all_proportion_to_the_data_before_any_episode(run, tmp_path, capsys):
