@@ -35,7 +35,8 @@ def _add_run_flags(parser, cluster_spec_given=False):
                         'original notebook\'s; docs/configuration.md)'.format(DEFAULT_PRESET))
     if not cluster_spec_given:
         parser.add_argument('--workers', type=int, help='number of workers (default 2)')
-    parser.add_argument('--envs-per-worker', type=int, help='environments per worker (default 1)')
+    parser.add_argument('--envs-per-worker', type=int,
+                        help="environments per worker acting in one batch (default: the preset's, 8; reference: 1)")
     parser.add_argument('--max-steps', type=int, help='env steps to train (default {})'.format(DEFAULT_MAX_STEPS))
     parser.add_argument('--keep-checkpoint-every-steps', type=int, metavar='N',
                         help='also keep a checkpoint every N env steps in LOG_DIR/kept_checkpoints, none removed '
