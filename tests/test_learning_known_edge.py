@@ -78,13 +78,14 @@ def pooled_returns(log_dir, test, folder):
     """Mean return per episode (%) of every agent over `TEST_EPISODES` test episodes of each kept checkpoint (the
     same windows each time, episode i seeded i, as the benchmark plays them), pooled, and the checkpoints' steps."""
     kept = checkpoints_on_disk(os.path.join(log_dir, KEPT_CHECKPOINT_DIR))
+    steps = sorted(kept)
     returns = {}
-    for step in sorted(kept):
+    for step in steps:
         report = evaluate(log_dir, data=[test], episodes=TEST_EPISODES, checkpoint=kept[step], seed=0, plots=False,
                           out=os.path.join(folder, 'evaluation_{}'.format(step)))
         for name, agent in report['agents'].items():
             returns.setdefault(name, []).extend(agent['per_episode']['return_pct'])
-    return {name: float(np.mean(values)) for name, values in returns.items()}, sorted(kept)
+    return {name: float(np.mean(values)) for name, values in returns.items()}, steps
 
 
 @pytest.mark.slow
