@@ -22,12 +22,12 @@ from btgym_aac.distributed.run_config import default_configs
 from btgym_aac.sweep import sweep
 from btgym_aac.sweep.runner import search, split_lockbox
 from btgym_aac.sweep.deflation import deflated_sharpe_ratio
-from btgym_aac.sweep.report import verdict
+from btgym_aac.sweep.report import trial_rows, verdict
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
-from btgym_aac.sweep.trial import TrialObjective, TrialPlan, episode_sharpe, score
+from btgym_aac.sweep.trial import SurplusTrial, TrialObjective, TrialPlan, episode_sharpe, score
 from small_runs import CONFIG_FILE, small_configs, three_days_csv
-from btgym_aac.sweep.study import (CONTINUES, INTERRUPTED, _run_again_if_stale, counted_numbers, fail_orphans,
-                                   open_study, run_interrupted_again, wants_another)
+from btgym_aac.sweep.study import (CONTINUES, INTERRUPTED, SURPLUS, _run_again_if_stale, counted_numbers,
+                                   fail_orphans, is_surplus, open_study, run_interrupted_again, wants_another)
 
 LEARN_RATE = 'trainer_config.kwargs.opt_learn_rate'
 TINY_SPACE = {LEARN_RATE: FloatDistribution(1e-5, 1e-3, log=True)}
@@ -235,6 +235,24 @@ def test_cut_off_trials_run_again_once_and_do_not_count(tmp_path):
     assert not {lost.number, again.number} & counted_numbers(study.get_trials())
 
 
+def test_a_trial_two_hosts_start_beyond_the_total_gives_way_unrun_and_uncounted(tmp_path):
+    study = _study(tmp_path)
+    for value in (1.0, 2.0):
+        study.tell(study.ask({'x': FloatDistribution(0, 1)}), value)
+    first, second = study.ask(), study.ask()  # both hosts found one trial wanting at the same moment
+    objective = TrialObjective(TrialPlan({}, TINY_SPACE, 'validation.csv', str(tmp_path), 2, 200, 2, 0, None,
+                                         'vs-buy-and-hold'), total=3)
+    with pytest.raises(SurplusTrial, match='trial 3 would be one more than the 3 asked for'):
+        objective(second)
+    assert second.user_attrs[SURPLUS] and second.params == {}  # nothing suggested, nothing run
+    assert not is_surplus(first, 3) and is_surplus(first, 2)
+    study.tell(second, state=TrialState.FAIL)
+    assert counted_numbers(study.get_trials()) == {0, 1} and not wants_another(study, 3)
+    study.tell(first, 3.0)
+    assert counted_numbers(study.get_trials()) == {0, 1, 2}
+    assert [row['number'] for row in trial_rows(study)] == [0, 1, 2]
+
+
 def test_a_trial_the_machine_fails_stops_the_sweep_uncounted(tmp_path):
     settings = {'folds': 2}
     url = 'sqlite:///{}'.format(tmp_path / 'study.db')
@@ -258,7 +276,7 @@ def test_a_stop_before_the_walk_forward_marks_the_trial_cut_off(tmp_path, monkey
     monkeypatch.setattr(trial_module, 'suggest', stopped)
     study = optuna.create_study(direction='maximize')
     objective = TrialObjective(TrialPlan({}, TINY_SPACE, 'validation.csv', str(tmp_path), 2, 200, 2, 0, None,
-                                         'vs-buy-and-hold'))
+                                         'vs-buy-and-hold'), total=1)
     with pytest.raises(StopRequested):
         study.optimize(objective, n_trials=1, catch=(Exception,))
     trial = study.trials[0]
@@ -280,7 +298,7 @@ def test_a_trial_below_the_median_after_a_fold_is_pruned_and_keeps_its_fold(tmp_
         trial.report(value, 0)
         study.tell(trial, value)
     objective = TrialObjective(TrialPlan({}, {}, 'validation.csv', str(tmp_path), 2, 200, 2, 0, None,
-                                         'vs-buy-and-hold'))
+                                         'vs-buy-and-hold'), total=5)
     low = study.ask()
     with pytest.raises(optuna.TrialPruned, match='pruned after fold 0'):
         objective._after_fold(low, [_fold_record([0.5, -0.5], [1.0, 1.0])])
@@ -290,7 +308,7 @@ def test_a_trial_below_the_median_after_a_fold_is_pruned_and_keeps_its_fold(tmp_
     assert high.user_attrs['folds'][0]['policy_return_pct'] == 2.5
     last = study.ask()
     one_fold = TrialObjective(TrialPlan({}, {}, 'validation.csv', str(tmp_path), 1, 200, 2, 0, None,
-                                        'vs-buy-and-hold'))
+                                        'vs-buy-and-hold'), total=5)
     one_fold._after_fold(last, [_fold_record([0.5, -0.5], [1.0, 1.0])])  # a last fold: scored, not pruned
     assert last.user_attrs['returns'] == [-0.5, -1.5]
 

@@ -13,6 +13,7 @@ import pytest
 import sqlalchemy
 from optuna.trial import TrialState
 
+from btgym_aac.sweep.study import SURPLUS, ran as trials_that_ran
 from pg_cluster import POSTGRES_ROOT, postgres_bin_dir, postgres_server
 from proc_helpers import GROUP, live_processes, wait_until_group_ends
 from small_runs import CONFIG_FILE, three_days_csv
@@ -112,8 +113,12 @@ def test_two_sweeps_share_one_postgres_study_and_a_third_with_other_settings_is_
 
     storage = optuna.storages.RDBStorage(postgres_url)
     try:
-        trials = optuna.load_study(study_name=STUDY, storage=storage).get_trials()
-        assert sorted(trial.number for trial in trials) == list(range(TRIALS))
+        every_trial = optuna.load_study(study_name=STUDY, storage=storage).get_trials()
+        trials = trials_that_ran(every_trial)
+        assert [trial.number for trial in trials] == list(range(TRIALS))
+        # a trial both hosts started at once beyond TRIALS gave way without running
+        assert all(trial.user_attrs[SURPLUS] and trial.state == TrialState.FAIL and not trial.params
+                   for trial in every_trial[TRIALS:])
         assert all(trial.state in (TrialState.COMPLETE, TrialState.PRUNED) for trial in trials), \
             [(trial.number, trial.state.name, trial.user_attrs.get('error')) for trial in trials]
         ran = [trial_folders(out) for out in outs]
@@ -135,7 +140,7 @@ def test_two_sweeps_share_one_postgres_study_and_a_third_with_other_settings_is_
         assert "study 'shared' in {} was started with other settings:\n  setting          then  now\n  " \
                "--test-episodes  2     3\n".format(postgres_url) in refused_log.read_text()
         assert trial_folders(refused_out) == set()
-        assert len(optuna.load_study(study_name=STUDY, storage=storage).get_trials()) == TRIALS
+        assert len(trials_that_ran(optuna.load_study(study_name=STUDY, storage=storage).get_trials())) == TRIALS
     finally:
         storage.remove_session()
         storage.engine.dispose()

@@ -18,7 +18,7 @@ SPACE = {'trainer_config.kwargs.opt_learn_rate': FloatDistribution(1e-5, 1e-3, l
 class EndsAtOnce:
     """A stand-in for `trial.TrialObjective`: trial 0 completes, trial 1 is pruned, the others fail."""
 
-    def __init__(self, plan):
+    def __init__(self, plan, total):
         self.plan = plan
 
     def __call__(self, trial):

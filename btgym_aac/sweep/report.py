@@ -6,7 +6,7 @@ import os
 from optuna.trial import TrialState
 
 from btgym_aac.sweep.deflation import deflated_sharpe_ratio
-from btgym_aac.sweep.study import CONTINUES, INTERRUPTED, counted_numbers, experimental_feature
+from btgym_aac.sweep.study import CONTINUES, INTERRUPTED, counted_numbers, experimental_feature, ran
 from btgym_aac.sweep.trial import episode_sharpe
 from btgym_aac.walk_forward.runner import FOLD_FILE
 
@@ -20,13 +20,13 @@ SEARCH_ONLY_LINE = ('search only: the lockbox test, the verdict and the report a
 
 
 def trial_rows(study):
-    """Every trial of the study as a JSON-ready dict: number, state, params, value, seed, folder, per-fold metrics,
-    per-episode out-of-sample returns of the objective (see `trial.episode_returns`), seconds, error, whether a
-    stop cut it off and which trial it continues."""
+    """Every trial of the study that ran (not a surplus one, `study.is_surplus`) as a JSON-ready dict: number,
+    state, params, value, seed, folder, per-fold metrics, per-episode out-of-sample returns of the objective (see
+    `trial.episode_returns`), seconds, error, whether a stop cut it off and which trial it continues."""
     rows = []
     trials = study.get_trials(deepcopy=False)
     counted = counted_numbers(trials)
-    for trial in trials:
+    for trial in ran(trials):
         attrs = trial.user_attrs
         rows.append({'number': trial.number, 'state': trial.state.name, 'params': trial.params,
                      'value': trial.value if trial.state == TrialState.COMPLETE else None,

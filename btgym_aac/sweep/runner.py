@@ -25,8 +25,9 @@ from btgym_aac.sweep import PRUNERS
 from btgym_aac.sweep import report as reports
 from btgym_aac.sweep.space import builtin_space, check_space, configs_with, load_space
 from btgym_aac.sweep.settings import sweep_settings
-from btgym_aac.sweep.study import (DEFAULT_STUDY, check_owner, claim_out, counted_numbers, fail_orphans, open_study,
-                                   run_interrupted_again, running_elsewhere, safe_url, storage_url, wants_another)
+from btgym_aac.sweep.study import (DEFAULT_STUDY, SURPLUS, check_owner, claim_out, counted_numbers, fail_orphans,
+                                   open_study, run_interrupted_again, running_elsewhere, safe_url, storage_url,
+                                   wants_another)
 from btgym_aac.sweep.trial import (DEFAULT_OBJECTIVE, ENVIRONMENT_ERROR, TrialObjective, TrialPlan, check_objective,
                                    equity_record)
 from btgym_aac.validation import check_number, check_whole_number
@@ -284,7 +285,7 @@ def search(plan, url, name, settings, total, pruner, index=0, distinct=False, pr
     """
     study = open_study(url, name, settings)
     study.pruner = optuna.pruners.MedianPruner() if pruner == 'median' else optuna.pruners.NopPruner()
-    objective = TrialObjective(plan)
+    objective = TrialObjective(plan, total)
     while wants_another(study, total):
         entropy = [plan.seed, index, len(study.get_trials(deepcopy=False))] + ([os.getpid()] if distinct else [])
         study.sampler = optuna.samplers.TPESampler(seed=int(np.random.SeedSequence(entropy).generate_state(1)[0]))
@@ -294,7 +295,7 @@ def search(plan, url, name, settings, total, pruner, index=0, distinct=False, pr
         if ENVIRONMENT_ERROR in latest.user_attrs:
             raise RuntimeError('trial {} could not run: {}; the sweep stops (the trial runs again when the sweep is '
                                'started again)'.format(latest.number, latest.user_attrs[ENVIRONMENT_ERROR]))
-        if progress is not None:
+        if progress is not None and not latest.user_attrs.get(SURPLUS):
             progress.update(trials_done(study), reports.trial_words(latest, plan.objective))
 
 

@@ -27,6 +27,7 @@ GRACE_SECONDS = 300
 
 INTERRUPTED = 'interrupted'
 CONTINUES = 'continues'
+SURPLUS = 'surplus'
 SETTINGS = 'settings'
 OWNER_FILE = 'study.json'
 
@@ -137,9 +138,10 @@ def root_number(trial):
 
 
 def _latest_of_each_folder(trials):
-    """{root number: the latest trial of that folder} (a trial and those run again in its folder share one)."""
+    """{root number: the latest trial of that folder} (a trial and those run again in its folder share one; a
+    surplus trial, which never ran, has none)."""
     latest = {}
-    for trial in trials:
+    for trial in ran(trials):
         if root_number(trial) not in latest or trial.number > latest[root_number(trial)].number:
             latest[root_number(trial)] = trial
     return latest
@@ -153,9 +155,30 @@ def counted_numbers(trials):
         trials: all the study's trials.
     """
     latest = _latest_of_each_folder(trials)
-    return {trial.number for trial in trials if trial.state in (TrialState.COMPLETE, TrialState.PRUNED)
+    return {trial.number for trial in ran(trials) if trial.state in (TrialState.COMPLETE, TrialState.PRUNED)
             or trial.state == TrialState.FAIL and not trial.user_attrs.get(INTERRUPTED)
             and latest[root_number(trial)].number == trial.number}
+
+
+def ran(trials):
+    """`trials` without the surplus ones (see `is_surplus`), which gave way without running."""
+    return [trial for trial in trials if not trial.user_attrs.get(SURPLUS)]
+
+
+def is_surplus(trial, total):
+    """Whether `trial`, just started, is one more than the sweep's `total`. Processes sharing a study that find one
+    trial wanting at the same moment (`wants_another`) each start one; the trials counted and those running with a
+    lower number than `trial` show whether it is the one too many, which then gives way (marked `SURPLUS`, failed,
+    never run).
+
+    Args:
+        trial: an `optuna.Trial` this process is about to run.
+        total: the number of trials the sweep asks for.
+    """
+    trials = trial.study.get_trials(deepcopy=False)
+    ahead = {other.number for other in ran(trials)
+             if other.state == TrialState.RUNNING and other.number < trial.number}
+    return len(counted_numbers(trials) | ahead) >= total
 
 
 def wants_another(study, total):

@@ -18,7 +18,7 @@ from btgym_aac.logs import error_summary
 from btgym_aac.sweep import OBJECTIVES
 from btgym_aac.sweep.deflation import sharpe_ratio
 from btgym_aac.sweep.space import configs_with, suggest
-from btgym_aac.sweep.study import INTERRUPTED, root_number
+from btgym_aac.sweep.study import INTERRUPTED, SURPLUS, is_surplus, root_number
 from btgym_aac.walk_forward.summary import BUY_AND_HOLD, POLICY, out_of_sample_returns
 
 TRIALS_DIR = 'trials'
@@ -108,20 +108,28 @@ def equity_record(record):
                        for name, agent in record['agents'].items()}}
 
 
+class SurplusTrial(Exception):
+    """A trial one more than the sweep asks for (see `study.is_surplus`)."""
+
+
 class TrialObjective:
     """The Optuna objective of a sweep's trials.
 
     Args:
         plan: the sweep's `TrialPlan`.
+        total: the number of trials the sweep asks for: a trial started beyond it by processes sharing the study at
+            the same moment gives way (`study.is_surplus`).
     """
 
-    def __init__(self, plan):
+    def __init__(self, plan, total):
         self.plan = plan
+        self.total = total
 
     def __call__(self, trial):
         """Runs the trial's walk-forward; returns the objective over all its folds.
 
         Raises:
+            SurplusTrial: the trial is one more than the sweep asks for (it runs nothing).
             optuna.TrialPruned: the pruner stopped it after a fold.
             KeyboardInterrupt: a stop (the trial is marked interrupted: a later sweep runs it again).
             OSError: the machine failed the trial (a disk, a port, a lock; marked interrupted and kept as its
@@ -131,6 +139,10 @@ class TrialObjective:
         from btgym_aac.walk_forward import walk_forward
 
         plan = self.plan
+        if is_surplus(trial, self.total):
+            trial.set_user_attr(SURPLUS, True)
+            raise SurplusTrial('trial {} would be one more than the {} asked for: another process started one at '
+                               'the same moment, and this one gives way'.format(trial.number, self.total))
         started = time.time()
         try:
             values = suggest(trial, plan.space)
