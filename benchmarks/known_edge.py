@@ -47,7 +47,8 @@ and evaluation folders go to `--work-dir` (default: a temporary folder, removed 
 
 The defaults (3 markets, 4 trainers, 5 seeds, twins, 100,000 steps) make 120 runs: days on 2 cores; on a
 16-core machine, `--workers 8` and a market or trainer per command. `--preset` names the configuration of this
-package's trainers (`run_config.PRESETS`; SB3 keeps its defaults). Runs go
+package's trainers (`run_config.PRESETS`, on the pair and basket with the preset's layer for several assets as
+`train --assets` has it, `MULTI_ASSET_LAYERS`; SB3 keeps its defaults). Runs go
 seed by seed, so a benchmark stopped early has every market and trainer on its first seeds; `--resume` keeps the
 runs of the `known_edge.json` in `--out` (same settings) and makes only the others. SB3 is an optional dependency of
 this benchmark (see `peers.py`). `--spread` trains and evaluates every agent, the oracle included, with a bid/ask
@@ -76,10 +77,11 @@ import sys
 import tempfile
 import time
 
-from known_edge_runs import EVAL_SEED, MARKETS, OUR_TRAINERS, SB3_TRAINER, check_market_params, env_overrides, run_one
+from known_edge_runs import (EVAL_SEED, MARKET_ASSETS, MARKETS, OUR_TRAINERS, SB3_TRAINER, check_market_params,
+                             env_overrides, run_one)
 from known_edge_summary import summarize, table_lines, write_result
 
-from btgym_aac.distributed.run_config import PRESETS
+from btgym_aac.distributed.run_config import MULTI_ASSET_LAYERS, PRESETS
 
 TRAINERS = OUR_TRAINERS + (SB3_TRAINER,)
 OUR_TRAINING = 'one Launcher run keeping a checkpoint every stage'
@@ -198,7 +200,19 @@ def settings(args):
         written['sb3_env_preset'] = args.sb3_env_preset
     if args.market_params:  # likewise
         written['market_params'] = args.market_params
+    layers = multi_asset_layers(args)
+    if layers:  # likewise
+        written['multi_asset_layers'] = layers
     return written
+
+
+def multi_asset_layers(args):
+    """Trainer -> the preset's layer for several assets (`run_config.MULTI_ASSET_LAYERS`), of the trainers that
+    have one, where a market of several assets is run."""
+    if args.preset not in MULTI_ASSET_LAYERS or not set(args.markets) & set(MARKET_ASSETS):
+        return {}
+    layers = {algo: MULTI_ASSET_LAYERS[args.preset](algo) for algo in args.trainers if algo in OUR_TRAINERS}
+    return {algo: layer for algo, layer in layers.items() if layer}
 
 
 def write_results(args, runs, seconds):

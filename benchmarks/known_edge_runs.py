@@ -109,13 +109,13 @@ def evaluation_data(data):
 def reference_configs(algo, train_data, overrides, preset='reference', portfolio=False, config_file=None):
     """`default_configs(algo, preset=preset)`, with the dicts of `config_file` over them as `btgym-aac train
     --config` puts them (`run_config.merge_configs`), with the train file and `overrides` (ENV_OVERRIDES and the
-    costs asked for) in the env kwargs; for several assets (`train_data` a dict asset -> file) the env of
-    `train --assets` (`multi_asset_env_config`, a PortfolioEnv with `portfolio`), its dataset taking the
-    `DATASET_OVERRIDES`."""
+    costs asked for) in the env kwargs; for several assets (`train_data` a dict asset -> file) the preset's
+    settings for them (`default_configs(multi_asset=True)`) and the env of `train --assets`
+    (`multi_asset_env_config`, a PortfolioEnv with `portfolio`), its dataset taking the `DATASET_OVERRIDES`."""
     from btgym_aac.cli.config_files import load_config_file
     from btgym_aac.distributed.run_config import default_configs, merge_configs, multi_asset_env_config
 
-    configs = default_configs(algo, preset=preset)
+    configs = default_configs(algo, preset=preset, multi_asset=isinstance(train_data, dict))
     if config_file:
         configs = merge_configs(configs, load_config_file(config_file))
     if not isinstance(train_data, dict):

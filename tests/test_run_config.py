@@ -7,8 +7,9 @@ import pytest
 from btgym_aac.algorithms.config import AacConfig
 from btgym_aac.class_refs import ClassRef
 from btgym_aac.cli import _configs_from_args, build_parser
-from btgym_aac.distributed.run_config import (DEFAULT_PRESET, PRESETS, config_digest, default_configs, digested_configs,
-                                              launcher_configs, launcher_defaults, merge_config, merge_configs)
+from btgym_aac.distributed.run_config import (DEFAULT_PRESET, MULTI_ASSET_LAYERS, PRESETS, config_digest,
+                                              default_configs, digested_configs, launcher_configs, launcher_defaults,
+                                              merge_config, merge_configs)
 
 REFERENCE_TRAINER_SETTINGS = dict(
     opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99, model_gae_lambda=1.0,
@@ -138,6 +139,56 @@ def test_a_preset_overrides_defaults_and_never_restates_one(preset):
     policy_defaults = argument_defaults(layer['policy_config']['class_ref'].resolve())
     for name, value in layer['policy_config']['kwargs'].items():
         assert policy_defaults.get(name, inspect.Parameter.empty) != value, name
+
+
+@pytest.mark.parametrize('preset', sorted(MULTI_ASSET_LAYERS))
+@pytest.mark.parametrize('algo', ['a3c', 'unreal', 'ppo'])
+def test_a_layer_for_several_assets_overrides_its_presets_settings_and_never_restates_one(preset, algo):
+    single = AacConfig(**default_configs(algo, import_classes=False, preset=preset)['trainer_config']['kwargs'])
+    layer = MULTI_ASSET_LAYERS[preset](algo)
+    assert set(layer) <= {'trainer_config', 'policy_config', 'cluster_config'}
+    for name, value in layer.get('trainer_config', {}).get('kwargs', {}).items():
+        assert getattr(single, name) != value, name
+
+
+@pytest.mark.parametrize('algo, per_trainer', [('a3c', {'rollout_length': 64}), ('ppo', {}), ('unreal', {})])
+def test_the_tuned_preset_on_several_assets_gives_a3c_longer_rollouts(algo, per_trainer):
+    single, multi = (default_configs(algo, import_classes=False, multi_asset=flag) for flag in (False, True))
+    assert multi['trainer_config'] == dict(single['trainer_config'], kwargs=dict(
+        single['trainer_config']['kwargs'], **per_trainer))
+    for name in ('env_config', 'policy_config', 'cluster_config', 'launcher_config'):
+        assert config_digest({name: multi[name]}) == config_digest({name: single[name]}), name
+    assert AacConfig(**single['trainer_config']['kwargs']).rollout_length == 20
+
+
+@pytest.mark.parametrize('preset', ['reference', 'fast', 'dense'])
+def test_presets_without_a_layer_for_several_assets_are_the_same_on_them(preset):
+    assert preset not in MULTI_ASSET_LAYERS
+    single, multi = (default_configs('a3c', import_classes=False, preset=preset, multi_asset=flag)
+                     for flag in (False, True))
+    assert config_digest(multi) == config_digest(single)
+
+
+@pytest.mark.parametrize('command', [['train'], ['walk-forward', '--folds', '1'], ['sweep', '--trials', '2']])
+def test_the_assets_flag_takes_the_presets_layer_for_several_assets_under_a_config_file(command, tmp_path):
+    files = []
+    for name in ('X', 'Y'):
+        (tmp_path / (name + '.csv')).write_text('')
+        files.append('{}={}'.format(name, tmp_path / (name + '.csv')))
+    rollout = AacConfig().rollout_length
+
+    def rollout_length(*flags):
+        configs = _configs_from_args(build_parser().parse_args(command + list(flags)))
+        return configs['trainer_config']['kwargs'].get('rollout_length', rollout)
+
+    assert rollout_length('--assets', *files) == 64
+    assert rollout_length('--assets', *files, '--preset', 'reference') == rollout
+    assert rollout_length('--assets', *files, '--algo', 'ppo') == rollout
+    config_file = tmp_path / 'run.py'
+    config_file.write_text("trainer_config = {'kwargs': {'rollout_length': 7}}\n")
+    assert rollout_length(str(config_file), '--assets', *files) == 7
+    if command == ['train']:
+        assert rollout_length() == rollout
 
 
 def test_an_unknown_preset_or_algo_is_refused_naming_the_known_ones():

@@ -51,8 +51,9 @@ def load_config_file(path):
 
 
 def _configs_from_args(args):
-    """The config dicts of a run: the config file's dicts over the preset's (`run_config.merge_configs`), then the
-    flags, each setting one setting (`--algo` the trainer's class, keeping its kwargs).
+    """The config dicts of a run: the config file's dicts over the preset's (`run_config.merge_configs`; with
+    `--assets`, the preset's for several assets), then the flags, each setting one setting (`--algo` the trainer's
+    class, keeping its kwargs).
 
     Args:
         args: the parsed flags of `train`, `cluster-node`, `walk-forward` or `sweep`.
@@ -65,8 +66,9 @@ def _configs_from_args(args):
             flag that conflicts with another or with the config file.
     """
     file_configs = load_config_file(args.config) if args.config else {}
-    configs = merge_configs(default_configs(args.algo or 'a3c', import_classes=False, preset=args.preset),
-                            file_configs)
+    multi_asset = getattr(args, 'assets', None) is not None
+    configs = merge_configs(default_configs(args.algo or 'a3c', import_classes=False, preset=args.preset,
+                                            multi_asset=multi_asset), file_configs)
     if args.algo:
         configs['trainer_config']['class_ref'] = ClassRef('btgym_aac.algorithms.aac', TRAINER_CLASSES[args.algo])
     cluster = configs['cluster_config'] = dict(configs['cluster_config'])
@@ -85,7 +87,7 @@ def _configs_from_args(args):
                       ('restart_window', 'restart_window_minutes')):
         if getattr(args, flag, None) is not None:
             launcher[key] = getattr(args, flag)
-    if getattr(args, 'assets', None) is not None:
+    if multi_asset:
         configs['env_config'] = _multi_asset_env_config(args, 'env_config' in file_configs)
         configs['env_config']['kwargs'].update(cost_flags(args), **order_flags(args))
         return configs

@@ -10,7 +10,7 @@ arguments). Every default is written once:
     * a preset (`PRESETS`) is a named layer of overrides of those; 'reference' is the original's notebook
       configuration, 'fast' the same run made cheaper (`_fast_preset`), 'dense' that with a small dense policy
       (`_dense_preset`) and 'tuned' that reading the time of day (`_tuned_preset`), the one `btgym-aac train`
-      runs.
+      runs; a preset may have a layer of its own for envs of several assets (`MULTI_ASSET_LAYERS`).
 
 Layers stack by one rule (`merge_configs`), whether they come from a preset, a config file, a Launcher's
 arguments or the command line: a layer's config dicts update the ones below key by key, a layer's `kwargs`
@@ -134,12 +134,26 @@ def _tuned_preset(algo):
 PRESETS = {'reference': _reference_preset, 'fast': _fast_preset, 'dense': _dense_preset, 'tuned': _tuned_preset}
 """Preset name -> fn(algo) -> its layer of configs over `launcher_defaults()`."""
 
+
+def _tuned_multi_asset_layer(algo):
+    """`tuned`'s settings for envs of several assets: for A3C, rollouts of 64 env steps (512 frames per worker and
+    train step, a third of the updates per env step): on the cointegrated pair about twice the fraction of the
+    oracle that rollouts of 20 take, on the basket level or a little ahead, where on one asset they cost a little
+    early learning (docs/multi-asset.md, "Longer rollouts, the default on several assets"). PPO's and UNREAL's were
+    not measured."""
+    return {'trainer_config': {'kwargs': {'rollout_length': 64}}} if algo == 'a3c' else {}
+
+
+MULTI_ASSET_LAYERS = {'tuned': _tuned_multi_asset_layer}
+"""Preset name -> fn(algo) -> its layer for envs of several assets, over the preset's own (`default_configs`'s
+`multi_asset`); a preset missing here has none: `reference` is the original notebook's on every env."""
+
 DEFAULT_PRESET = 'tuned'
 """The preset `btgym-aac` and `default_configs` use unless told another: the best measured (docs/learning.md,
 "The tuned preset"); `reference` is the original notebook's configuration."""
 
 
-def default_configs(algo='a3c', import_classes=True, preset=DEFAULT_PRESET):
+def default_configs(algo='a3c', import_classes=True, preset=DEFAULT_PRESET, multi_asset=False):
     """The configs of a preset: `preset`'s layer over the Launcher's defaults, with the trainer of `algo`.
 
     Args:
@@ -148,6 +162,9 @@ def default_configs(algo='a3c', import_classes=True, preset=DEFAULT_PRESET):
             a Launcher passes to its tasks without importing them (TensorFlow, backtrader, matplotlib) itself;
             `btgym-aac train` does so.
         preset: a name of `PRESETS`.
+        multi_asset: True for a run on several assets: the preset's layer for them (`MULTI_ASSET_LAYERS`) over its
+            own. The env_config is still the single-asset one: put `multi_asset_env_config(...)` in its place, as
+            `btgym-aac train --assets` does.
 
     Returns:
         dict of env_config, cluster_config, policy_config, trainer_config, launcher_config; the launcher_config
@@ -164,6 +181,8 @@ def default_configs(algo='a3c', import_classes=True, preset=DEFAULT_PRESET):
     if preset not in PRESETS:
         raise ValueError('unknown preset {!r}; known: {}'.format(preset, ', '.join(PRESETS)))
     configs = merge_configs(launcher_defaults(), PRESETS[preset](algo))
+    if multi_asset and preset in MULTI_ASSET_LAYERS:
+        configs = merge_configs(configs, MULTI_ASSET_LAYERS[preset](algo))
     configs['launcher_config'] = dict(configs.get('launcher_config') or {}, preset=preset)
     env_kwargs = configs['env_config']['kwargs']
     if 'state_ext_scale' in env_kwargs:
