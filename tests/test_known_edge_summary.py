@@ -181,3 +181,21 @@ def test_market_params_the_benchmark_cannot_use_are_refused_by_name(market_param
     with pytest.raises(ValueError, match=message):
         runs.check_market_params(market_params, ['mr', 'intraday'])
     runs.check_market_params({'mr': {'half_life': 20}, 'intraday': {'phase': 2.0}}, ['mr', 'intraday'])
+
+
+def test_the_benchmark_trains_several_assets_as_train_assets_does_and_records_it(monkeypatch):
+    known_edge, runs = benchmark_module('known_edge'), benchmark_module('known_edge_runs')
+    pair = runs.reference_configs('a3c', {'X': 'x.csv', 'Y': 'y.csv'}, {}, preset='tuned')
+    one = runs.reference_configs('a3c', 'train.csv', {}, preset='tuned')
+    assert pair['trainer_config']['kwargs']['rollout_length'] == 64
+    assert 'rollout_length' not in one['trainer_config']['kwargs']
+
+    def written_settings(*flags):
+        monkeypatch.setattr(sys, 'argv', ['known_edge.py', *flags])
+        return known_edge.settings(known_edge.parse_args())
+
+    assert written_settings('--markets', 'mr', 'pair', '--trainers', 'a3c', 'ppo', 'sb3_ppo', '--preset', 'tuned')[
+        'multi_asset_layers'] == {'a3c': {'trainer_config': {'kwargs': {'rollout_length': 64}}}}
+    for flags in (['--markets', 'mr', '--preset', 'tuned'], ['--markets', 'pair', '--preset', 'reference'],
+                  ['--markets', 'pair', '--trainers', 'ppo', '--preset', 'tuned']):
+        assert 'multi_asset_layers' not in written_settings(*flags), flags  # so --resume reads earlier results
