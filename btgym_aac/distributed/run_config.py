@@ -139,8 +139,8 @@ def _tuned_multi_asset_layer(algo):
     """`tuned`'s settings for envs of several assets: for A3C, rollouts of 64 env steps (512 frames per worker and
     train step, a third of the updates per env step): on the cointegrated pair about twice the fraction of the
     oracle that rollouts of 20 take, on the basket level or a little ahead, where on one asset they cost a little
-    early learning (docs/multi-asset.md, "Longer rollouts, the default on several assets"). PPO's and UNREAL's were
-    not measured."""
+    early learning (docs/multi-asset.md, "Longer rollouts, the default on several assets"). PPO's were level on the
+    pair, UNREAL's not measured."""
     return {'trainer_config': {'kwargs': {'rollout_length': 64}}} if algo == 'a3c' else {}
 
 
