@@ -194,8 +194,9 @@ def test_the_benchmark_trains_several_assets_as_train_assets_does_and_records_it
         monkeypatch.setattr(sys, 'argv', ['known_edge.py', *flags])
         return known_edge.settings(known_edge.parse_args())
 
-    assert written_settings('--markets', 'mr', 'pair', '--trainers', 'a3c', 'ppo', 'sb3_ppo', '--preset', 'tuned')[
-        'multi_asset_layers'] == {'a3c': {'trainer_config': {'kwargs': {'rollout_length': 64}}}}
+    longer = {'trainer_config': {'kwargs': {'rollout_length': 64}}}
+    assert written_settings('--markets', 'mr', 'pair', '--trainers', 'a3c', 'ppo', 'unreal', 'sb3_ppo', '--preset',
+                            'tuned')['multi_asset_layers'] == {'a3c': longer, 'unreal': longer}
     for flags in (['--markets', 'mr', '--preset', 'tuned'], ['--markets', 'pair', '--preset', 'reference'],
                   ['--markets', 'pair', '--trainers', 'ppo', '--preset', 'tuned']):
         assert 'multi_asset_layers' not in written_settings(*flags), flags  # so --resume reads earlier results

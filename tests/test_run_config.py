@@ -151,8 +151,9 @@ def test_a_layer_for_several_assets_overrides_its_presets_settings_and_never_res
         assert getattr(single, name) != value, name
 
 
-@pytest.mark.parametrize('algo, per_trainer', [('a3c', {'rollout_length': 64}), ('ppo', {}), ('unreal', {})])
-def test_the_tuned_preset_on_several_assets_gives_a3c_longer_rollouts(algo, per_trainer):
+@pytest.mark.parametrize('algo, per_trainer', [('a3c', {'rollout_length': 64}), ('ppo', {}),
+                                               ('unreal', {'rollout_length': 64})])
+def test_the_tuned_preset_on_several_assets_gives_a3c_and_unreal_longer_rollouts(algo, per_trainer):
     single, multi = (default_configs(algo, import_classes=False, multi_asset=flag) for flag in (False, True))
     assert multi['trainer_config'] == dict(single['trainer_config'], kwargs=dict(
         single['trainer_config']['kwargs'], **per_trainer))
@@ -184,6 +185,7 @@ def test_the_assets_flag_takes_the_presets_layer_for_several_assets_under_a_conf
     assert rollout_length('--assets', *files) == 64
     assert rollout_length('--assets', *files, '--preset', 'reference') == rollout
     assert rollout_length('--assets', *files, '--algo', 'ppo') == rollout
+    assert rollout_length('--assets', *files, '--algo', 'unreal') == 64
     config_file = tmp_path / 'run.py'
     config_file.write_text("trainer_config = {'kwargs': {'rollout_length': 7}}\n")
     assert rollout_length(str(config_file), '--assets', *files) == 7

@@ -135,13 +135,17 @@ PRESETS = {'reference': _reference_preset, 'fast': _fast_preset, 'dense': _dense
 """Preset name -> fn(algo) -> its layer of configs over `launcher_defaults()`."""
 
 
+LONGER_ROLLOUT_TRAINERS = ('a3c', 'unreal')
+"""The trainers `tuned` gives rollouts of 64 env steps on envs of several assets."""
+
+
 def _tuned_multi_asset_layer(algo):
-    """`tuned`'s settings for envs of several assets: for A3C, rollouts of 64 env steps (512 frames per worker and
-    train step, a third of the updates per env step): on the cointegrated pair about twice the fraction of the
-    oracle that rollouts of 20 take, on the basket level or a little ahead, where on one asset they cost a little
-    early learning (docs/multi-asset.md, "Longer rollouts, the default on several assets"). PPO's were level on the
-    pair, UNREAL's a little ahead there (+0.12 [+0.00, +0.24], 4 seeds) and not measured on the basket."""
-    return {'trainer_config': {'kwargs': {'rollout_length': 64}}} if algo == 'a3c' else {}
+    """`tuned`'s settings for envs of several assets: for A3C and UNREAL, rollouts of 64 env steps (512 frames per
+    worker and train step, a third of the updates per env step). A3C's: on the cointegrated pair about twice the
+    fraction of the oracle that rollouts of 20 take, on the basket level or a little ahead, where on one asset they
+    cost a little early learning; UNREAL's a little ahead on the pair and level on the basket; PPO's were level on the
+    pair, so it keeps 20 (docs/multi-asset.md, "Longer rollouts, the default on several assets")."""
+    return {'trainer_config': {'kwargs': {'rollout_length': 64}}} if algo in LONGER_ROLLOUT_TRAINERS else {}
 
 
 MULTI_ASSET_LAYERS = {'tuned': _tuned_multi_asset_layer}
