@@ -1,18 +1,19 @@
 """Learning checks on the known-edge markets (docs/learning.md): in the default suite, A3C in the default preset
 trained briefly on a mean-reverting market takes a good part of what the market's oracle takes on bars it never
 saw; `slow`, the default preset trained and evaluated as `benchmarks/known_edge.py` trains and evaluates it takes
-part of it on every single-asset market, its checkpoints at 20,000 and 40,000 env steps pooled."""
+part of it on every single-asset market, its checkpoints at 20,000 and 40,000 env steps pooled, and on the pair and
+the basket, trained as `btgym-aac train --assets` trains (the preset's settings for several assets), at 40,000."""
 import os
 
 import numpy as np
 import pytest
 
-from btgym_aac.data.markets import (make_intraday_pattern_data, make_mean_reversion_data, make_regime_switching_data,
-                                    write_market_csv)
+from btgym_aac.data.markets import (make_basket_market, make_intraday_pattern_data, make_mean_reversion_data,
+                                    make_pair_market, make_regime_switching_data, write_market_csv)
 from btgym_aac.evaluation import evaluate
 from btgym_aac.distributed.checkpoints import KEPT_CHECKPOINT_DIR, checkpoints_on_disk
 from btgym_aac.distributed.launcher import make_launcher
-from btgym_aac.distributed.run_config import default_configs
+from btgym_aac.distributed.run_config import default_configs, multi_asset_env_config
 
 pytestmark = pytest.mark.xdist_group('known_edge_learning')  # a cluster of its own: one at a time
 
@@ -67,11 +68,18 @@ at 20,000 and 40,000 env steps, pooled); docs/learning.md, "Learning, checked", 
 
 def benchmark_market_files(generator, seed, folder):
     """The train and test files of `benchmarks/known_edge.py`'s run seed `seed` of a market: 60,000 bars of the
-    generator seeded 1000 + 2 seed, `TEST_BARS` of seed 1001 + 2 seed from 2018-01-01."""
-    train = write_market_csv(generator(num_bars=60000, seed=1000 + 2 * seed), str(folder / 'train.csv'))
-    test = write_market_csv(generator(num_bars=TEST_BARS, seed=1001 + 2 * seed, start='2018-01-01'),
-                            str(folder / 'test.csv'))
-    return train, test
+    generator seeded 1000 + 2 seed, `TEST_BARS` of seed 1001 + 2 seed from 2018-01-01; a path each, or for a market
+    of several assets a dict asset -> path."""
+    written = []
+    for name, bars, generator_seed, start in (('train', 60000, 1000 + 2 * seed, {}),
+                                              ('test', TEST_BARS, 1001 + 2 * seed, {'start': '2018-01-01'})):
+        data = generator(num_bars=bars, seed=generator_seed, **start)
+        if isinstance(data, dict):
+            written.append({asset: write_market_csv(frame, str(folder / '{}_{}.csv'.format(name, asset)))
+                            for asset, frame in data.items()})
+        else:
+            written.append(write_market_csv(data, str(folder / '{}.csv'.format(name))))
+    return tuple(written)
 
 
 def pooled_returns(log_dir, test, folder):
@@ -88,6 +96,14 @@ def pooled_returns(log_dir, test, folder):
     return {name: float(np.mean(values)) for name, values in returns.items()}, steps
 
 
+def assert_takes_part_of_the_oracle(means, least_fraction):
+    """Asserts that the policy's mean return per episode (`means`: agent -> %) is `least_fraction` of the oracle's
+    or more, the oracle gaining, and above buy-and-hold's and random's."""
+    assert means['oracle'] > 0
+    assert means['policy'] / means['oracle'] >= least_fraction, means
+    assert means['policy'] > max(means['buy_and_hold'], means['random']), means
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize('market', sorted(DEFAULT_PRESET_MARKETS))
 def test_the_default_preset_takes_part_of_every_single_asset_oracle_out_of_sample(market, tmp_path):
@@ -100,6 +116,32 @@ def test_the_default_preset_takes_part_of_every_single_asset_oracle_out_of_sampl
     assert result['completed'] and result['global_step'] >= DEFAULT_PRESET_STEPS
     means, steps = pooled_returns(log_dir, test, str(tmp_path))
     assert len(steps) == 2 and steps[0] >= KEEP_EVERY_STEPS, steps
-    assert means['oracle'] > 0
-    assert means['policy'] / means['oracle'] >= least_fraction, means
-    assert means['policy'] > max(means['buy_and_hold'], means['random']), means
+    assert_takes_part_of_the_oracle(means, least_fraction)
+
+
+MULTI_ASSET_MARKETS = {
+    'pair': (make_pair_market, 0, 0.2),
+    'basket': (make_basket_market, 0, 0.4),
+}
+"""Market of several assets -> (generator, run seed of `benchmarks/known_edge.py`, least fraction of the oracle at
+40,000 env steps); docs/multi-asset.md, "Longer rollouts, the default on several assets", has the runs the bounds
+come from."""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize('market', sorted(MULTI_ASSET_MARKETS))
+def test_the_default_preset_on_several_assets_takes_part_of_their_oracle_out_of_sample(market, tmp_path):
+    generator, seed, least_fraction = MULTI_ASSET_MARKETS[market]
+    train, test = benchmark_market_files(generator, seed, tmp_path)
+    log_dir = str(tmp_path / 'run')
+    configs = default_configs('a3c', multi_asset=True)
+    configs['env_config'] = multi_asset_env_config(train, episode_duration={'days': 0, 'hours': 8, 'minutes': 0},
+                                                   time_gap={'hours': 1})
+    configs['env_config']['kwargs']['render_enabled'] = False
+    configs['cluster_config'].update(log_dir=log_dir)
+    result = make_launcher(configs, max_env_steps=DEFAULT_PRESET_STEPS, root_random_seed=1000 * seed,
+                           show_progress=False).run()
+    assert result['completed'] and result['global_step'] >= DEFAULT_PRESET_STEPS
+    report = evaluate(log_dir, data=test, episodes=TEST_EPISODES, seed=0, plots=False, out=str(tmp_path / 'evaluation'))
+    means = {name: agent['mean']['return_pct'] for name, agent in report['agents'].items()}
+    assert_takes_part_of_the_oracle(means, least_fraction)
