@@ -25,12 +25,21 @@ MIN_FRACTION = 0.4
 "Learning, checked", has the runs the bound comes from."""
 
 
-def known_edge_configs(train_file, log_dir):
-    """The default preset's A3C configuration on `train_file`, logging to `log_dir`: 8-hour episodes an hour apart,
-    no rendering."""
-    configs = default_configs('a3c')
-    configs['env_config']['kwargs'].update(filename=train_file, episode_duration={'days': 0, 'hours': 8, 'minutes': 0},
-                                           time_gap={'hours': 1}, render_enabled=False)
+EPISODES_OF_THE_BENCHMARK = dict(episode_duration={'days': 0, 'hours': 8, 'minutes': 0}, time_gap={'hours': 1})
+"""`benchmarks/known_edge.py`'s episodes: 8 hours, an hour apart."""
+
+
+def known_edge_configs(train_data, log_dir):
+    """The default preset's A3C configuration on `train_data` (a file, or for several assets a dict asset -> file,
+    with the preset's settings for several assets and the env of `train --assets`), logging to `log_dir`: the
+    benchmark's episodes, no rendering."""
+    multi_asset = isinstance(train_data, dict)
+    configs = default_configs('a3c', multi_asset=multi_asset)
+    if multi_asset:
+        configs['env_config'] = multi_asset_env_config(train_data, **EPISODES_OF_THE_BENCHMARK)
+        configs['env_config']['kwargs']['render_enabled'] = False
+    else:
+        configs['env_config']['kwargs'].update(filename=train_data, render_enabled=False, **EPISODES_OF_THE_BENCHMARK)
     configs['cluster_config'].update(log_dir=log_dir)
     return configs
 
@@ -134,13 +143,8 @@ def test_the_default_preset_on_several_assets_takes_part_of_their_oracle_out_of_
     generator, seed, least_fraction = MULTI_ASSET_MARKETS[market]
     train, test = benchmark_market_files(generator, seed, tmp_path)
     log_dir = str(tmp_path / 'run')
-    configs = default_configs('a3c', multi_asset=True)
-    configs['env_config'] = multi_asset_env_config(train, episode_duration={'days': 0, 'hours': 8, 'minutes': 0},
-                                                   time_gap={'hours': 1})
-    configs['env_config']['kwargs']['render_enabled'] = False
-    configs['cluster_config'].update(log_dir=log_dir)
-    result = make_launcher(configs, max_env_steps=DEFAULT_PRESET_STEPS, root_random_seed=1000 * seed,
-                           show_progress=False).run()
+    result = make_launcher(known_edge_configs(train, log_dir), max_env_steps=DEFAULT_PRESET_STEPS,
+                           root_random_seed=1000 * seed, show_progress=False).run()
     assert result['completed'] and result['global_step'] >= DEFAULT_PRESET_STEPS
     report = evaluate(log_dir, data=test, episodes=TEST_EPISODES, seed=0, plots=False, out=str(tmp_path / 'evaluation'))
     means = {name: agent['mean']['return_pct'] for name, agent in report['agents'].items()}
