@@ -29,13 +29,15 @@ package, `outside_markets.py`; these four are not in the defaults), every traine
 - every stage records the env steps, the training CPU seconds so far (ours: every task process of the cluster,
   as `train_throughput.py` reads them from /proc, at the moment the stage's checkpoint was written; SB3: this
   process's and its children's during model building and `learn`), the wall seconds, and every agent's
-  per-episode returns (%).
+  per-episode returns (%); on mean reversion, whose oracle knows the true mean, also those of the rule within a
+  policy's reach (the oracle with the mean of the episode's bars so far, `known_edge_runs.reachable_rule_returns`).
 
 The summary, per market and trainer, time to skill first: the env steps and CPU seconds of the first stage at 50 %
 and at 80 % of the oracle or more (None if none); the fraction of the oracle (the policy's mean return per episode
 over the oracle's, seeds and episodes pooled, with a bootstrap interval: `walk_forward.summary.fraction_of_oracle`)
 at every env-step budget of `--budgets` (default 40,000 and 100,000) and at the last stage, deterministic and
-sampling; the learning curve (that fraction at every stage, against mean env steps and mean CPU seconds), and the
+sampling; where the market has a rule within reach, its fraction of the oracle and the policy's fraction of the
+rule's return (`known_edge_summary.reachable_rule`); the learning curve (that fraction at every stage, against mean env steps and mean CPU seconds), and the
 policy's return minus
 buy-and-hold's with its bootstrap interval (`bootstrap_mean_interval`), on the edge market and on the twin (where
 it should include zero), and on the twin the policy's own return (whose interval should reach down to zero: a
@@ -50,7 +52,8 @@ The defaults (3 markets, 4 trainers, 5 seeds, twins, 100,000 steps) make 120 run
 package's trainers (`run_config.PRESETS`, on the pair and basket with the preset's layer for several assets as
 `train --assets` has it, `MULTI_ASSET_LAYERS`; SB3 keeps its defaults). Runs go
 seed by seed, so a benchmark stopped early has every market and trainer on its first seeds; `--resume` keeps the
-runs of the `known_edge.json` in `--out` (same settings) and makes only the others. SB3 is an optional dependency of
+runs of the `known_edge.json` in `--out` (same settings) and makes only the others (adding the rule within reach to
+kept runs of mean reversion written before it was recorded). SB3 is an optional dependency of
 this benchmark (see `peers.py`). `--spread` trains and evaluates every agent, the oracle included, with a bid/ask
 spread (`env.costs`): how much of each edge survives the cost of trading it. `--env-kwargs` and `--trainer-kwargs`
 (JSON objects) replace settings of the shipped configuration, and `--config FILE` layers a config file over the
@@ -78,7 +81,7 @@ import tempfile
 import time
 
 from known_edge_runs import (EVAL_SEED, MARKET_ASSETS, MARKETS, OUR_TRAINERS, SB3_TRAINER, check_market_params,
-                             env_overrides, run_one)
+                             env_overrides, run_one, with_reachable_rule)
 from known_edge_summary import summarize, table_lines, write_result
 
 from btgym_aac.distributed.run_config import MULTI_ASSET_LAYERS, PRESETS
@@ -240,12 +243,12 @@ def run_key(run):
 
 
 def finished_runs(args):
-    """The runs of an earlier `known_edge.json` in `args.out` made with the same settings (`--resume`); exits
-    naming the settings that differ. The lists of markets, trainers and seeds may differ: runs outside them are
-    kept in the results as well."""
+    """The runs of an earlier `known_edge.json` in `args.out` made with the same settings (`--resume`), and the
+    wall seconds it took; exits naming the settings that differ. The lists of markets, trainers and seeds may
+    differ: runs outside them are kept in the results as well."""
     path = os.path.join(args.out, 'known_edge.json')
     if not args.resume or not os.path.exists(path):
-        return []
+        return [], 0.0
     with open(path) as f:
         earlier = json.load(f)
     ours = json.loads(json.dumps(settings(args)))
@@ -253,13 +256,16 @@ def finished_runs(args):
                        and earlier['settings'].get(key) != ours[key])
     if differing:
         sys.exit('--resume: {} was written with other settings: {}'.format(path, ', '.join(differing)))
-    return earlier['runs']
+    return earlier['runs'], earlier.get('wall_seconds', 0.0)
 
 
 def run_all(args, work_dir, start):
     """Every run not finished yet, in order seed, market, trainer, edge then twin (so an interrupted benchmark
-    has every market and trainer on its first seeds); the results rewritten after each."""
-    runs = finished_runs(args)
+    has every market and trainer on its first seeds); the results rewritten after each, their wall seconds those
+    of every command that made them."""
+    runs, earlier_seconds = finished_runs(args)
+    start -= earlier_seconds
+    runs = [with_reachable_rule(run, work_dir, args) for run in runs]
     done = {run_key(run) for run in runs}
     for seed in range(args.seeds):
         for market in args.markets:

@@ -20,7 +20,7 @@ import sys
 import time
 
 from known_edge_runs import (SB3_TRAINER, data_folder, evaluate_checkpoint, kept_checkpoints, market_oracle,
-                             run_folder, stage_record, write_markets)
+                             reachable_rule_returns, run_folder, stage_record, write_markets)
 from known_edge_summary import summarize, table_lines, write_result
 
 
@@ -47,6 +47,8 @@ def checkpoints_by_step(log_dir):
 def reevaluate_run(run, settings, work_dir, episodes):
     """`run` (a record of known_edge.json) with every stage's checkpoint played on `episodes` episodes; raises
     FileNotFoundError naming the run where a stage's checkpoint is not in the work dir."""
+    from btgym_aac.evaluation.loading import read_run_config
+
     folder = run_folder(work_dir, run['market'], run['edge'], run['trainer'], run['seed'])
     log_dir = os.path.join(folder, 'run')
     checkpoints = checkpoints_by_step(log_dir) if os.path.isdir(log_dir) else {}
@@ -54,6 +56,7 @@ def reevaluate_run(run, settings, work_dir, episodes):
     _, test_data = write_markets(run['market'], run['edge'], run['seed'],
                                  data_folder(work_dir, run['market'], run['edge'], run['seed']),
                                  settings['train_bars'], settings['test_bars'], params)
+    rule = reachable_rule_returns(read_run_config(log_dir), test_data, episodes) if checkpoints else None
     stages = []
     for stage in run['stages']:
         checkpoint = checkpoints.get(stage['env_steps'])
@@ -64,7 +67,7 @@ def reevaluate_run(run, settings, work_dir, episodes):
         report, sampled = evaluate_checkpoint(log_dir, checkpoint, test_data, episodes, out,
                                               market_oracle(run['market'], params))
         stages.append(stage_record(stage['stage'], stage['env_steps'], stage['cpu_seconds'], stage['wall_seconds'],
-                                   report, sampled))
+                                   report, sampled, rule))
     return dict(run, stages=stages)
 
 

@@ -12,6 +12,7 @@ import sys
 import time
 
 import numpy as np
+from known_edge_summary import REACHABLE_RULE
 from outside_markets import OUTSIDE_MARKETS, oracle_maker
 
 from btgym_aac.data.markets import (make_basket_market, make_intraday_pattern_data, make_mean_reversion_data,
@@ -127,13 +128,16 @@ def reference_configs(algo, train_data, overrides, preset='reference', portfolio
     return configs
 
 
-def stage_record(stage, env_steps, cpu_seconds, wall_seconds, report, sampled_returns):
+def stage_record(stage, env_steps, cpu_seconds, wall_seconds, report, sampled_returns, rule_returns=None):
     """One stage: its env steps, training CPU and wall seconds so far, every agent's per-episode returns (%) on the
     test file with the policy's fraction of the oracle (None when the oracle did not gain), and the same for the
-    policy sampling its actions (`sampled_returns`, the same episodes)."""
+    policy sampling its actions (`sampled_returns`, the same episodes); the returns of the rule within a policy's
+    reach, where the market has one (`rule_returns`, `reachable_rule_returns`), as those of agent REACHABLE_RULE."""
     from btgym_aac.evaluation.report import fraction_of_oracle
 
     returns = {name: agent['per_episode']['return_pct'] for name, agent in report['agents'].items()}
+    if rule_returns is not None:
+        returns[REACHABLE_RULE] = rule_returns
     oracle = float(np.mean(returns['oracle']))
     return {'stage': stage, 'env_steps': int(env_steps), 'cpu_seconds': cpu_seconds, 'wall_seconds': wall_seconds,
             'returns_pct': returns, 'fraction_of_oracle': fraction_of_oracle(report['agents'])['fraction'],
@@ -180,21 +184,62 @@ def seed_action_sampling(seed):
         torch.manual_seed(seed)
 
 
-def sampled_returns(env, agent, episodes):
-    """The per-episode returns (%) of `agent` sampling its actions on the evaluation's episodes (episode i seeded
-    EVAL_SEED + i, as `evaluate` seeds them, and its action draws seeded the same, so a checkpoint played again
-    draws the same actions; the random states are restored afterwards, `kept_random_states`)."""
+def episode_returns(env, agent, episodes, before_episode=None):
+    """The per-episode returns (%) of `agent` on the evaluation's episodes (episode i seeded EVAL_SEED + i, as
+    `evaluate` seeds them), `before_episode(seed)` called ahead of each where given."""
     from btgym_aac.evaluation.episodes import episode_sample_type, play_episode, reset_options
     from btgym_aac.evaluation.metrics import return_pct
 
     options = reset_options(episode_sample_type(env))
     returns = []
-    with kept_random_states():
-        for index in range(episodes):
-            seed_action_sampling(EVAL_SEED + index)
-            record = play_episode(env, SampledAgent(agent), EVAL_SEED + index, options)
-            returns.append(return_pct(record.bar_values[0], record.bar_values[-1]))
+    for seed in range(EVAL_SEED, EVAL_SEED + episodes):
+        if before_episode is not None:
+            before_episode(seed)
+        record = play_episode(env, agent, seed, options)
+        returns.append(return_pct(record.bar_values[0], record.bar_values[-1]))
     return returns
+
+
+def sampled_returns(env, agent, episodes):
+    """The per-episode returns (%) of `agent` sampling its actions on the evaluation's episodes (`episode_returns`),
+    its action draws seeded by the episode's seed, so a checkpoint played again draws the same actions; the random
+    states are restored afterwards (`kept_random_states`)."""
+    with kept_random_states():
+        return episode_returns(env, SampledAgent(agent), episodes, seed_action_sampling)
+
+
+def reachable_rule_returns(run_configs, test_data, episodes):
+    """The per-episode returns (%) of the rule within a policy's reach on a market whose oracle knows more than an
+    episode shows: on mean reversion the oracle with the mean log close of the episode's bars so far in place of
+    the true mean (`policy_against_oracle.EstimatedMeanOracle`; docs/learning.md, "What mean reversion's oracle
+    knows"), played on the evaluation's episodes (`episode_returns`) of the env of `run_configs` (a dict with its
+    'env_config') on `test_data`. None on every other market: their oracles know what the training file shows.
+
+    Args:
+        run_configs: the run's configs, or a dict of its 'env_config' alone.
+        test_data: a test file, or a dict asset -> file (several assets: None).
+        episodes: episodes to play.
+
+    Returns:
+        list of floats, or None.
+    """
+    from policy_against_oracle import EstimatedMeanOracle
+
+    from btgym_aac.data.markets import MeanReversionOracle
+    from btgym_aac.evaluation.episodes import make_evaluation_env
+    from btgym_aac.evaluation.oracle_agent import oracle_agent
+
+    if isinstance(test_data, dict):
+        return None
+    env = make_evaluation_env(run_configs, evaluation_data(test_data))
+    try:
+        oracle = oracle_agent(env)
+        if oracle is None or not isinstance(oracle.oracle, MeanReversionOracle):
+            return None
+        rule = EstimatedMeanOracle(oracle.oracle, env.dataset.data, env.portfolio_actions, env)
+        return episode_returns(env, rule, episodes)
+    finally:
+        env.close()
 
 
 def evaluate_sampled(log_dir, checkpoint, test_data, episodes):
@@ -276,11 +321,12 @@ def train_ours(algo, train_csv, test_csv, folder, steps, stages, workers, seed, 
     cpu.watch(launcher)
     start = time.time()
     launcher.run()
+    rule = reachable_rule_returns(configs, test_csv, episodes)
     records = []
     for stage, (step, checkpoint, written) in enumerate(kept_checkpoints(log_dir), 1):
         report, sampled = evaluate_checkpoint(log_dir, checkpoint, test_csv, episodes,
                                               os.path.join(folder, 'evaluation_{}'.format(stage)), oracle)
-        records.append(stage_record(stage, step, cpu.at(written), written - start, report, sampled))
+        records.append(stage_record(stage, step, cpu.at(written), written - start, report, sampled, rule))
     return records
 
 
@@ -318,6 +364,7 @@ def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides, por
     model = PPO('MultiInputPolicy', env, seed=seed, verbose=0)
     model.set_logger(Logger(folder=None, output_formats=[]))  # SB3's default logger makes a folder in /tmp
     cpu, wall = process_cpu_seconds() - cpu_start, time.time() - wall_start
+    rule = reachable_rule_returns({'env_config': env_config}, test_csv, episodes)
     records = []
     try:
         for stage in range(1, stages + 1):
@@ -327,7 +374,7 @@ def train_sb3(train_csv, test_csv, steps, stages, seed, episodes, overrides, por
                 model.learn(target - model.num_timesteps, reset_num_timesteps=False)
             cpu, wall = cpu + process_cpu_seconds() - cpu_start, wall + time.time() - wall_start
             report, sampled = evaluate_sb3(model, env_config, test_csv, episodes, EVAL_SEED, oracle)
-            records.append(stage_record(stage, model.num_timesteps, cpu, wall, report, sampled))
+            records.append(stage_record(stage, model.num_timesteps, cpu, wall, report, sampled, rule))
     finally:
         env.close()
     return records
@@ -384,6 +431,29 @@ def data_folder(work_dir, market, edge, seed):
 def run_folder(work_dir, market, edge, trainer, seed):
     """Where a run of this package's trainers keeps its log dir (`run`) and evaluations in the work dir."""
     return os.path.join(work_dir, 'runs', '{}_{}_{}_seed_{}'.format(market, 'edge' if edge else 'twin', trainer, seed))
+
+
+def with_reachable_rule(run, folder, args):
+    """A kept run (`--resume`) of results written before the rule within reach was recorded, with the rule's
+    returns (`reachable_rule_returns`) in every stage where its market has one: the test file written again in the
+    work dir `folder`, the rule played on the env of the run's configuration (`args`: the preset and config file of
+    this package's trainers, SB3's env preset). Runs that have them, twins and markets without a rule come back as
+    they are."""
+    if not run['edge'] or all(REACHABLE_RULE in stage['returns_pct'] for stage in run['stages']):
+        return run
+    params = args.market_params.get(run['market'])
+    train_data, test_data = write_markets(run['market'], True, run['seed'],
+                                          data_folder(folder, run['market'], True, run['seed']), args.train_bars,
+                                          args.test_bars, params)
+    sb3 = run['trainer'] == SB3_TRAINER
+    configs = reference_configs('ppo' if sb3 else run['trainer'], train_data, env_overrides(args),
+                                args.sb3_env_preset if sb3 else args.preset, args.portfolio,
+                                None if sb3 else args.config)
+    rule = reachable_rule_returns(configs, test_data, len(run['stages'][0]['returns_pct']['oracle']))
+    if rule is None:
+        return run
+    return dict(run, stages=[dict(stage, returns_pct=dict(stage['returns_pct'], **{REACHABLE_RULE: rule}))
+                             for stage in run['stages']])
 
 
 def run_one(market, edge, trainer, seed, folder, args):

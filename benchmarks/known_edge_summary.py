@@ -1,7 +1,8 @@
 """The summary of `known_edge.py`: per market and trainer, the time to skill (the env steps and training CPU seconds
 to reach 50 % and 80 % of the oracle), the fraction of the oracle at fixed budgets of env steps with its bootstrap
 interval, the learning curve (the policy acting deterministically, and sampling its actions), the twin's excess over
-buy-and-hold and the policy's own return there; the table and the plots."""
+buy-and-hold and the policy's own return there; on mean reversion, whose oracle knows more than an episode shows,
+what a rule within a policy's reach takes of it; the table and the plots."""
 import json
 import os
 
@@ -12,6 +13,9 @@ from btgym_aac.walk_forward.summary import bootstrap_mean_interval, fraction_of_
 
 THRESHOLDS = (0.5, 0.8)
 """Fractions of the oracle whose time to reach is reported."""
+REACHABLE_RULE = 'reachable_rule'
+"""The agent name, in a stage's returns, of the rule within a policy's reach (`known_edge_runs.reachable_rule_returns`),
+on markets that have one."""
 BUDGET_SLACK = 0.01
 """A stage counts as at a budget of env steps within this fraction of it: a staged run stops at whole rollouts."""
 
@@ -155,11 +159,24 @@ def policy_return(runs):
     return entry
 
 
+def reachable_rule(runs):
+    """At the last stage, seeds and episodes pooled: the fraction of the oracle that the rule within a policy's reach
+    takes (`of_the_oracle`) and the policy's return as a fraction of the rule's (`policy_of_the_rule`), each as
+    `fraction_of_oracle` gives it; None unless every run has the rule's returns."""
+    last = min(len(run['stages']) for run in runs) - 1
+    if not all(REACHABLE_RULE in run['stages'][last]['returns_pct'] for run in runs):
+        return None
+    rule = pooled_returns(runs, last, REACHABLE_RULE)
+    return {'of_the_oracle': fraction_of_oracle(rule, pooled_returns(runs, last, 'oracle')),
+            'policy_of_the_rule': fraction_of_oracle(pooled_returns(runs, last, 'policy'), rule)}
+
+
 def summarize(runs, budgets=()):
     """One row per market and trainer (in run order): on the edge market the last stage's fraction of the
     oracle, the fraction at every env-step budget of `budgets` (`at_budget`), the learning curve, the env steps and
     CPU seconds of the first stage at each of `THRESHOLDS` of the oracle or more (None if none), the excess over
-    buy-and-hold; on the twin (where run) its excess over buy-and-hold and the policy's own return."""
+    buy-and-hold, the rule within reach (`reachable_rule`, None where the market has none); on the twin (where run)
+    its excess over buy-and-hold and the policy's own return."""
     rows = []
     for market, trainer in dict.fromkeys((run['market'], run['trainer']) for run in runs):
         group = [run for run in runs if (run['market'], run['trainer']) == (market, trainer)]
@@ -171,6 +188,7 @@ def summarize(runs, budgets=()):
                        at_budgets={str(budget): at_budget(curve, budget) for budget in budgets},
                        time_to=time_to_entries(curve),
                        excess_over_buy_and_hold=excess_over_buy_and_hold(edge),
+                       reachable_rule=reachable_rule(edge),
                        episodes=len(pooled_returns(edge, len(curve) - 1, 'policy')))
         if twin:
             row['twin_excess_over_buy_and_hold'] = excess_over_buy_and_hold(twin)
@@ -207,21 +225,26 @@ def _reached(entry):
 def table_lines(rows, budgets=()):
     """The summary as the lines of a markdown table (the one in docs/learning.md): per market and trainer the time
     to 50 % and 80 % of the oracle, the fraction at each budget and at the last stage (deterministic; sampling its
-    actions), and the excess over buy-and-hold on the market and its twin."""
+    actions), the rule within reach's fraction of the oracle and the policy's of the rule's, and the excess over
+    buy-and-hold on the market and its twin."""
     keys = ('mean_pct', 'ci_low_pct', 'ci_high_pct')
     fraction_keys = ('fraction', 'ci_low', 'ci_high')
     lines = ['| market | trainer | seeds | env steps / CPU s to {} of the oracle | {}fraction at the end [95 % '
              'interval] | '
-             'sampling | edge: policy - B&H % | twin: policy - B&H % (zero in?) | twin: policy return % (nothing '
-             'found?) |'.format(' / '.join('{:.0%}'.format(level) for level in THRESHOLDS),
-                                ''.join('fraction at {:,} steps | '.format(budget) for budget in budgets)),
-             '|---|---|---|---|' + '---|' * len(budgets) + '---|---|---|---|---|']
+             'sampling | rule within reach: of the oracle / policy of the rule | edge: policy - B&H % | twin: '
+             'policy - B&H % (zero in?) | twin: policy return % (nothing found?) |'.format(
+                 ' / '.join('{:.0%}'.format(level) for level in THRESHOLDS),
+                 ''.join('fraction at {:,} steps | '.format(budget) for budget in budgets)),
+             '|---|---|---|---|' + '---|' * len(budgets) + '---|---|---|---|---|---|']
     for row in rows:
         fraction = _interval(row.get('fraction_of_oracle', {}), fraction_keys, '{:.2f}')
         sampled = _interval((row.get('fraction_of_oracle') or {}).get('sampled') or {}, fraction_keys, '{:.2f}')
         reached = table_reached(row)
         at = [_interval((row.get('at_budgets') or {}).get(str(budget)) or {}, fraction_keys, '{:.2f}')
               for budget in budgets]
+        rule = row.get('reachable_rule')
+        within_reach = '-' if not rule else ' / '.join(
+            _interval(rule[part], fraction_keys, '{:.2f}') for part in ('of_the_oracle', 'policy_of_the_rule'))
         edge = _interval(row.get('excess_over_buy_and_hold', {}), keys, '{:+.2f}')
         twin_excess, twin_return = row.get('twin_excess_over_buy_and_hold'), row.get('twin_policy_return')
         twin_columns = ['-', '-']
@@ -231,13 +254,14 @@ def table_lines(rows, budgets=()):
                             '{} {}'.format(_interval(twin_return, keys, '{:+.3f}'),
                                            'yes' if twin_return['finds_nothing'] else 'no')]
         lines.append('| {} |'.format(' | '.join([row['market'], row['trainer'], str(len(row['seeds'])), reached] + at +
-                                                 [fraction, sampled, edge] + twin_columns)))
+                                                 [fraction, sampled, within_reach, edge] + twin_columns)))
     return lines
 
 
 def plot(rows, axis, label, path):
     """The fraction of the oracle (pooled over seeds and episodes, with its bootstrap interval shaded) against
-    `axis` ('env_steps' or 'cpu_seconds') of the learning curves: one panel per market, one line per trainer."""
+    `axis` ('env_steps' or 'cpu_seconds') of the learning curves: one panel per market, one line per trainer, and
+    the rule within reach's fraction where the market has one (that of the panel's first trainer's seeds)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
@@ -255,6 +279,10 @@ def plot(rows, axis, label, path):
                             alpha=0.15)
         for level, style in ((0.0, '-'), (THRESHOLDS[0], ':'), (THRESHOLDS[1], '-.'), (1.0, '--')):
             ax.axhline(level, color='grey', linestyle=style, linewidth=0.8)
+        rules = [row['reachable_rule']['of_the_oracle']['fraction'] for row in rows
+                 if row['market'] == market and row.get('reachable_rule')]
+        if rules and rules[0] is not None:
+            ax.axhline(rules[0], color='black', linestyle=(0, (1, 3)), linewidth=1.2, label='rule within reach')
         ax.set_title(market)
         ax.set_xlabel(label)
         ax.set_ylabel('policy return / oracle return (test file)')

@@ -13,14 +13,14 @@ import matplotlib.image
 import numpy as np
 import pytest
 from test_env import colour_pixels
-from test_known_edge_summary import benchmark_module
+from test_known_edge_summary import BENCHMARKS, benchmark_module
 
 from btgym_aac.algorithms import A3C, Launcher
 from btgym_aac.algorithms.policy import Aac1dPolicy
 from btgym_aac.cli import main as cli_main
 from btgym_aac.compat import tf
 from btgym_aac.data import make_random_walk_data, make_sine_data, write_histdata_csv
-from btgym_aac.data.markets import make_mean_reversion_data, write_market_csv
+from btgym_aac.data.markets import make_mean_reversion_data, make_regime_switching_data, write_market_csv
 from btgym_aac.distributed.checkpoints import (KEPT_CHECKPOINT_DIR, checkpoint_step, checkpoints_on_disk,
                                                latest_checkpoint)
 from btgym_aac.env import BTgymEnv
@@ -561,6 +561,34 @@ def test_estimated_mean_oracle_takes_the_mean_from_the_episode_or_the_last_bars(
         assert signal == pytest.approx((log_closes[start:now + 1].mean() - log_closes[now]) * pull, rel=1e-9)
 
 
+def test_the_rule_within_reach_plays_the_windows_evaluate_plays_on_mean_reversion_alone(run, tmp_path, monkeypatch):
+    """known_edge_runs' `reachable_rule_returns`: on a mean-reversion file, the oracle taking its mean from the
+    episode's bars (policy_against_oracle's `EstimatedMeanOracle`, as that script plays it) on the episodes
+    `evaluate` plays (the same helper replays the report's oracle returns); None on a regime-switching file, whose
+    oracle needs no rule, and on files of several assets."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    runs, script = benchmark_module('known_edge_runs'), benchmark_module('policy_against_oracle')
+    path = write_market_csv(make_mean_reversion_data(num_bars=6000, start='2018-03-01', seed=4),
+                            str(tmp_path / 'DAT_ASCII_MR_M1.csv'))
+    run_config = read_run_config(run['log_dir'])
+    rule = runs.reachable_rule_returns(run_config, path, 2)
+    report = evaluate(run['log_dir'], data=[path], episodes=2, out=str(tmp_path / 'report'), seed=runs.EVAL_SEED,
+                      plots=False)
+    env = make_evaluation_env(run_config, path)
+    try:
+        oracle = oracle_agent(env)
+        assert runs.episode_returns(env, oracle, 2) == report['agents']['oracle']['per_episode']['return_pct']
+        estimated = script.EstimatedMeanOracle(oracle.oracle, env.dataset.data, env.portfolio_actions, env)
+        expected = script.mean_return(env, estimated, 2, reset_options(episode_sample_type(env)))
+    finally:
+        env.close()
+    assert len(rule) == 2 and np.mean(rule) == pytest.approx(expected)
+    regime = write_market_csv(make_regime_switching_data(num_bars=6000, start='2018-03-01', seed=4),
+                              str(tmp_path / 'DAT_ASCII_REGIME_M1.csv'))
+    assert runs.reachable_rule_returns(run_config, regime, 2) is None
+    assert runs.reachable_rule_returns(run_config, {'X': path, 'Y': path}, 2) is None
+
+
 class PositionSizes:
     """Plays `agent`, keeping the size of the position after every step."""
 
@@ -581,12 +609,13 @@ class PositionSizes:
         self.agent.observe(reward)
 
 
-def test_known_edge_reevaluate_plays_every_kept_checkpoint_again_on_more_episodes(run, tmp_path, capsys):
+def test_known_edge_reevaluate_plays_every_kept_checkpoint_again_on_more_episodes(run, tmp_path, capsys, monkeypatch):
     """`benchmarks/known_edge_reevaluate.py` on a work dir laid out as `known_edge.py` lays it out: every stage is
     played from the kept checkpoint of its env steps on the asked number of episodes, its env steps and CPU and
     wall seconds kept; a Stable-Baselines3 run is left out and named; the policy sampling its actions draws the same
     actions when played again, and leaves numpy's global random state as it found it; a stage without its checkpoint
     stops the script naming the run and the steps kept."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # the script's directory, where it runs (its imports by name)
     reevaluate = benchmark_module('known_edge_reevaluate')
     work = tmp_path / 'work'
     data = work / 'data' / 'mr_edge_seed_0'
@@ -616,7 +645,7 @@ def test_known_edge_reevaluate_plays_every_kept_checkpoint_again_on_more_episode
     assert (out / 'known_edge_steps.png').stat().st_size > 0 and (out / 'known_edge_cpu.png').stat().st_size > 0
     for before, after in zip(stages, written['runs'][0]['stages']):
         assert {key: after[key] for key in before} == before
-        assert sorted(after['returns_pct']) == sorted(AGENTS + ('oracle',))
+        assert sorted(after['returns_pct']) == sorted(AGENTS + ('oracle', 'reachable_rule'))  # mean reversion's
         assert all(len(returns) == 2 for returns in after['returns_pct'].values())
         assert len(after['sampled_returns_pct']) == 2
         with open(run_folder / 'reevaluation_2' / 'evaluation_{}'.format(before['stage']) / 'report.json') as f:

@@ -67,6 +67,23 @@ def test_a_fraction_never_reached_and_runs_without_sampling(summary):
     assert '| 15,000 / 30 s; - |' in summary.table_lines([row])[2]
 
 
+def test_the_rule_within_reach_is_summarised_where_every_run_has_it(summary):
+    runs = [run(0, [0.4, 0.8, 1.2, 1.2], [0.0] * 4), run(1, [0.4, 0.8, 1.2, 0.9], [0.0] * 4)]
+    for seed_run, rule in zip(runs, (1.6, 1.4)):
+        for stage in seed_run['stages']:
+            stage['returns_pct'][summary.REACHABLE_RULE] = [rule] * 3
+    [row] = summary.summarize(runs)
+    # the last stage: the rule takes (1.6 + 1.4) / 2 / 2 = 0.75 of the oracle; the policy (1.2 + 0.9) / 3 = 0.7 of it
+    assert row['reachable_rule']['of_the_oracle']['fraction'] == pytest.approx(0.75)
+    assert row['reachable_rule']['policy_of_the_rule']['fraction'] == pytest.approx(0.7)
+    line = summary.table_lines([row])[2]
+    assert '| 0.75 [' in line and '] / 0.70 [' in line
+    del runs[1]['stages'][-1]['returns_pct'][summary.REACHABLE_RULE]  # a run of an earlier version
+    [row] = summary.summarize(runs)
+    assert row['reachable_rule'] is None
+    assert summary.table_lines([row])[2].split(' | ')[6] == '-'
+
+
 def test_the_late_fraction_pools_every_stage_from_its_env_steps_on(summary):
     runs = [run(0, [0.2, 1.2, 1.4, 1.8], [0.0] * 4), run(1, [0.4, 0.9, 1.9, 1.8], [0.0] * 4)]
     # the stages at 15,000 and 19,999 env steps: the policy's (1.4 + 1.9 + 1.8 + 1.8) / 4 over the oracle's 2
@@ -168,6 +185,32 @@ def test_market_params_reach_the_generator_and_the_recipe_the_oracle_reads(tmp_p
         assert (spec.params['half_life'], spec.params['volatility']) == (20.0, 3e-4)
         assert spec.params['noise'] == 5e-5  # the generator's default where not given
     assert read_market_spec(test).params['start'].startswith(runs.TEST_START)
+
+
+def test_resuming_adds_the_rule_within_reach_to_kept_mean_reversion_runs(tmp_path, monkeypatch):
+    """A kept run of results written before the rule within reach was recorded gets the rule's returns in every
+    stage (on the test file written again, the env of the run's preset), as a run of now records them; twins, runs
+    that have them and markets without a rule come back as they are."""
+    monkeypatch.syspath_prepend(str(BENCHMARKS))  # the scripts' directory, where they run (their imports by name)
+    known_edge, runs = benchmark_module('known_edge'), benchmark_module('known_edge_runs')
+    monkeypatch.setattr(sys, 'argv', ['known_edge.py', '--markets', 'mr', 'regime', '--trainers', 'a3c', '--preset',
+                                      'tuned', '--train-bars', '3000', '--test-bars', '6000'])
+    args = known_edge.parse_args()
+    stages = [{'stage': k, 'returns_pct': {'oracle': [1.0, 2.0], 'policy': [0.5, 0.5]}} for k in (1, 2)]
+    kept = {'market': 'mr', 'edge': True, 'trainer': 'a3c', 'seed': 0, 'stages': stages}
+    filled = runs.with_reachable_rule(kept, str(tmp_path), args)
+    train, test = runs.write_markets('mr', True, 0, runs.data_folder(str(tmp_path), 'mr', True, 0), 3000, 6000)
+    configs = runs.reference_configs('a3c', train, runs.env_overrides(args), preset='tuned')
+    expected = runs.reachable_rule_returns(configs, test, 2)
+    assert len(expected) == 2
+    assert [stage['returns_pct'] for stage in filled['stages']] == [
+        dict(stage['returns_pct'], reachable_rule=expected) for stage in stages]
+    assert all('reachable_rule' not in stage['returns_pct'] for stage in kept['stages'])  # not changed in place
+    assert runs.with_reachable_rule(filled, str(tmp_path), args) is filled
+    twin = dict(kept, edge=False)
+    assert runs.with_reachable_rule(twin, str(tmp_path), args) is twin
+    regime = dict(kept, market='regime')
+    assert runs.with_reachable_rule(regime, str(tmp_path), args) is regime
 
 
 @pytest.mark.parametrize('market_params, message', [
