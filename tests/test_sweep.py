@@ -20,6 +20,7 @@ from btgym_aac.data import make_random_walk_data
 from btgym_aac.data.parsing import read_ohlcv
 from btgym_aac.distributed.run_config import default_configs
 from btgym_aac.sweep import sweep
+from btgym_aac.sweep import runner
 from btgym_aac.sweep.runner import search, split_lockbox
 from btgym_aac.sweep.deflation import deflated_sharpe_ratio
 from btgym_aac.sweep.report import trial_rows, verdict
@@ -31,6 +32,8 @@ from btgym_aac.sweep.study import (CONTINUES, INTERRUPTED, SURPLUS, _run_again_i
 
 LEARN_RATE = 'trainer_config.kwargs.opt_learn_rate'
 TINY_SPACE = {LEARN_RATE: FloatDistribution(1e-5, 1e-3, log=True)}
+HAND_ASKED_TRIALS = pytest.mark.filterwarnings('ignore:Heartbeat of storage is supposed to be used with Study.optimize')
+"""For tests that ask the study for trials by hand, outside `optimize` (which beats the heartbeat)."""
 
 
 # ---------------------------------------------------------------------------------------------- spaces
@@ -235,6 +238,7 @@ def test_cut_off_trials_run_again_once_and_do_not_count(tmp_path):
     assert not {lost.number, again.number} & counted_numbers(study.get_trials())
 
 
+@HAND_ASKED_TRIALS
 def test_a_trial_two_hosts_start_beyond_the_total_gives_way_unrun_and_uncounted(tmp_path):
     study = _study(tmp_path)
     for value in (1.0, 2.0):
@@ -251,6 +255,27 @@ def test_a_trial_two_hosts_start_beyond_the_total_gives_way_unrun_and_uncounted(
     study.tell(first, 3.0)
     assert counted_numbers(study.get_trials()) == {0, 1, 2}
     assert [row['number'] for row in trial_rows(study)] == [0, 1, 2]
+
+
+@HAND_ASKED_TRIALS
+def test_the_progress_moves_after_every_trial_but_one_that_gave_way(tmp_path, monkeypatch):
+    """`search` updates the progress after a trial that ran (here one that failed at once) and not after a trial
+    that gave way as surplus: another host had started the last one wanted after this host found it wanting."""
+    study = _study(tmp_path)
+    for value in (1.0, 2.0):
+        study.tell(study.ask({'x': FloatDistribution(0, 1)}), value)
+    found_wanting = iter([True, True, False])  # the second time, another host takes trial 2's place
+    monkeypatch.setattr(runner, 'wants_another', lambda *_: next(found_wanting))
+    updates = []
+    validation = tmp_path / 'validation.csv'
+    validation.write_text('no bars here\n')  # the trial fails on it at once
+    plan = TrialPlan({}, TINY_SPACE, str(validation), str(tmp_path), 2, 200, 2, 0, None, 'vs-buy-and-hold')
+    search(plan, 'sqlite:///{}'.format(tmp_path / 'study.db'), 'test', {'folds': 2}, 3, 'none',
+           progress=SimpleNamespace(update=lambda *values: updates.append(values)))
+    failed, surplus = _study(tmp_path).get_trials()[2:]
+    assert failed.user_attrs['error'] and not failed.user_attrs.get(SURPLUS)
+    assert surplus.user_attrs[SURPLUS] and surplus.state == TrialState.FAIL
+    assert [done for done, _ in updates] == [3]  # trial 2's update alone
 
 
 def test_a_trial_the_machine_fails_stops_the_sweep_uncounted(tmp_path):
