@@ -238,8 +238,11 @@ def test_the_benchmark_trains_several_assets_as_train_assets_does_and_records_it
         return known_edge.settings(known_edge.parse_args())
 
     longer = {'trainer_config': {'kwargs': {'rollout_length': 64}}}
+    ppo = {'trainer_config': {'kwargs': dict(rollout_length=64, num_epochs=10, num_minibatches=8,
+                                             behaviour_logits=True, opt_learn_rate=3e-4, model_beta=0.0,
+                                             model_gae_lambda=0.95, clip_epsilon=0.2)}}
     assert written_settings('--markets', 'mr', 'pair', '--trainers', 'a3c', 'ppo', 'unreal', 'sb3_ppo', '--preset',
-                            'tuned')['multi_asset_layers'] == {'a3c': longer, 'unreal': longer}
+                            'tuned')['multi_asset_layers'] == {'a3c': longer, 'ppo': ppo, 'unreal': longer}
     for flags in (['--markets', 'mr', '--preset', 'tuned'], ['--markets', 'pair', '--preset', 'reference'],
-                  ['--markets', 'pair', '--trainers', 'ppo', '--preset', 'tuned']):
+                  ['--markets', 'pair', '--trainers', 'sb3_ppo', '--preset', 'tuned']):
         assert 'multi_asset_layers' not in written_settings(*flags), flags  # so --resume reads earlier results

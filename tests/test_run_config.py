@@ -151,9 +151,11 @@ def test_a_layer_for_several_assets_overrides_its_presets_settings_and_never_res
         assert getattr(single, name) != value, name
 
 
-@pytest.mark.parametrize('algo, per_trainer', [('a3c', {'rollout_length': 64}), ('ppo', {}),
-                                               ('unreal', {'rollout_length': 64})])
-def test_the_tuned_preset_on_several_assets_gives_a3c_and_unreal_longer_rollouts(algo, per_trainer):
+@pytest.mark.parametrize('algo, per_trainer', [
+    ('a3c', {'rollout_length': 64}), ('unreal', {'rollout_length': 64}),
+    ('ppo', {'rollout_length': 64, 'num_epochs': 10, 'num_minibatches': 8, 'behaviour_logits': True,
+             'opt_learn_rate': 3e-4, 'model_beta': 0.0, 'model_gae_lambda': 0.95, 'clip_epsilon': 0.2})])
+def test_the_tuned_preset_on_several_assets_gives_longer_rollouts_and_ppo_sb3s_updates(algo, per_trainer):
     single, multi = (default_configs(algo, import_classes=False, multi_asset=flag) for flag in (False, True))
     assert multi['trainer_config'] == dict(single['trainer_config'], kwargs=dict(
         single['trainer_config']['kwargs'], **per_trainer))
@@ -184,7 +186,7 @@ def test_the_assets_flag_takes_the_presets_layer_for_several_assets_under_a_conf
 
     assert rollout_length('--assets', *files) == 64
     assert rollout_length('--assets', *files, '--preset', 'reference') == rollout
-    assert rollout_length('--assets', *files, '--algo', 'ppo') == rollout
+    assert rollout_length('--assets', *files, '--algo', 'ppo') == 64
     assert rollout_length('--assets', *files, '--algo', 'unreal') == 64
     config_file = tmp_path / 'run.py'
     config_file.write_text("trainer_config = {'kwargs': {'rollout_length': 7}}\n")

@@ -135,17 +135,24 @@ PRESETS = {'reference': _reference_preset, 'fast': _fast_preset, 'dense': _dense
 """Preset name -> fn(algo) -> its layer of configs over `launcher_defaults()`."""
 
 
-LONGER_ROLLOUT_TRAINERS = ('a3c', 'unreal')
-"""The trainers `tuned` gives rollouts of 64 env steps on envs of several assets."""
+SB3_PPO_UPDATES = dict(num_epochs=10, num_minibatches=8, behaviour_logits=True, opt_learn_rate=3e-4, model_beta=0.0,
+                       model_gae_lambda=0.95, clip_epsilon=0.2)
+"""PPO's updates under `tuned` on envs of several assets: Stable-Baselines3's PPO defaults where this package has
+them (10 epochs over every train step's frames in minibatches of 64, with 8 envs per worker and rollouts of 64: 8
+minibatches; learn rate 3e-4, no entropy bonus, GAE lambda 0.95, clip 0.2), the ratio taken against the acting
+policy's logits."""
 
 
 def _tuned_multi_asset_layer(algo):
-    """`tuned`'s settings for envs of several assets: for A3C and UNREAL, rollouts of 64 env steps (512 frames per
-    worker and train step, a third of the updates per env step). A3C's: on the cointegrated pair about twice the
-    fraction of the oracle that rollouts of 20 take, on the basket level or a little ahead, where on one asset they
-    cost a little early learning; UNREAL's a little ahead on the pair and level on the basket; PPO's were level on the
-    pair, so it keeps 20 (docs/multi-asset.md, "Longer rollouts, the default on several assets")."""
-    return {'trainer_config': {'kwargs': {'rollout_length': 64}}} if algo in LONGER_ROLLOUT_TRAINERS else {}
+    """`tuned`'s settings for envs of several assets: for every trainer rollouts of 64 env steps (512 frames per
+    worker and train step, a third of the updates per env step), and for PPO Stable-Baselines3's updates
+    (`SB3_PPO_UPDATES`). A3C's rollouts: on the cointegrated pair about twice the fraction of the oracle that
+    rollouts of 20 take, on the basket level or a little ahead, where on one asset they cost a little early
+    learning; UNREAL's a little ahead on the pair and level on the basket (docs/multi-asset.md, "Longer rollouts, the
+    default on several assets"); PPO's with SB3's updates ahead of A3C's on the pair, near SB3's PPO
+    (docs/multi-asset.md, "PPO with Stable-Baselines3's updates")."""
+    kwargs = dict(rollout_length=64, **(SB3_PPO_UPDATES if algo == 'ppo' else {}))
+    return {'trainer_config': {'kwargs': kwargs}}
 
 
 MULTI_ASSET_LAYERS = {'tuned': _tuned_multi_asset_layer}
