@@ -32,20 +32,19 @@ package, `outside_markets.py`; these four are not in the defaults), every traine
   per-episode returns (%); on mean reversion, whose oracle knows the true mean, also those of the rule within a
   policy's reach (the oracle with the mean of the episode's bars so far, `known_edge_runs.reachable_rule_returns`).
 
-The summary, per market and trainer, time to skill first: the env steps and CPU seconds of the first stage at 50 %
-and at 80 % of the oracle or more (None if none); the fraction of the oracle (the policy's mean return per episode
-over the oracle's, seeds and episodes pooled, with a bootstrap interval: `walk_forward.summary.fraction_of_oracle`)
-at every env-step budget of `--budgets` (default 40,000 and 100,000) and at the last stage, deterministic and
-sampling; where the market has a rule within reach, its fraction of the oracle and the policy's fraction of the
-rule's return (`known_edge_summary.reachable_rule`); the learning curve (that fraction at every stage, against mean env steps and mean CPU seconds), and the
-policy's return minus
-buy-and-hold's with its bootstrap interval (`bootstrap_mean_interval`), on the edge market and on the twin (where
-it should include zero), and on the twin the policy's own return (whose interval should reach down to zero: a
-losing buy-and-hold cannot fool that one). Writes `known_edge.json` (settings, every run's stages, the summary;
-rewritten after every run), `known_edge_steps.png` and `known_edge_cpu.png` to `--out`, and prints the table (as in
-docs/learning.md). The market files, log dirs
-and evaluation folders go to `--work-dir` (default: a temporary folder, removed at the end); with a work dir kept,
-`known_edge_reevaluate.py` plays every kept checkpoint again on more test episodes without training again.
+The summary, per market and trainer, time to skill first: the env steps and CPU seconds of the first stage at 50 % and
+at 80 % of the oracle or more (None if none); the fraction of the oracle (the policy's mean return per episode over the
+oracle's, seeds and episodes pooled, with a bootstrap interval: `walk_forward.summary.fraction_of_oracle`) at every
+env-step budget of `--budgets` (default 40,000 and 100,000) and at the last stage, deterministic and sampling; where the
+market has a rule within reach, its fraction of the oracle and the policy's fraction of the rule's return
+(`known_edge_summary.reachable_rule`); the learning curve (that fraction at every stage, against mean env steps and mean
+CPU seconds), and the policy's return minus buy-and-hold's with its bootstrap interval (`bootstrap_mean_interval`), on
+the edge market and on the twin (where it should include zero), and on the twin the policy's own return (whose interval
+should reach down to zero: a losing buy-and-hold cannot fool that one). Writes `known_edge.json` (settings, every run's
+stages, the summary; rewritten after every run), `known_edge_steps.png` and `known_edge_cpu.png` to `--out`, and prints
+the table (as in docs/learning.md). The market files, log dirs and evaluation folders go to `--work-dir` (default: a
+temporary folder, removed at the end); with a work dir kept, `known_edge_reevaluate.py` plays every kept checkpoint
+again on more test episodes without training again.
 
 The defaults (3 markets, 4 trainers, 5 seeds, twins, 100,000 steps) make 120 runs: days on 2 cores; on a
 16-core machine, `--workers 8` and a market or trainer per command. `--preset` names the configuration of this
