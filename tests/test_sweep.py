@@ -203,6 +203,7 @@ def test_the_table_of_changed_settings_names_each_change_and_nothing_else(tmp_pa
     assert changed_settings(before, then) == []  # continued by a command that records them: the same search
 
 
+@HAND_ASKED_TRIALS
 def test_cut_off_trials_run_again_once_and_do_not_count(tmp_path):
     study = _study(tmp_path)
     done = study.ask({'x': FloatDistribution(0, 1)})
