@@ -137,7 +137,11 @@ def test_two_sweeps_share_one_postgres_study_and_a_third_with_other_settings_is_
 
         refused_out = tmp_path / 'sweep_c'  # (in this process: it is refused before any trial starts)
         capsys.readouterr()
-        assert cli_main(sweep_command(tmp_path, postgres_url, refused_out, **{'--test-episodes': 3})[3:]) == 2
+        connections = connections_to(postgres_url)
+        command = sweep_command(tmp_path, postgres_url, refused_out, **{'--test-episodes': 3})
+        arguments = command[command.index('btgym_aac.cli') + 1:]
+        assert cli_main(arguments) == 2
+        assert connections_to(postgres_url) == connections  # the refused sweep keeps no connection open
         assert "study 'shared' in {} was started with other settings:\n  setting          then  now\n  " \
                "--test-episodes  2     3\n".format(postgres_url) in capsys.readouterr().err
         assert trial_folders(refused_out) == set()
@@ -145,6 +149,17 @@ def test_two_sweeps_share_one_postgres_study_and_a_third_with_other_settings_is_
     finally:
         storage.remove_session()
         storage.engine.dispose()
+
+
+def connections_to(url):
+    """The number of connections to the database of `url` other than the one asking."""
+    engine = sqlalchemy.create_engine(url)
+    try:
+        with engine.connect() as connection:
+            return connection.exec_driver_sql('SELECT count(*) FROM pg_stat_activity WHERE datname = '
+                                              'current_database() AND pid <> pg_backend_pid()').scalar()
+    finally:
+        engine.dispose()
 
 
 def new_database(url, name):

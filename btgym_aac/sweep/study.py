@@ -55,7 +55,8 @@ def open_study(url, name, settings, direction='maximize'):
             now).
     """
     try:
-        study = optuna.create_study(storage=_storage(url), study_name=name, direction=direction, load_if_exists=True)
+        storage = _storage(url)
+        study = optuna.create_study(storage=storage, study_name=name, direction=direction, load_if_exists=True)
     except (sqlalchemy.exc.SQLAlchemyError, ImportError) as error:
         raise ValueError('--storage {}: the study cannot be opened there ({}: {})'.format(
             safe_url(url), type(error).__name__, str(error).splitlines()[0] if str(error) else '')) from error
@@ -63,6 +64,8 @@ def open_study(url, name, settings, direction='maximize'):
         study.set_user_attr(SETTINGS, settings)  # (a process that sets them at the same moment may win: read back)
     changed = changed_settings(study.user_attrs[SETTINGS], settings)
     if changed:
+        storage.remove_session()  # the refusing caller gets no study: its connections go now, not at exit
+        storage.engine.dispose()
         raise ValueError('study {!r} in {} was started with other settings:\n{}\ncontinue it with the same ones, or '
                          'start another study (another --study and --out)'.format(name, safe_url(url),
                                                                                  changes_table(changed)))
