@@ -2,7 +2,7 @@
 trained briefly on a mean-reverting market takes a good part of what the market's oracle takes on bars it never
 saw; `slow`, the default preset trained and evaluated as `benchmarks/known_edge.py` trains and evaluates it takes
 part of it on every single-asset market, its checkpoints at 20,000 and 40,000 env steps pooled, and on the pair and
-the basket, trained as `btgym-aac train --assets` trains (the preset's settings for several assets), at 40,000."""
+the basket, trained as `btgym-aac train --assets` trains (PPO, the preset's settings for several assets), at 40,000."""
 import os
 
 import numpy as np
@@ -30,11 +30,11 @@ EPISODES_OF_THE_BENCHMARK = dict(episode_duration={'days': 0, 'hours': 8, 'minut
 
 
 def known_edge_configs(train_data, log_dir):
-    """The default preset's A3C configuration on `train_data` (a file, or for several assets a dict asset -> file,
-    with the preset's settings for several assets and the env of `train --assets`), logging to `log_dir`: the
-    benchmark's episodes, no rendering."""
+    """The default preset's configuration, its trainer included, on `train_data` (a file: A3C; or for several assets
+    a dict asset -> file: PPO, with the preset's settings for several assets and the env of `train --assets`),
+    logging to `log_dir`: the benchmark's episodes, no rendering."""
     multi_asset = isinstance(train_data, dict)
-    configs = default_configs('a3c', multi_asset=multi_asset)
+    configs = default_configs(multi_asset=multi_asset)
     if multi_asset:
         configs['env_config'] = multi_asset_env_config(train_data, **EPISODES_OF_THE_BENCHMARK)
         configs['env_config']['kwargs']['render_enabled'] = False
@@ -129,12 +129,12 @@ def test_the_default_preset_takes_part_of_every_single_asset_oracle_out_of_sampl
 
 
 MULTI_ASSET_MARKETS = {
-    'pair': (make_pair_market, 0, 0.2),
-    'basket': (make_basket_market, 0, 0.4),
+    'pair': (make_pair_market, 0, 0.3),
+    'basket': (make_basket_market, 0, 0.35),
 }
 """Market of several assets -> (generator, run seed of `benchmarks/known_edge.py`, least fraction of the oracle at
-40,000 env steps); docs/multi-asset.md, "Longer rollouts, the default on several assets", has the runs the bounds
-come from."""
+40,000 env steps); docs/multi-asset.md, "PPO, the default trainer on several assets", has the runs the bounds come
+from."""
 
 
 @pytest.mark.slow

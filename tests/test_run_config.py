@@ -7,9 +7,10 @@ import pytest
 from btgym_aac.algorithms.config import AacConfig
 from btgym_aac.class_refs import ClassRef
 from btgym_aac.cli import _configs_from_args, build_parser
-from btgym_aac.distributed.run_config import (DEFAULT_PRESET, MULTI_ASSET_LAYERS, PRESETS, config_digest,
-                                              default_configs, digested_configs, launcher_configs, launcher_defaults,
-                                              merge_config, merge_configs)
+from btgym_aac.cli.config_files import algo_of
+from btgym_aac.distributed.run_config import (DEFAULT_ALGO, DEFAULT_PRESET, MULTI_ASSET_ALGOS, MULTI_ASSET_LAYERS,
+                                              PRESETS, config_digest, default_algo, default_configs, digested_configs,
+                                              launcher_configs, launcher_defaults, merge_config, merge_configs)
 
 REFERENCE_TRAINER_SETTINGS = dict(
     opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99, model_gae_lambda=1.0,
@@ -172,12 +173,21 @@ def test_presets_without_a_layer_for_several_assets_are_the_same_on_them(preset)
     assert config_digest(multi) == config_digest(single)
 
 
-@pytest.mark.parametrize('command', [['train'], ['walk-forward', '--folds', '1'], ['sweep', '--trials', '2']])
-def test_the_assets_flag_takes_the_presets_layer_for_several_assets_under_a_config_file(command, tmp_path):
+def _asset_flags(folder):
+    """`--assets` entries of two empty CSV files in `folder` (read only when a run starts)."""
     files = []
     for name in ('X', 'Y'):
-        (tmp_path / (name + '.csv')).write_text('')
-        files.append('{}={}'.format(name, tmp_path / (name + '.csv')))
+        (folder / (name + '.csv')).write_text('')
+        files.append('{}={}'.format(name, folder / (name + '.csv')))
+    return files
+
+
+RUN_COMMANDS = [['train'], ['walk-forward', '--folds', '1'], ['sweep', '--trials', '2']]
+
+
+@pytest.mark.parametrize('command', RUN_COMMANDS)
+def test_the_assets_flag_takes_the_presets_layer_for_several_assets_under_a_config_file(command, tmp_path):
+    files = _asset_flags(tmp_path)
     rollout = AacConfig().rollout_length
 
     def rollout_length(*flags):
@@ -193,6 +203,40 @@ def test_the_assets_flag_takes_the_presets_layer_for_several_assets_under_a_conf
     assert rollout_length(str(config_file), '--assets', *files) == 7
     if command == ['train']:
         assert rollout_length() == rollout
+
+
+@pytest.mark.parametrize('command', RUN_COMMANDS)
+def test_a_run_on_several_assets_under_tuned_trains_ppo_unless_it_names_its_trainer(command, tmp_path):
+    files = _asset_flags(tmp_path)
+
+    def trainer(*flags):
+        args = build_parser().parse_args(command + list(flags))
+        trainer_config = _configs_from_args(args)['trainer_config']
+        class_ref = trainer_config['class_ref']
+        return (algo_of(args), class_ref.name if isinstance(class_ref, ClassRef) else class_ref.__name__,
+                trainer_config['kwargs'])
+
+    algo, class_name, kwargs = trainer('--assets', *files)
+    assert (algo, class_name) == ('ppo', 'PPO') and kwargs['num_epochs'] == 10
+    assert trainer('--assets', *files, '--preset', 'reference')[:2] == ('a3c', 'A3C')
+    algo, class_name, kwargs = trainer('--assets', *files, '--algo', 'a3c')
+    assert (algo, class_name) == ('a3c', 'A3C') and 'num_epochs' not in kwargs and kwargs['num_minibatches'] == 4
+    assert trainer('--data', files[0].split('=')[1])[:2] == ('a3c', 'A3C')
+    config_file = tmp_path / 'run.py'
+    config_file.write_text("from btgym_aac.algorithms.aac import Unreal\n"
+                           "trainer_config = {'class_ref': Unreal, 'kwargs': {}}\n")
+    assert trainer(str(config_file), '--assets', *files)[1:] == ('Unreal', {})
+
+
+def test_the_default_trainer_is_a3c_but_on_several_assets_the_presets_own():
+    assert default_algo() == default_algo('reference', multi_asset=True) == DEFAULT_ALGO == 'a3c'
+    assert default_algo('tuned', multi_asset=True) == MULTI_ASSET_ALGOS['tuned'] == 'ppo'
+    assert set(MULTI_ASSET_ALGOS) <= set(MULTI_ASSET_LAYERS)
+    for multi_asset in (False, True):
+        trainer = default_configs(import_classes=False, multi_asset=multi_asset)['trainer_config']
+        assert trainer == default_configs(default_algo(multi_asset=multi_asset), import_classes=False,
+                                          multi_asset=multi_asset)['trainer_config']
+    assert trainer['class_ref'].name == 'PPO'
 
 
 def test_an_unknown_preset_or_algo_is_refused_naming_the_known_ones():

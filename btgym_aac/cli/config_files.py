@@ -9,8 +9,8 @@ from btgym_aac.class_refs import ClassRef
 from btgym_aac.cli.order_flags import order_flags
 from btgym_aac.config_modules import load_config_module
 from btgym_aac.logs import error_summary
-from btgym_aac.distributed.run_config import (CONFIG_NAMES, TRAINER_CLASSES, default_configs, merge_configs,
-                                              multi_asset_env_config)
+from btgym_aac.distributed.run_config import (CONFIG_NAMES, TRAINER_CLASSES, default_algo, default_configs,
+                                              merge_configs, multi_asset_env_config)
 
 
 def load_config_file(path):
@@ -52,8 +52,9 @@ def load_config_file(path):
 
 def _configs_from_args(args):
     """The config dicts of a run: the config file's dicts over the preset's (`run_config.merge_configs`; with
-    `--assets`, the preset's for several assets), then the flags, each setting one setting (`--algo` the trainer's
-    class, keeping its kwargs).
+    `--assets`, the preset's for several assets; without `--algo`, with the preset's trainer,
+    `run_config.default_algo`), then the flags, each setting one setting (`--algo` the trainer's class, keeping its
+    kwargs).
 
     Args:
         args: the parsed flags of `train`, `cluster-node`, `walk-forward` or `sweep`.
@@ -67,7 +68,7 @@ def _configs_from_args(args):
     """
     file_configs = load_config_file(args.config) if args.config else {}
     multi_asset = getattr(args, 'assets', None) is not None
-    configs = merge_configs(default_configs(args.algo or 'a3c', import_classes=False, preset=args.preset,
+    configs = merge_configs(default_configs(algo_of(args), import_classes=False, preset=args.preset,
                                             multi_asset=multi_asset), file_configs)
     if args.algo:
         configs['trainer_config']['class_ref'] = ClassRef('btgym_aac.algorithms.aac', TRAINER_CLASSES[args.algo])
@@ -103,6 +104,12 @@ def _configs_from_args(args):
     env_kwargs.update(cost_flags(args), **order_flags(args))
     configs['env_config'] = dict(configs['env_config'], kwargs=env_kwargs)
     return configs
+
+
+def algo_of(args):
+    """The trainer of a command's run: `--algo`, or without it the preset's (`run_config.default_algo`; on
+    several assets under `tuned`, PPO)."""
+    return args.algo or default_algo(args.preset, multi_asset=getattr(args, 'assets', None) is not None)
 
 
 COST_FLAGS = ('spread', 'slippage', 'slippage_fixed', 'commission', 'commission_scheme')

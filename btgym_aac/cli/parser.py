@@ -5,13 +5,17 @@ from btgym_aac.cli.commands import _cluster_node, _demo, _evaluate, _export, _tr
 from btgym_aac.cli.order_flags import add_order_flags
 from btgym_aac.cli.sweep_command import _sweep
 from btgym_aac.cli.trade_command import _parity, _tearsheet, _trade
-from btgym_aac.distributed.run_config import (DEFAULT_LOG_DIR, DEFAULT_MAX_RESTARTS, DEFAULT_MAX_STEPS, DEFAULT_PRESET,
-                                              DEFAULT_RESTART_WINDOW_MINUTES, PRESETS, TRAINER_CLASSES)
+from btgym_aac.distributed.run_config import (DEFAULT_ALGO, DEFAULT_LOG_DIR, DEFAULT_MAX_RESTARTS, DEFAULT_MAX_STEPS,
+                                              DEFAULT_PRESET, DEFAULT_RESTART_WINDOW_MINUTES, MULTI_ASSET_ALGOS, PRESETS,
+                                              TRAINER_CLASSES)
 from btgym_aac.progress import PLAIN_LINE_SECONDS
 from btgym_aac.sweep import OBJECTIVES, PRUNERS
 
 COMMAND_DESCRIPTION = ('The `btgym-aac` command: train, evaluate, walk-forward, sweep, cluster-node, export, trade, '
                        'tearsheet, demo.')
+
+ALGO_HELP = 'trainer (default {}{})'.format(DEFAULT_ALGO, ''.join(
+    '; with --assets under {}: {}'.format(preset, algo) for preset, algo in sorted(MULTI_ASSET_ALGOS.items())))
 
 
 def _whole_number(text):
@@ -29,7 +33,7 @@ def _add_run_flags(parser, cluster_spec_given=False):
     """Flags of `train` and `cluster-node` (whose cluster spec fixes the workers and ports: no --workers, --port)."""
     parser.add_argument('config', nargs='?', help='Python file defining env_config, cluster_config, '
                         'policy_config, trainer_config (and optionally launcher_config)')
-    parser.add_argument('--algo', choices=tuple(TRAINER_CLASSES), help='trainer (default a3c)')
+    parser.add_argument('--algo', choices=tuple(TRAINER_CLASSES), help=ALGO_HELP)
     parser.add_argument('--preset', choices=tuple(PRESETS), default=DEFAULT_PRESET,
                         help='the configuration the config file and the flags change (default: {}; reference: the '
                         'original notebook\'s; docs/configuration.md)'.format(DEFAULT_PRESET))
@@ -226,7 +230,7 @@ def _add_walk_forward_flags(parser, data_use):
     and test."""
     parser.add_argument('config', nargs='?', help='Python file defining the config dicts (default: the --preset '
                         'configuration)')
-    parser.add_argument('--algo', choices=tuple(TRAINER_CLASSES), help='trainer (default a3c)')
+    parser.add_argument('--algo', choices=tuple(TRAINER_CLASSES), help=ALGO_HELP)
     parser.add_argument('--preset', choices=tuple(PRESETS), default=DEFAULT_PRESET,
                         help='the configuration the config file and the flags change (default: {}; reference: the '
                         'original notebook\'s; docs/configuration.md)'.format(DEFAULT_PRESET))

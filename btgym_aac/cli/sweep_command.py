@@ -3,7 +3,7 @@
 import os
 
 from btgym_aac.cli.commands import run_resumable
-from btgym_aac.cli.config_files import _configs_from_args, data_argument
+from btgym_aac.cli.config_files import _configs_from_args, algo_of, data_argument
 
 
 def _sweep(args):
@@ -17,7 +17,7 @@ def _sweep(args):
 
     configs = _configs_from_args(args)
     report, status = run_resumable('sweep', lambda: sweep(
-        configs, data_argument(args), args.trials, out=args.out, space=args.space, algo=args.algo or 'a3c',
+        configs, data_argument(args), args.trials, out=args.out, space=args.space, algo=algo_of(args),
         storage=args.storage, study_name=args.study, folds=args.folds, train_steps=args.train_steps,
         test_episodes=args.test_episodes, seed=args.seed or 0, embargo=args.embargo, objective=args.objective,
         lockbox=args.lockbox, pruner=args.pruner, parallel=args.parallel, episode_plots=not args.no_episode_plots,

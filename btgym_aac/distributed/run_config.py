@@ -10,7 +10,8 @@ arguments). Every default is written once:
     * a preset (`PRESETS`) is a named layer of overrides of those; 'reference' is the original's notebook
       configuration, 'fast' the same run made cheaper (`_fast_preset`), 'dense' that with a small dense policy
       (`_dense_preset`) and 'tuned' that reading the time of day (`_tuned_preset`), the one `btgym-aac train`
-      runs; a preset may have a layer of its own for envs of several assets (`MULTI_ASSET_LAYERS`).
+      runs; a preset may have a layer of its own for envs of several assets (`MULTI_ASSET_LAYERS`) and a trainer
+      of its own for them (`MULTI_ASSET_ALGOS`).
 
 Layers stack by one rule (`merge_configs`), whether they come from a preset, a config file, a Launcher's
 arguments or the command line: a layer's config dicts update the ones below key by key, a layer's `kwargs`
@@ -163,12 +164,35 @@ DEFAULT_PRESET = 'tuned'
 """The preset `btgym-aac` and `default_configs` use unless told another: the best measured (docs/learning.md,
 "The tuned preset"); `reference` is the original notebook's configuration."""
 
+DEFAULT_ALGO = 'a3c'
+"""The trainer of a run that names none, unless its preset names another for envs of several assets
+(`MULTI_ASSET_ALGOS`)."""
 
-def default_configs(algo='a3c', import_classes=True, preset=DEFAULT_PRESET, multi_asset=False):
+MULTI_ASSET_ALGOS = {'tuned': 'ppo'}
+"""Preset name -> the trainer of its runs on several assets that name none: under `tuned` PPO with
+Stable-Baselines3's updates (`SB3_PPO_UPDATES`), a quarter of the cointegrated pair's oracle ahead of A3C and level
+with it on the basket by 100,000 env steps (docs/multi-asset.md, "PPO, the default trainer on several assets")."""
+
+
+def default_algo(preset=DEFAULT_PRESET, multi_asset=False):
+    """The trainer a run takes when it names none.
+
+    Args:
+        preset: a name of `PRESETS`.
+        multi_asset: True for a run on several assets.
+
+    Returns:
+        'a3c', 'unreal' or 'ppo': `preset`'s for several assets (`MULTI_ASSET_ALGOS`) where it has one, else
+        `DEFAULT_ALGO`.
+    """
+    return MULTI_ASSET_ALGOS.get(preset, DEFAULT_ALGO) if multi_asset else DEFAULT_ALGO
+
+
+def default_configs(algo=None, import_classes=True, preset=DEFAULT_PRESET, multi_asset=False):
     """The configs of a preset: `preset`'s layer over the Launcher's defaults, with the trainer of `algo`.
 
     Args:
-        algo: 'a3c', 'unreal' or 'ppo'.
+        algo: 'a3c', 'unreal' or 'ppo'; None: the preset's (`default_algo`).
         import_classes: False gives the env, strategy, policy and trainer classes as `class_refs.ClassRef`s, which
             a Launcher passes to its tasks without importing them (TensorFlow, backtrader, matplotlib) itself;
             `btgym-aac train` does so.
@@ -187,6 +211,8 @@ def default_configs(algo='a3c', import_classes=True, preset=DEFAULT_PRESET, mult
     """
     import numpy as np
 
+    if algo is None:
+        algo = default_algo(preset, multi_asset)
     if algo not in TRAINER_CLASSES:
         raise ValueError('unknown algo {!r}; known: {}'.format(algo, ', '.join(TRAINER_CLASSES)))
     if preset not in PRESETS:
