@@ -67,8 +67,8 @@ def _configs_from_args(args):
             flag that conflicts with another or with the config file.
     """
     file_configs = load_config_file(args.config) if args.config else {}
-    multi_asset = getattr(args, 'assets', None) is not None
-    configs = merge_configs(default_configs(algo_of(args), import_classes=False, preset=args.preset,
+    multi_asset = _on_several_assets(args)
+    configs = merge_configs(default_configs(args.algo, import_classes=False, preset=args.preset,
                                             multi_asset=multi_asset), file_configs)
     if args.algo:
         configs['trainer_config']['class_ref'] = ClassRef('btgym_aac.algorithms.aac', TRAINER_CLASSES[args.algo])
@@ -107,9 +107,14 @@ def _configs_from_args(args):
 
 
 def algo_of(args):
-    """The trainer of a command's run: `--algo`, or without it the preset's (`run_config.default_algo`; on
-    several assets under `tuned`, PPO)."""
-    return args.algo or default_algo(args.preset, multi_asset=getattr(args, 'assets', None) is not None)
+    """The trainer of a command's run, as `_configs_from_args` configures it: `--algo`, or without it the preset's
+    (`run_config.default_algo`; on several assets under `tuned`, PPO)."""
+    return args.algo or default_algo(args.preset, multi_asset=_on_several_assets(args))
+
+
+def _on_several_assets(args):
+    """Whether the command's run trades several assets (`--assets`, with or without entries)."""
+    return getattr(args, 'assets', None) is not None
 
 
 COST_FLAGS = ('spread', 'slippage', 'slippage_fixed', 'commission', 'commission_scheme')
