@@ -83,7 +83,7 @@ from known_edge_runs import (EVAL_SEED, MARKET_ASSETS, MARKETS, OUR_TRAINERS, SB
                              env_overrides, run_one, with_reachable_rule)
 from known_edge_summary import summarize, table_lines, write_result
 
-from btgym_aac.distributed.run_config import MULTI_ASSET_LAYERS, PRESETS
+from btgym_aac.distributed.run_config import MULTI_ASSET_LAYERS, PRESETS, multi_asset_env_settings
 
 TRAINERS = OUR_TRAINERS + (SB3_TRAINER,)
 OUR_TRAINING = 'one Launcher run keeping a checkpoint every stage'
@@ -205,6 +205,9 @@ def settings(args):
     layers = multi_asset_layers(args)
     if layers:  # likewise
         written['multi_asset_layers'] = layers
+    env_settings = multi_asset_envs(args)
+    if env_settings:  # likewise
+        written['multi_asset_env_settings'] = env_settings
     return written
 
 
@@ -215,6 +218,16 @@ def multi_asset_layers(args):
         return {}
     layers = {algo: MULTI_ASSET_LAYERS[args.preset](algo) for algo in args.trainers if algo in OUR_TRAINERS}
     return {algo: layer for algo, layer in layers.items() if layer}
+
+
+def multi_asset_envs(args):
+    """Trainer -> the preset's env settings for several assets (`run_config.multi_asset_env_settings`), of the
+    trainers that have some, where a market of several assets is run."""
+    if not set(args.markets) & set(MARKET_ASSETS):
+        return {}
+    found = {algo: multi_asset_env_settings(args.preset, algo, args.portfolio) for algo in args.trainers
+             if algo in OUR_TRAINERS}
+    return {algo: env_settings for algo, env_settings in found.items() if env_settings}
 
 
 def write_results(args, runs, seconds):

@@ -112,9 +112,11 @@ def reference_configs(algo, train_data, overrides, preset='reference', portfolio
     --config` puts them (`run_config.merge_configs`), with the train file and `overrides` (ENV_OVERRIDES and the
     costs asked for) in the env kwargs; for several assets (`train_data` a dict asset -> file) the preset's
     settings for them (`default_configs(multi_asset=True)`) and the env of `train --assets`
-    (`multi_asset_env_config`, a PortfolioEnv with `portfolio`), its dataset taking the `DATASET_OVERRIDES`."""
+    (`multi_asset_env_config`, a PortfolioEnv with `portfolio`, with the preset's settings for the trainer,
+    `multi_asset_env_settings`), its dataset taking the `DATASET_OVERRIDES`."""
     from btgym_aac.cli.config_files import load_config_file
-    from btgym_aac.distributed.run_config import default_configs, merge_configs, multi_asset_env_config
+    from btgym_aac.distributed.run_config import (default_configs, merge_configs, multi_asset_env_config,
+                                                  multi_asset_env_settings, trainer_algo)
 
     configs = default_configs(algo, preset=preset, multi_asset=isinstance(train_data, dict))
     if config_file:
@@ -124,7 +126,9 @@ def reference_configs(algo, train_data, overrides, preset='reference', portfolio
         return configs
     dataset = {key: value for key, value in overrides.items() if key in DATASET_OVERRIDES}
     configs['env_config'] = multi_asset_env_config(train_data, portfolio=portfolio, **dataset)
-    configs['env_config']['kwargs'].update({key: value for key, value in overrides.items() if key not in dataset})
+    configs['env_config']['kwargs'].update(
+        multi_asset_env_settings(preset, trainer_algo(configs['trainer_config']), portfolio),
+        **{key: value for key, value in overrides.items() if key not in dataset})
     return configs
 
 

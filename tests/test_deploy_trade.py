@@ -126,10 +126,13 @@ def test_a_replayed_episode_trades_as_evaluate_on_the_same_bars(reference_artifa
     assert all(entry['latency_ms'] > 0 and entry['received_at'] for entry in journal)
 
 
-def multi_asset_artifact(folder, kind):
-    """(log dir, artifact folder) of an untrained two-asset run of `kind` ('discrete' or 'portfolio')."""
-    log_dir = write_saved_run(folder / 'run', multi_asset_env_config(kind), MULTI_ASSET_POLICY_CONFIG,
-                              MULTI_ASSET_TRAINER_CONFIG, step=40)
+def multi_asset_artifact(folder, kind, **env_kwargs):
+    """(log dir, artifact folder) of an untrained two-asset run of `kind` ('discrete' or 'portfolio'), its env
+    taking `env_kwargs` too."""
+    env_config = multi_asset_env_config(kind)
+    env_config['kwargs'].update(env_kwargs)
+    log_dir = write_saved_run(folder / 'run', env_config, MULTI_ASSET_POLICY_CONFIG, MULTI_ASSET_TRAINER_CONFIG,
+                              step=40)
     assert cli_main(['export', log_dir, str(folder / 'artifact')]) == 0
     return log_dir, str(folder / 'artifact')
 
@@ -146,8 +149,15 @@ def portfolio_artifact(tmp_path_factory):
     return multi_asset_artifact(tmp_path_factory.mktemp('portfolio'), 'portfolio')
 
 
-def test_a_multi_asset_episode_trades_as_evaluate_on_the_same_bars(discrete_artifact, tmp_path, monkeypatch):
-    log_dir, artifact = discrete_artifact
+@pytest.fixture(scope='module')
+def per_asset_artifact(tmp_path_factory):
+    """(log dir, artifact folder) of an untrained two-asset MultiDiscreteEnv run with one head per asset."""
+    return multi_asset_artifact(tmp_path_factory.mktemp('per_asset'), 'discrete', action_encoding='per_asset')
+
+
+@pytest.mark.parametrize('artifact_fixture', ['discrete_artifact', 'per_asset_artifact'])
+def test_a_multi_asset_episode_trades_as_evaluate_on_the_same_bars(artifact_fixture, request, tmp_path, monkeypatch):
+    log_dir, artifact = request.getfixturevalue(artifact_fixture)
     record, frames = evaluated_episode(log_dir, seed=3, monkeypatch=monkeypatch)
     assert list(frames) == ['A', 'B']
     result = trade(artifact, replay_specs(frames, tmp_path), str(tmp_path / 'paper'), close_at_end=True)

@@ -246,3 +246,11 @@ def test_the_benchmark_trains_several_assets_as_train_assets_does_and_records_it
     for flags in (['--markets', 'mr', '--preset', 'tuned'], ['--markets', 'pair', '--preset', 'reference'],
                   ['--markets', 'pair', '--trainers', 'sb3_ppo', '--preset', 'tuned']):
         assert 'multi_asset_layers' not in written_settings(*flags), flags  # so --resume reads earlier results
+    assert written_settings('--markets', 'pair', '--trainers', 'a3c', 'ppo', 'sb3_ppo', '--preset', 'tuned')[
+        'multi_asset_env_settings'] == {'ppo': {'action_encoding': 'per_asset'}}
+    for flags in (['--markets', 'pair', '--preset', 'tuned', '--portfolio'], ['--markets', 'mr', '--preset', 'tuned'],
+                  ['--markets', 'pair', '--trainers', 'a3c', '--preset', 'tuned']):
+        assert 'multi_asset_env_settings' not in written_settings(*flags), flags
+    ppo_pair = runs.reference_configs('ppo', {'X': 'x.csv', 'Y': 'y.csv'}, {}, preset='tuned')
+    assert ppo_pair['env_config']['kwargs']['action_encoding'] == 'per_asset'
+    assert 'action_encoding' not in pair['env_config']['kwargs']

@@ -9,8 +9,9 @@ from btgym_aac.class_refs import ClassRef
 from btgym_aac.cli import _configs_from_args, build_parser
 from btgym_aac.cli.config_files import algo_of
 from btgym_aac.distributed.run_config import (DEFAULT_ALGO, DEFAULT_PRESET, MULTI_ASSET_ALGOS, MULTI_ASSET_LAYERS,
-                                              PRESETS, config_digest, default_algo, default_configs, digested_configs,
-                                              launcher_configs, launcher_defaults, merge_config, merge_configs)
+                                              PRESETS, TRAINER_CLASSES, config_digest, default_algo, default_configs,
+                                              digested_configs, launcher_configs, launcher_defaults, merge_config,
+                                              merge_configs, multi_asset_env_settings, trainer_algo)
 
 REFERENCE_TRAINER_SETTINGS = dict(
     opt_learn_rate=1e-4, opt_end_learn_rate=1e-5, opt_decay_steps=50e6, model_gamma=0.99, model_gae_lambda=1.0,
@@ -226,6 +227,41 @@ def test_a_run_on_several_assets_under_tuned_trains_ppo_unless_it_names_its_trai
     config_file.write_text("from btgym_aac.algorithms.aac import Unreal\n"
                            "trainer_config = {'class_ref': Unreal, 'kwargs': {}}\n")
     assert trainer(str(config_file), '--assets', *files)[1:] == ('Unreal', {})
+
+
+@pytest.mark.parametrize('command', RUN_COMMANDS)
+def test_ppo_on_several_assets_under_tuned_gets_one_head_per_asset(command, tmp_path):
+    files = _asset_flags(tmp_path)
+
+    def encoding(*flags):
+        env_kwargs = _configs_from_args(build_parser().parse_args(command + list(flags)))['env_config']['kwargs']
+        return env_kwargs.get('action_encoding')
+
+    assert encoding('--assets', *files) == encoding('--assets', *files, '--algo', 'ppo') == 'per_asset'
+    for other in (['--algo', 'a3c'], ['--algo', 'unreal'], ['--preset', 'reference'], ['--portfolio']):
+        assert encoding('--assets', *files, *other) is None, other
+    config_file = tmp_path / 'run.py'
+    config_file.write_text("from btgym_aac.algorithms.aac import PPO\n"
+                           "class MyPPO(PPO):\n    pass\n"
+                           "trainer_config = {'class_ref': MyPPO, 'kwargs': {}}\n")
+    assert encoding(str(config_file), '--assets', *files) is None
+    assert encoding('--assets', *files, '--action-encoding', 'joint') == 'joint'
+    assert encoding('--assets', *files, '--algo', 'a3c', '--action-encoding', 'per_asset') == 'per_asset'
+    with pytest.raises(ValueError, match='--action-encoding is for discrete actions; --portfolio'):
+        encoding('--assets', *files, '--portfolio', '--action-encoding', 'joint')
+    with pytest.raises(ValueError, match='--action-encoding needs --assets'):
+        encoding('--data', files[0].split('=')[1], '--action-encoding', 'joint')
+
+
+def test_the_env_settings_for_several_assets_name_the_trainer_by_its_class():
+    assert multi_asset_env_settings('tuned', 'ppo') == {'action_encoding': 'per_asset'}
+    assert multi_asset_env_settings('tuned', 'ppo', portfolio=True) == {}
+    assert multi_asset_env_settings('tuned', 'a3c') == multi_asset_env_settings('reference', 'ppo') == {}
+    assert multi_asset_env_settings('tuned', None) == {}
+    for algo in TRAINER_CLASSES:
+        for import_classes in (False, True):
+            assert trainer_algo(default_configs(algo, import_classes=import_classes)['trainer_config']) == algo
+    assert trainer_algo({'class_ref': ClassRef('my_trainers', 'PPO')}) is None
 
 
 def test_the_default_trainer_is_a3c_but_on_several_assets_the_presets_own():

@@ -10,7 +10,8 @@ from btgym_aac.cli.order_flags import order_flags
 from btgym_aac.config_modules import load_config_module
 from btgym_aac.logs import error_summary
 from btgym_aac.distributed.run_config import (CONFIG_NAMES, TRAINER_CLASSES, default_algo, default_configs,
-                                              merge_configs, multi_asset_env_config)
+                                              merge_configs, multi_asset_env_config, multi_asset_env_settings,
+                                              trainer_algo)
 
 
 def load_config_file(path):
@@ -52,9 +53,9 @@ def load_config_file(path):
 
 def _configs_from_args(args):
     """The config dicts of a run: the config file's dicts over the preset's (`run_config.merge_configs`; with
-    `--assets`, the preset's for several assets; without `--algo`, with the preset's trainer,
-    `run_config.default_algo`), then the flags, each setting one setting (`--algo` the trainer's class, keeping its
-    kwargs).
+    `--assets`, the preset's for several assets, its env settings for the run's trainer among them,
+    `run_config.multi_asset_env_settings`; without `--algo`, with the preset's trainer, `run_config.default_algo`),
+    then the flags, each setting one setting (`--algo` the trainer's class, keeping its kwargs).
 
     Args:
         args: the parsed flags of `train`, `cluster-node`, `walk-forward` or `sweep`.
@@ -90,10 +91,14 @@ def _configs_from_args(args):
             launcher[key] = getattr(args, flag)
     if multi_asset:
         configs['env_config'] = _multi_asset_env_config(args, 'env_config' in file_configs)
-        configs['env_config']['kwargs'].update(cost_flags(args), **order_flags(args))
+        configs['env_config']['kwargs'].update(
+            multi_asset_env_settings(args.preset, trainer_algo(configs['trainer_config']), args.portfolio),
+            **_action_encoding_flag(args), **cost_flags(args), **order_flags(args))
         return configs
     if getattr(args, 'portfolio', False):
         raise ValueError('--portfolio needs --assets (the assets whose weights it trades)')
+    if getattr(args, 'action_encoding', None):
+        raise ValueError('--action-encoding needs --assets (the assets whose actions it encodes)')
     if getattr(args, 'data', None):
         if env_kwargs.get('dataset') is not None:
             raise ValueError('--data would replace the config\'s `dataset` (a {}) by a BTgymDataset of the files: '
@@ -179,6 +184,19 @@ def _multi_asset_env_config(args, config_file_env):
         raise ValueError('--assets would replace the env_config of {}: give the assets\' data to its dataset '
                          'there, or drop --assets'.format(args.config))
     return multi_asset_env_config(asset_files(args.assets), portfolio=args.portfolio)
+
+
+def _action_encoding_flag(args):
+    """The env setting `--action-encoding` gives a run on several assets (none when it is not given).
+
+    Raises:
+        ValueError: it is given with --portfolio, whose target weights have no discrete encoding.
+    """
+    if not getattr(args, 'action_encoding', None):
+        return {}
+    if args.portfolio:
+        raise ValueError('--action-encoding is for discrete actions; --portfolio trades target weights')
+    return {'action_encoding': args.action_encoding}
 
 
 def _check_initial_checkpoint(folder):

@@ -9,6 +9,7 @@ from btgym_aac.distributed.run_config import (DEFAULT_ALGO, DEFAULT_LOG_DIR, DEF
                                               DEFAULT_PRESET, DEFAULT_RESTART_WINDOW_MINUTES, MULTI_ASSET_ALGOS, PRESETS,
                                               TRAINER_CLASSES)
 from btgym_aac.progress import PLAIN_LINE_SECONDS
+from btgym_aac.spaces import ENCODINGS
 from btgym_aac.sweep import OBJECTIVES, PRUNERS
 
 COMMAND_DESCRIPTION = ('The `btgym-aac` command: train, evaluate, walk-forward, sweep, cluster-node, export, trade, '
@@ -51,8 +52,7 @@ def _add_run_flags(parser, cluster_spec_given=False):
                         help='trade several assets, one OHLC CSV file each, with one discrete action per asset '
                         '(MultiDiscreteEnv, MultiAssetStrategy); without entries: the built-in cointegrated pair '
                         'X, Y')
-    parser.add_argument('--portfolio', action='store_true',
-                        help='with --assets: trade target portfolio weights (PortfolioEnv) instead')
+    _add_asset_env_flags(parser)
     parser.add_argument('--seed', type=_whole_number, help='root random seed')
     if not cluster_spec_given:
         parser.add_argument('--port', type=int, help='first cluster port (default: free ports)')
@@ -225,6 +225,16 @@ def _add_export_command(commands):
     export.set_defaults(run=_export)
 
 
+def _add_asset_env_flags(parser):
+    """The flags of the env of a run on several assets: `--portfolio` and `--action-encoding`."""
+    parser.add_argument('--portfolio', action='store_true',
+                        help='with --assets: trade target portfolio weights (PortfolioEnv) instead')
+    parser.add_argument('--action-encoding', choices=ENCODINGS,
+                        help="with --assets, not --portfolio: the policy's action head, one categorical over the "
+                        "assets' joint actions (joint, the original's) or one per asset (per_asset); default: the "
+                        "preset's (tuned: per_asset for PPO, else joint)")
+
+
 def _add_walk_forward_flags(parser, data_use):
     """The flags `walk-forward` and `sweep` share: the config, the data (to `data_use`) and each fold's training
     and test."""
@@ -237,8 +247,7 @@ def _add_walk_forward_flags(parser, data_use):
     _add_data_flags(parser, True, 'OHLC CSV files to ' + data_use,
                     'several assets to {}, one OHLC CSV file (or several, comma-separated) each, aligned on their '
                     'common bar times and cut at the same times'.format(data_use))
-    parser.add_argument('--portfolio', action='store_true',
-                        help='with --assets: trade target portfolio weights (PortfolioEnv) instead')
+    _add_asset_env_flags(parser)
     parser.add_argument('--train-steps', type=int, help='env steps per fold (default: the config\'s max_env_steps)')
     parser.add_argument('--test-episodes', type=int, default=5, help='test episodes per block (default: 5)')
     parser.add_argument('--embargo', metavar='DURATION',

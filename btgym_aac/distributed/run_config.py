@@ -10,8 +10,8 @@ arguments). Every default is written once:
     * a preset (`PRESETS`) is a named layer of overrides of those; 'reference' is the original's notebook
       configuration, 'fast' the same run made cheaper (`_fast_preset`), 'dense' that with a small dense policy
       (`_dense_preset`) and 'tuned' that reading the time of day (`_tuned_preset`), the one `btgym-aac train`
-      runs; a preset may have a layer of its own for envs of several assets (`MULTI_ASSET_LAYERS`) and a trainer
-      of its own for them (`MULTI_ASSET_ALGOS`).
+      runs; a preset may have a layer of its own for envs of several assets (`MULTI_ASSET_LAYERS`), a trainer
+      of its own for them (`MULTI_ASSET_ALGOS`) and env settings for each trainer (`MULTI_ASSET_ENV_SETTINGS`).
 
 Layers stack by one rule (`merge_configs`), whether they come from a preset, a config file, a Launcher's
 arguments or the command line: a layer's config dicts update the ones below key by key, a layer's `kwargs`
@@ -160,6 +160,44 @@ MULTI_ASSET_LAYERS = {'tuned': _tuned_multi_asset_layer}
 """Preset name -> fn(algo) -> its layer for envs of several assets, over the preset's own (`default_configs`'s
 `multi_asset`); a preset missing here has none: `reference` is the original notebook's on every env."""
 
+
+def _tuned_multi_asset_env(algo):
+    """`tuned`'s env settings on several assets: for PPO one categorical head per asset
+    (`action_encoding='per_asset'`, Stable-Baselines3's layout of a MultiDiscrete action) where the original has one
+    over the joint actions: on the pair and the basket about three quarters of the oracle by 20,000 env steps, where
+    the joint head takes a third (docs/multi-asset.md, "One head per asset for PPO")."""
+    return {'action_encoding': 'per_asset'} if algo == 'ppo' else {}
+
+
+MULTI_ASSET_ENV_SETTINGS = {'tuned': _tuned_multi_asset_env}
+"""Preset name -> fn(algo) -> its MultiDiscreteEnv kwargs (`multi_asset_env_settings`); a preset missing here
+has none."""
+
+
+def multi_asset_env_settings(preset, algo, portfolio=False):
+    """A preset's env kwargs for a run on several assets, over `multi_asset_env_config`'s.
+
+    Args:
+        preset: a name of `PRESETS`.
+        algo: the run's trainer, a name of `TRAINER_CLASSES`, or None for a trainer class of the user's own.
+        portfolio: True for a PortfolioEnv (target weights), which takes none of them.
+
+    Returns:
+        dict of env kwargs (empty where the preset has none, for `algo` None and for a PortfolioEnv).
+    """
+    if portfolio or algo is None or preset not in MULTI_ASSET_ENV_SETTINGS:
+        return {}
+    return MULTI_ASSET_ENV_SETTINGS[preset](algo)
+
+
+def trainer_algo(trainer_config):
+    """The `TRAINER_CLASSES` name of a trainer_config's class, or None for a class of the user's own."""
+    ref = trainer_config.get('class_ref')
+    module, name = ((ref.module, ref.name) if isinstance(ref, ClassRef) else
+                    (getattr(ref, '__module__', None), getattr(ref, '__qualname__', None)))
+    names = {class_name: algo for algo, class_name in TRAINER_CLASSES.items()}
+    return names.get(name) if module == 'btgym_aac.algorithms.aac' else None
+
 DEFAULT_PRESET = 'tuned'
 """The preset `btgym-aac` and `default_configs` use unless told another: the best measured (docs/learning.md,
 "The tuned preset"); `reference` is the original notebook's configuration."""
@@ -198,8 +236,9 @@ def default_configs(algo=None, import_classes=True, preset=DEFAULT_PRESET, multi
             `btgym-aac train` does so.
         preset: a name of `PRESETS`.
         multi_asset: True for a run on several assets: the preset's layer for them (`MULTI_ASSET_LAYERS`) over its
-            own. The env_config is still the single-asset one: put `multi_asset_env_config(...)` in its place, as
-            `btgym-aac train --assets` does.
+            own. The env_config is still the single-asset one: put `multi_asset_env_config(...)` in its place,
+            with the preset's settings for the trainer (`multi_asset_env_settings`), as `btgym-aac train --assets`
+            does.
 
     Returns:
         dict of env_config, cluster_config, policy_config, trainer_config, launcher_config; the launcher_config
