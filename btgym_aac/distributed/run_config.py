@@ -25,7 +25,7 @@ import hashlib
 import json
 import os
 
-from btgym_aac.class_refs import ClassRef
+from btgym_aac.class_refs import ClassRef, class_name
 from btgym_aac.config_modules import dumps_with_sources
 from btgym_aac.validation import check_whole_number, is_finite_real
 
@@ -192,11 +192,8 @@ def multi_asset_env_settings(preset, algo, portfolio=False):
 
 def trainer_algo(trainer_config):
     """The `TRAINER_CLASSES` name of a trainer_config's class, or None for a class of the user's own."""
-    ref = trainer_config.get('class_ref')
-    module, name = ((ref.module, ref.name) if isinstance(ref, ClassRef) else
-                    (getattr(ref, '__module__', None), getattr(ref, '__qualname__', None)))
-    names = {class_name: algo for algo, class_name in TRAINER_CLASSES.items()}
-    return names.get(name) if module == 'btgym_aac.algorithms.aac' else None
+    algos = {('btgym_aac.algorithms.aac', name): algo for algo, name in TRAINER_CLASSES.items()}
+    return algos.get(class_name(trainer_config.get('class_ref')))
 
 DEFAULT_PRESET = 'tuned'
 """The preset `btgym-aac` and `default_configs` use unless told another: the best measured (docs/learning.md,
