@@ -10,8 +10,7 @@ from btgym_aac.cli.order_flags import order_flags
 from btgym_aac.config_modules import load_config_module
 from btgym_aac.logs import error_summary
 from btgym_aac.distributed.run_config import (CONFIG_NAMES, TRAINER_CLASSES, default_algo, default_configs,
-                                              merge_configs, multi_asset_env_config, multi_asset_env_settings,
-                                              trainer_algo)
+                                              merge_configs, multi_asset_env_config, trainer_algo)
 
 
 def load_config_file(path):
@@ -90,10 +89,9 @@ def _configs_from_args(args):
         if getattr(args, flag, None) is not None:
             launcher[key] = getattr(args, flag)
     if multi_asset:
-        configs['env_config'] = _multi_asset_env_config(args, 'env_config' in file_configs)
-        configs['env_config']['kwargs'].update(
-            multi_asset_env_settings(args.preset, trainer_algo(configs['trainer_config']), args.portfolio),
-            **_action_encoding_flag(args), **cost_flags(args), **order_flags(args))
+        configs['env_config'] = _multi_asset_env_config(args, 'env_config' in file_configs,
+                                                        trainer_algo(configs['trainer_config']))
+        configs['env_config']['kwargs'].update(_action_encoding_flag(args), **cost_flags(args), **order_flags(args))
         return configs
     if getattr(args, 'portfolio', False):
         raise ValueError('--portfolio needs --assets (the assets whose weights it trades)')
@@ -175,15 +173,15 @@ def data_argument(args):
     return asset_files(args.assets) if getattr(args, 'assets', None) else args.data
 
 
-def _multi_asset_env_config(args, config_file_env):
-    """The env_config of `--assets` (and `--portfolio`); refuses --data and a config file's own env_config
-    (`config_file_env`)."""
+def _multi_asset_env_config(args, config_file_env, algo):
+    """The env_config of `--assets` (and `--portfolio`), with the preset's settings for the trainer `algo`; refuses
+    --data and a config file's own env_config (`config_file_env`)."""
     if getattr(args, 'data', None):
         raise ValueError('--assets and --data both give the data: give each asset\'s file as NAME=CSV')
     if config_file_env:
         raise ValueError('--assets would replace the env_config of {}: give the assets\' data to its dataset '
                          'there, or drop --assets'.format(args.config))
-    return multi_asset_env_config(asset_files(args.assets), portfolio=args.portfolio)
+    return multi_asset_env_config(asset_files(args.assets), portfolio=args.portfolio, preset=args.preset, algo=algo)
 
 
 def _action_encoding_flag(args):

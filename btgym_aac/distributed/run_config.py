@@ -233,9 +233,8 @@ def default_configs(algo=None, import_classes=True, preset=DEFAULT_PRESET, multi
             `btgym-aac train` does so.
         preset: a name of `PRESETS`.
         multi_asset: True for a run on several assets: the preset's layer for them (`MULTI_ASSET_LAYERS`) over its
-            own. The env_config is still the single-asset one: put `multi_asset_env_config(...)` in its place,
-            with the preset's settings for the trainer (`multi_asset_env_settings`), as `btgym-aac train --assets`
-            does.
+            own. The env_config is still the single-asset one: put `multi_asset_env_config(..., preset, algo)` in
+            its place (with the preset's settings for the trainer), as `btgym-aac train --assets` does.
 
     Returns:
         dict of env_config, cluster_config, policy_config, trainer_config, launcher_config; the launcher_config
@@ -389,14 +388,17 @@ def check_purge_previous(purge_previous, shared_log_dir):
                          '0, got {!r}'.format(purge_previous))
 
 
-def multi_asset_env_config(assets=None, portfolio=False, **dataset_kwargs):
+def multi_asset_env_config(assets=None, portfolio=False, preset=None, algo=None, **dataset_kwargs):
     """The env_config of `btgym-aac train --assets`: MultiAssetStrategy trading every asset of a BTgymMultiData,
-    with the reference configuration's broker, episode and reward settings.
+    with the reference configuration's broker, episode and reward settings, and a preset's settings for the run's
+    trainer over them (`multi_asset_env_settings`).
 
     Args:
         assets: dict asset name -> CSV path(s) or DataFrame, in data line order; None or empty: the built-in
             cointegrated pair `X`, `Y` (`make_cointegrated_pair(seed=0)`).
         portfolio: PortfolioEnv (target weights) instead of MultiDiscreteEnv (one discrete action per asset).
+        preset: a name of `PRESETS` whose settings for `algo` to take; None: the reference configuration's alone.
+        algo: the run's trainer (see `trainer_algo`).
         **dataset_kwargs: more kwargs of every data line's `BTgymDataset` (e.g. `target_period` for test episodes),
             or other values of the reference's `episode_duration` and `time_gap`.
 
@@ -423,6 +425,7 @@ def multi_asset_env_config(assets=None, portfolio=False, **dataset_kwargs):
                   render_modes=['episode', 'human'])
     if not portfolio:
         kwargs['order_size'] = REFERENCE_ENV_KWARGS['order_size']
+    kwargs.update(multi_asset_env_settings(preset, algo, portfolio))
     return {'class_ref': PortfolioEnv if portfolio else MultiDiscreteEnv, 'kwargs': kwargs}
 
 
