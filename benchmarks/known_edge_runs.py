@@ -112,11 +112,10 @@ def reference_configs(algo, train_data, overrides, preset='reference', portfolio
     --config` puts them (`run_config.merge_configs`), with the train file and `overrides` (ENV_OVERRIDES and the
     costs asked for) in the env kwargs; for several assets (`train_data` a dict asset -> file) the preset's
     settings for them (`default_configs(multi_asset=True)`) and the env of `train --assets`
-    (`multi_asset_env_config`, a PortfolioEnv with `portfolio`, with the preset's settings for the trainer,
-    `multi_asset_env_settings`), its dataset taking the `DATASET_OVERRIDES`."""
+    (`multi_asset_env_config`, a PortfolioEnv with `portfolio`, with the preset's settings for the trainer), its
+    dataset taking the `DATASET_OVERRIDES`."""
     from btgym_aac.cli.config_files import load_config_file
-    from btgym_aac.distributed.run_config import (default_configs, merge_configs, multi_asset_env_config,
-                                                  multi_asset_env_settings, trainer_algo)
+    from btgym_aac.distributed.run_config import default_configs, merge_configs, multi_asset_env_config, trainer_algo
 
     configs = default_configs(algo, preset=preset, multi_asset=isinstance(train_data, dict))
     if config_file:
@@ -125,10 +124,9 @@ def reference_configs(algo, train_data, overrides, preset='reference', portfolio
         configs['env_config']['kwargs'].update(overrides, filename=train_data)
         return configs
     dataset = {key: value for key, value in overrides.items() if key in DATASET_OVERRIDES}
-    configs['env_config'] = multi_asset_env_config(train_data, portfolio=portfolio, **dataset)
-    configs['env_config']['kwargs'].update(
-        multi_asset_env_settings(preset, trainer_algo(configs['trainer_config']), portfolio),
-        **{key: value for key, value in overrides.items() if key not in dataset})
+    configs['env_config'] = multi_asset_env_config(train_data, portfolio=portfolio, preset=preset,
+                                                   algo=trainer_algo(configs['trainer_config']), **dataset)
+    configs['env_config']['kwargs'].update({key: value for key, value in overrides.items() if key not in dataset})
     return configs
 
 
@@ -437,22 +435,32 @@ def run_folder(work_dir, market, edge, trainer, seed):
     return os.path.join(work_dir, 'runs', '{}_{}_{}_seed_{}'.format(market, 'edge' if edge else 'twin', trainer, seed))
 
 
-def with_reachable_rule(run, folder, args):
-    """A kept run (`--resume`) of results written before the rule within reach was recorded, with the rule's
-    returns (`reachable_rule_returns`) in every stage where its market has one: the test file written again in the
-    work dir `folder`, the rule played on the env of the run's configuration (`args`: the preset and config file of
-    this package's trainers, SB3's env preset). Runs that have them, twins and markets without a rule come back as
-    they are."""
-    if not run['edge'] or all(REACHABLE_RULE in stage['returns_pct'] for stage in run['stages']):
-        return run
-    params = args.market_params.get(run['market'])
-    train_data, test_data = write_markets(run['market'], True, run['seed'],
-                                          data_folder(folder, run['market'], True, run['seed']), args.train_bars,
-                                          args.test_bars, params)
+def recorded_run_env(run, folder, args):
+    """(configs, test data) of a recorded run: its market's files written again in the work dir `folder`, and the
+    configs of the env it was evaluated on (`args`: the preset and config file of this package's trainers, SB3's
+    env preset, the env overrides, the bars and market parameters).
+
+    Returns:
+        (dict with the run's 'env_config' and trainer configs, a test file or a dict asset -> file).
+    """
+    train_data, test_data = write_markets(run['market'], run['edge'], run['seed'],
+                                          data_folder(folder, run['market'], run['edge'], run['seed']),
+                                          args.train_bars, args.test_bars, args.market_params.get(run['market']))
     sb3 = run['trainer'] == SB3_TRAINER
     configs = reference_configs('ppo' if sb3 else run['trainer'], train_data, env_overrides(args),
                                 args.sb3_env_preset if sb3 else args.preset, args.portfolio,
                                 None if sb3 else args.config)
+    return configs, test_data
+
+
+def with_reachable_rule(run, folder, args):
+    """A kept run (`--resume`) of results written before the rule within reach was recorded, with the rule's
+    returns (`reachable_rule_returns`) in every stage where its market has one, played on the env of the run's
+    configuration (`recorded_run_env`). Runs that have them, twins and markets without a rule come back as they
+    are."""
+    if not run['edge'] or all(REACHABLE_RULE in stage['returns_pct'] for stage in run['stages']):
+        return run
+    configs, test_data = recorded_run_env(run, folder, args)
     rule = reachable_rule_returns(configs, test_data, len(run['stages'][0]['returns_pct']['oracle']))
     if rule is None:
         return run

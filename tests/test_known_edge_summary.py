@@ -1,6 +1,6 @@
 """The time-to-skill summary of `benchmarks/known_edge.py`: the env steps and CPU seconds to 50 % and 80 % of the
-oracle, the fraction at fixed budgets and the sampling policy's fraction, against hand-computed values; and the
-market files its `--market-params` make."""
+oracle, the fraction at fixed budgets and the sampling policy's fraction, against hand-computed values; the
+market files its `--market-params` make; and recorded results rescored against the current oracle."""
 import argparse
 import importlib.util
 import json
@@ -254,3 +254,50 @@ def test_the_benchmark_trains_several_assets_as_train_assets_does_and_records_it
     ppo_pair = runs.reference_configs('ppo', {'X': 'x.csv', 'Y': 'y.csv'}, {}, preset='tuned')
     assert ppo_pair['env_config']['kwargs']['action_encoding'] == 'per_asset'
     assert 'action_encoding' not in pair['env_config']['kwargs']
+
+
+def test_rescoring_plays_the_current_oracle_on_the_runs_test_episodes_and_recomputes_every_fraction(
+        tmp_path, monkeypatch):
+    """`known_edge_rescore.py` on a result of the pair: the oracle's returns are those the current oracle makes on
+    the run's test file and episodes in the env of the run's preset; the policies' returns stay as recorded."""
+    import numpy as np
+
+    from btgym_aac.evaluation.episodes import make_evaluation_env
+    from btgym_aac.evaluation.oracle_agent import oracle_agent
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    known_edge, runs = benchmark_module('known_edge'), benchmark_module('known_edge_runs')
+    rescore = benchmark_module('known_edge_rescore')
+    monkeypatch.setattr(sys, 'argv', ['known_edge.py', '--markets', 'pair', '--trainers', 'ppo', '--preset', 'tuned',
+                                      '--train-bars', '3000', '--test-bars', '3000', '--budgets', '10000'])
+    settings = known_edge.settings(known_edge.parse_args())
+
+    def stage(k, policy):
+        return {'stage': k, 'env_steps': 10000 * k, 'cpu_seconds': 30.0 * k, 'wall_seconds': 20.0 * k,
+                'returns_pct': {'policy': policy, 'oracle': [9.0, 9.0], 'buy_and_hold': [0.0, 0.0]},
+                'fraction_of_oracle': float(np.mean(policy)) / 9.0, 'sampled_returns_pct': [0.5, 0.7],
+                'sampled_fraction_of_oracle': 0.6 / 9.0}
+
+    recorded = {'market': 'pair', 'edge': True, 'trainer': 'ppo', 'seed': 0,
+                'stages': [stage(1, [1.0, 2.0]), stage(2, [2.0, 4.0])]}
+    results = tmp_path / 'known_edge.json'
+    results.write_text(json.dumps({'benchmark': 'known_edge', 'settings': settings, 'runs': [recorded]}))
+    rescore.main(['--results', str(results), '--out', str(tmp_path / 'rescored')])
+
+    train, test = runs.write_markets('pair', True, 0, str(tmp_path / 'data'), 3000, 3000)
+    configs = runs.reference_configs('ppo', train, dict(runs.ENV_OVERRIDES), preset='tuned')
+    env = make_evaluation_env(configs, test)
+    try:
+        oracle = runs.episode_returns(env, oracle_agent(env), 2)
+    finally:
+        env.close()
+    written = json.loads((tmp_path / 'rescored' / 'known_edge.json').read_text())
+    assert np.mean(oracle) > 0
+    for before, after in zip(recorded['stages'], written['runs'][0]['stages']):
+        assert after['returns_pct'] == dict(before['returns_pct'], oracle=oracle)
+        assert after['fraction_of_oracle'] == pytest.approx(np.mean(before['returns_pct']['policy']) / np.mean(oracle))
+        assert after['sampled_fraction_of_oracle'] == pytest.approx(0.6 / np.mean(oracle))
+    assert written['settings']['rescored']['oracle_return_pct'] == {
+        'pair edge seed 0': {'before': 9.0, 'after': pytest.approx(np.mean(oracle))}}
+    assert written['summary'][0]['fraction_of_oracle']['fraction'] == pytest.approx(3.0 / np.mean(oracle))
+    assert (tmp_path / 'rescored' / 'known_edge_steps.png').stat().st_size > 0

@@ -13,8 +13,7 @@ from btgym_aac.data.markets import (make_basket_market, make_intraday_pattern_da
 from btgym_aac.evaluation import evaluate
 from btgym_aac.distributed.checkpoints import KEPT_CHECKPOINT_DIR, checkpoints_on_disk
 from btgym_aac.distributed.launcher import make_launcher
-from btgym_aac.distributed.run_config import (DEFAULT_PRESET, default_configs, multi_asset_env_config,
-                                              multi_asset_env_settings, trainer_algo)
+from btgym_aac.distributed.run_config import DEFAULT_PRESET, default_configs, multi_asset_env_config, trainer_algo
 
 pytestmark = pytest.mark.xdist_group('known_edge_learning')  # a cluster of its own: one at a time
 
@@ -38,9 +37,10 @@ def known_edge_configs(train_data, log_dir):
     multi_asset = isinstance(train_data, dict)
     configs = default_configs(multi_asset=multi_asset)
     if multi_asset:
-        configs['env_config'] = multi_asset_env_config(train_data, **EPISODES_OF_THE_BENCHMARK)
-        configs['env_config']['kwargs'].update(
-            multi_asset_env_settings(DEFAULT_PRESET, trainer_algo(configs['trainer_config'])), render_enabled=False)
+        configs['env_config'] = multi_asset_env_config(train_data, preset=DEFAULT_PRESET,
+                                                       algo=trainer_algo(configs['trainer_config']),
+                                                       **EPISODES_OF_THE_BENCHMARK)
+        configs['env_config']['kwargs'].update(render_enabled=False)
     else:
         configs['env_config']['kwargs'].update(filename=train_data, render_enabled=False, **EPISODES_OF_THE_BENCHMARK)
     configs['cluster_config'].update(log_dir=log_dir)
@@ -132,11 +132,11 @@ def test_the_default_preset_takes_part_of_every_single_asset_oracle_out_of_sampl
 
 
 MULTI_ASSET_MARKETS = {
-    'pair': (make_pair_market, 0, 0.35),
-    'basket': (make_basket_market, 0, 0.45),
+    'pair': (make_pair_market, 0, 0.15),
+    'basket': (make_basket_market, 0, 0.35),
 }
 """Market of several assets -> (generator, run seed of `benchmarks/known_edge.py`, least fraction of the oracle at
-40,000 env steps); docs/multi-asset.md, "One head per asset for PPO", has the runs the bounds come from."""
+40,000 env steps); docs/multi-asset.md, "Oracles that use the margin", has the runs the bounds come from."""
 
 
 @pytest.mark.slow

@@ -1,7 +1,8 @@
 """Markets of several assets with a known edge. The cointegrated pair: its spread reverts with the half-life asked
 for (the twin's wanders with the same per-bar variance), its recipe regenerates each asset, its oracle is causal and
-earns on the edge and not on the twin, and `evaluate` plays it beside the baselines of a MultiDiscreteEnv and a
-PortfolioEnv run. The basket with relative momentum: the same checks."""
+earns on the edge and not on the twin, its discrete orders trade Y alone, and `evaluate` plays it beside the
+baselines of a MultiDiscreteEnv and a PortfolioEnv run. The basket with relative momentum: the same checks, its
+oracle holding the assets of the largest expected moves."""
 import numpy as np
 import pytest
 from test_evaluation_multi_asset import untrained_run
@@ -10,6 +11,7 @@ from btgym_aac.data.markets import (BasketOracle, MarketSpec, PairOracle, make_b
                                     read_market_spec, write_market_csv)
 from btgym_aac.data.markets.pair import spread_reversion
 from btgym_aac.evaluation import evaluate
+from btgym_aac.evaluation.oracle_agent import BASKET_ASSETS_HELD, FLAT, MultiAssetOracleAgent, wanted_sides
 
 pytestmark = pytest.mark.xdist_group('evaluation_multi_asset')  # the untrained runs are made in that group too
 
@@ -65,8 +67,9 @@ def test_the_oracle_is_causal_and_earns_on_the_edge_and_not_on_the_twin(pairs):
 
 @pytest.mark.parametrize('kind', ['discrete', 'portfolio'])
 def test_evaluate_plays_the_pairs_oracle_beside_the_baselines(tmp_path, kind):
-    """An untrained two-asset run (assets A and B) evaluated on a pair's files (A: X, B: Y)."""
-    frames = make_pair_market(num_bars=2 * 1440, half_life=30.0, spread_volatility=3e-4, seed=5,
+    """An untrained two-asset run (assets A and B) evaluated on a pair's files (A: X, B: Y), X moving little so that
+    three episodes of Y alone show the spread's edge through X's walk."""
+    frames = make_pair_market(num_bars=2 * 1440, half_life=30.0, spread_volatility=3e-4, volatility=5e-5, seed=5,
                               start='2019-01-07')
     files = {'A': write_market_csv(frames['X'], str(tmp_path / 'x.csv')),
              'B': write_market_csv(frames['Y'], str(tmp_path / 'y.csv'))}
@@ -75,7 +78,27 @@ def test_evaluate_plays_the_pairs_oracle_beside_the_baselines(tmp_path, kind):
     oracle = report['agents']['oracle']
     assert report['fraction_of_oracle']['oracle_return_pct'] == oracle['mean']['return_pct'] > 0
     assert oracle['mean']['orders'] > 0
-    assert oracle['assets']['A']['mean']['fills'] > 0 and oracle['assets']['B']['mean']['fills'] > 0  # both legs
+    assert oracle['assets']['B']['mean']['fills'] > 0
+    if kind == 'discrete':  # orders go to Y alone: X expects no move
+        assert oracle['assets']['A']['mean']['fills'] == 0
+    else:  # a long-only portfolio holds X where Y is expected to fall
+        assert oracle['assets']['A']['mean']['fills'] > 0
+
+
+def test_the_pairs_orders_trade_y_alone_past_its_round_trip_and_the_portfolio_both_legs(pairs):
+    frames = {'x_line': pairs[0]['X'][:5000], 'y_line': pairs[0]['Y'][:5000]}
+    spec = MarketSpec.from_frame(frames['y_line'])
+    commission, horizon = 2e-5, 60
+    sides, favoured = wanted_sides(spec, {'X': 'x_line', 'Y': 'y_line'}, frames, commission, horizon)
+    oracle = PairOracle(spec, commission=commission, horizon=horizon)
+    expected = oracle.expected_changes(frames['x_line']['close'].to_numpy(), frames['y_line']['close'].to_numpy())
+    assert (sides['x_line'] == FLAT).all()
+    beats_y = np.abs(expected) > 2 * commission
+    np.testing.assert_array_equal(sides['y_line'], np.where(beats_y, np.sign(expected), 0))
+    beats_both = np.abs(expected) > 4 * commission  # a switch of the portfolio trades both legs
+    assert ((favoured == 'y_line') == (beats_both & (expected > 0))).all()
+    assert ((favoured == 'x_line') == (beats_both & (expected < 0))).all()
+    assert (beats_y & ~beats_both).any()  # Y alone trades on signals too weak for both legs
 
 
 # ------------------------------------------------------------------------------------- a basket with relative momentum
@@ -111,6 +134,30 @@ def test_the_baskets_oracle_is_causal_and_earns_on_the_edge_and_not_on_the_twin(
         results.append(blocks.mean() / blocks.std(ddof=1) * np.sqrt(len(blocks)))
     edge_t, twin_t = results
     assert edge_t > 10 and abs(twin_t) < 3
+
+
+def test_the_baskets_oracle_holds_the_assets_of_the_largest_expected_moves(baskets):
+    frames = dict(baskets[0])
+    spec = MarketSpec.from_frame(frames['A'])
+    commission, horizon = 1e-5, 60
+    sides, favoured = wanted_sides(spec, {name: name for name in frames}, frames, commission, horizon)
+    wanted = np.column_stack([sides[name] for name in frames])
+    expected = BasketOracle(spec, commission=commission, horizon=horizon).expected_returns(closes_of(frames))
+    held = wanted != FLAT
+    assert (held.sum(axis=1) == BASKET_ASSETS_HELD).all()
+    smallest_held = np.where(held, np.abs(expected), np.inf).min(axis=1)
+    largest_flat = np.where(held, -np.inf, np.abs(expected)).max(axis=1)
+    assert (smallest_held >= largest_flat).all()
+    signal = np.where(np.abs(expected) > 2 * commission, np.sign(expected), 0)
+    np.testing.assert_array_equal(wanted[held], signal[held])
+    best = np.asarray(list(frames), dtype=object)[expected.argmax(axis=1)]
+    np.testing.assert_array_equal(favoured, np.where(expected.max(axis=1) > 2 * commission, best, None))
+
+
+@pytest.mark.parametrize('wanted, held, order', [(FLAT, 1, 'close'), (FLAT, -1, 'close'), (FLAT, 0, 'hold'),
+                                                 (0, 1, 'hold'), (1, -1, 'close'), (1, 1, 'buy'), (-1, 0, 'sell')])
+def test_the_oracles_order_moves_the_position_towards_the_side_wanted(wanted, held, order):
+    assert MultiAssetOracleAgent.order(wanted, held) == order
 
 
 def test_evaluate_plays_the_baskets_oracle(tmp_path):

@@ -2,8 +2,8 @@
 that knows the market's process plays the same windows through the same env, so with the same costs. A single-asset
 env gets its market's oracle (`OracleAgent`); a multi-asset env whose assets are those of a market of several assets
 (a cointegrated pair, `markets.make_pair_market`; a basket with relative momentum, `markets.make_basket_market`)
-gets that market's (`MultiAssetOracleAgent` for discrete orders, `FavouredAssetOracleAgent` for a PortfolioEnv's
-weights)."""
+gets that market's, its margin on the assets of the largest expected moves (`MultiAssetOracleAgent` for discrete
+orders, `FavouredAssetOracleAgent` for a PortfolioEnv's weights)."""
 import functools
 
 import numpy as np
@@ -18,6 +18,16 @@ LOOKAHEAD_DECISIONS = 6
 it builds a position one order per decision and holds it over several, so a move over one decision undersells
 what a position earns. On ten windows of each market (docs/learning.md) one decision made +0.41 / +1.22 / +0.58 %
 per episode (mean reversion / regime switching / intraday), six +0.58 / +1.71 / +1.68 %."""
+
+BASKET_ASSETS_HELD = 2
+"""A basket's oracle holds positions in at most this many assets, those of the largest expected moves: the broker's
+margin is shared, so a position in an asset of a small expected move takes room from one of a large move. On 100
+test episodes of three seeds of the basket (`benchmarks/oracle_variants.py`, docs/multi-asset.md) holding the best 1
+/ 2 / 3 / all 4 made +4.09 / +4.79 / +4.45 / +3.90 % per episode, the best one alone trading every change of the
+leader."""
+
+FLAT = 2
+"""The side `MultiAssetOracleAgent` is asked for where an asset should hold no position: it closes what is held."""
 
 
 def market_spec_of(dataset):
@@ -164,6 +174,13 @@ def market_lines(dataset):
 def wanted_sides(spec, lines, frames, commission, horizon):
     """What the oracle of a market of several assets wants at every bar of `frames` (each from the bars up to it).
 
+    For a pair (`PairOracle`) the discrete orders trade Y alone, on the spread's expected change where it beats
+    Y's round trip: X is a random walk, so a hedge leg in X expects nothing and takes half the margin the spread's
+    edge could use; a long-only portfolio holds Y or X, whichever the spread's expected change favours beyond both
+    legs' round trip (the switch sells one and buys the other). For a basket (`BasketOracle`) each of the
+    `BASKET_ASSETS_HELD` assets of the largest expected relative returns on the sign of its own where it beats the
+    round trip, the others flat; a portfolio holds the best one.
+
     Args:
         spec, lines: as `market_lines` gives them.
         frames: {data line: its bars}, aligned.
@@ -171,35 +188,52 @@ def wanted_sides(spec, lines, frames, commission, horizon):
         horizon: bars the oracle looks ahead.
 
     Returns:
-        ({data line: int array of the side wanted, 0 where the signal does not beat the round trip}, object array
-        of the data line a long-only portfolio would hold, None where none): for a pair (`PairOracle`) Y with the
-        spread's expected change and X against it, Y or X favoured; for a basket (`BasketOracle`) each asset by
-        the sign of its expected relative return, the best one favoured.
+        ({data line: int array of the side wanted: +1 or -1, 0 where the signal does not beat the round trip
+        (the position is kept), `FLAT` where the asset should be flat}, object array of the data line a long-only
+        portfolio would hold, None where none).
     """
     names = [lines[name] for name in spec.params['names']]
     closes = np.column_stack([frames[line]['close'].to_numpy(dtype=np.float64) for line in names])
     if spec.kind == pair.KIND:
         oracle = PairOracle(spec, commission=commission, horizon=horizon)
         expected = oracle.expected_changes(closes[:, 0], closes[:, 1])
-        side = np.where(np.abs(expected) > oracle.round_trip, np.sign(expected), 0).astype(int)
-        favoured = np.where(side > 0, names[1], np.where(side < 0, names[0], None))
-        return {names[1]: side, names[0]: -side}, favoured
+        side_y = np.where(np.abs(expected) > oracle.leg_round_trip, np.sign(expected), 0).astype(int)
+        hedged = np.where(np.abs(expected) > oracle.round_trip, np.sign(expected), 0)
+        favoured = np.where(hedged > 0, names[1], np.where(hedged < 0, names[0], None))
+        return {names[1]: side_y, names[0]: np.full(len(side_y), FLAT)}, favoured
     oracle = BasketOracle(spec, commission=commission, horizon=horizon)
     expected = oracle.expected_returns(closes)
-    sides = np.where(np.abs(expected) > oracle.round_trip, np.sign(expected), 0).astype(int)
+    sides = largest_moves_sides(expected, oracle.round_trip, BASKET_ASSETS_HELD)
     favoured = np.where(expected.max(axis=1) > oracle.round_trip, np.asarray(names, dtype=object)[expected.argmax(
         axis=1)], None)
     return {line: sides[:, column] for column, line in enumerate(names)}, favoured
 
 
+def largest_moves_sides(expected, threshold, held):
+    """The sides wanted of the `held` assets of the largest expected moves at every bar, each on the sign of its own
+    where its size beats `threshold` (else 0, keeping the position), the other assets `FLAT`.
+
+    Args:
+        expected: (bars, assets) expected returns.
+        threshold: what an expected return must beat (the round trip).
+        held: how many assets to hold.
+
+    Returns:
+        (bars, assets) int array.
+    """
+    sides = np.where(np.abs(expected) > threshold, np.sign(expected), 0).astype(int)
+    ranks = np.argsort(np.argsort(-np.abs(expected), axis=1, kind='stable'), axis=1)
+    return np.where(ranks < held, sides, FLAT)
+
+
 class MultiAssetOracleAgent(_BarClock):
     """Trades a MultiDiscreteEnv on its market's oracle (`wanted_sides`): per asset, 'hold' where the oracle wants no
-    side, 'close' for a position held against the side wanted, else one more order its way at every decision (so
-    it builds the largest position the broker allows).
+    side (or `FLAT` and none is held), 'close' for a position held against the side wanted (or held where `FLAT` is
+    wanted), else one more order its way at every decision (so it builds the largest position the broker allows).
 
     Args:
         times: the bars' times.
-        sides: {data line: the side wanted at every bar}.
+        sides: {data line: the side wanted at every bar: +1, -1, 0 or `FLAT`}.
         action_names: the env's discrete action names per asset (needs hold, buy, sell and close).
     """
 
@@ -211,12 +245,19 @@ class MultiAssetOracleAgent(_BarClock):
     def act(self, observation):
         """Per asset: hold, close, or one more order towards the side wanted at the current bar."""
         now = self.now()
-        actions = {}
-        for line, sides in self.wanted.items():
-            side = int(sides[now])
-            actions[line] = self.actions['hold'] if side == 0 else self.actions['close'] \
-                if self.sides.get(line, 0) == -side else self.actions['buy' if side > 0 else 'sell']
-        return actions
+        return {line: self.actions[self.order(int(sides[now]), self.sides.get(line, 0))]
+                for line, sides in self.wanted.items()}
+
+    @staticmethod
+    def order(wanted, held):
+        """The action name taking a position of side `held` towards the side `wanted`."""
+        if wanted == FLAT:
+            return 'close' if held else 'hold'
+        if wanted == 0:
+            return 'hold'
+        if held == -wanted:
+            return 'close'
+        return 'buy' if wanted > 0 else 'sell'
 
 
 class FavouredAssetOracleAgent(_BarClock):

@@ -83,6 +83,12 @@ class PairOracle:
         """What opening and closing one unit of the spread costs: both legs (Y and beta X), twice."""
         return 2.0 * self.commission * (1.0 + abs(self.params['beta']))
 
+    @property
+    def leg_round_trip(self):
+        """What opening and closing one unit of Y alone costs (Y's expected change is the spread's: X is a random
+        walk)."""
+        return 2.0 * self.commission
+
     def spreads(self, closes_x, closes_y):
         """s at every bar from the closes of X and Y."""
         offset = math.log(self.params['base'])

@@ -1,0 +1,121 @@
+"""Plays variants of the oracle of the markets of several assets on `known_edge.py`'s test episodes: what each
+earns per episode in the env of `btgym-aac train --assets`, so that the oracle a fraction is taken of leaves as
+little of the edge as the env allows (docs/multi-asset.md, "Oracles that use the margin").
+
+For every seed the market's test file is made as `known_edge.py` makes it (`write_markets`), the env is the one a
+run of PPO under `--preset` is evaluated on (`reference_configs`, the benchmark's episodes), and every variant plays
+the same `--episodes` episodes (episode i seeded EVAL_SEED + i) through `MultiAssetOracleAgent`. Pair variants: the
+assets traded (both legs hedged, or Y alone) and the threshold the spread's expected change must beat, in round trips
+of one leg; basket variants: how many assets of the largest expected returns are held (the others closed) and the
+threshold in round trips.
+
+Usage:
+    python benchmarks/oracle_variants.py --seeds 3 --episodes 100 --out benchmarks/results/oracle_variants.json
+"""
+import argparse
+import json
+import os
+import tempfile
+import time
+
+import numpy as np
+from known_edge_runs import ENV_OVERRIDES, episode_returns, evaluation_data, reference_configs, write_markets
+
+from btgym_aac.data.markets import BasketOracle, PairOracle
+from btgym_aac.evaluation.oracle_agent import (FLAT, LOOKAHEAD_DECISIONS, MultiAssetOracleAgent, env_cost_per_side,
+                                               largest_moves_sides, lookahead_bars, market_lines)
+
+PAIR_VARIANTS = {'hedged, both legs\' round trip (before 2026-12-07)': ('hedged', 2.0),
+                 'Y alone, both legs\' round trip': ('y', 2.0),
+                 'Y alone, its round trip (current)': ('y', 1.0),
+                 'Y alone, half its round trip': ('y', 0.5)}
+"""Name -> (legs traded, threshold in round trips of one leg)."""
+BASKET_VARIANTS = {'every asset (before 2026-12-07)': (4, 1.0), 'the best one': (1, 1.0),
+                   'the best two (current)': (2, 1.0), 'the best three': (3, 1.0),
+                   'the best two, twice the round trip': (2, 2.0)}
+"""Name -> (assets held, threshold in round trips)."""
+
+
+def parse_args(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.split('\n\n')[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--markets', nargs='+', choices=('pair', 'basket'), default=['pair', 'basket'])
+    parser.add_argument('--seeds', type=int, default=3, help='run seeds 0 .. N-1 of known_edge.py')
+    parser.add_argument('--episodes', type=int, default=100, help='test episodes per variant and seed')
+    parser.add_argument('--train-bars', type=int, default=60000)
+    parser.add_argument('--test-bars', type=int, default=100000)
+    parser.add_argument('--preset', default='tuned')
+    parser.add_argument('--out', required=True, help='the JSON file written')
+    args = parser.parse_args(argv)
+    for name in ('seeds', 'episodes', 'train_bars', 'test_bars'):
+        if getattr(args, name) < 1:
+            parser.error('--{} must be >= 1'.format(name.replace('_', '-')))
+    return args
+
+
+def pair_sides(oracle, names, closes, legs, round_trips):
+    """{data line: side wanted} of a pair variant (`names`: the lines of X and Y)."""
+    expected = oracle.expected_changes(closes[:, 0], closes[:, 1])
+    side = np.where(np.abs(expected) > round_trips * oracle.leg_round_trip, np.sign(expected), 0).astype(int)
+    return {names[1]: side, names[0]: -side if legs == 'hedged' else np.full(len(side), FLAT)}
+
+
+def basket_sides(oracle, names, closes, held, round_trips):
+    """{data line: side wanted} of a basket variant: the `held` assets of the largest expected returns on their
+    signs, the others flat."""
+    sides = largest_moves_sides(oracle.expected_returns(closes), round_trips * oracle.round_trip, held)
+    return {line: sides[:, column] for column, line in enumerate(names)}
+
+
+def play_variants(market, seed, args, work_dir):
+    """{variant name: mean return per episode (%)} of `market`'s variants on seed `seed`'s test episodes."""
+    train, test = write_markets(market, True, seed, os.path.join(work_dir, '{}_{}'.format(market, seed)),
+                                args.train_bars, args.test_bars)
+    from btgym_aac.evaluation.episodes import make_evaluation_env
+
+    env = make_evaluation_env(reference_configs('ppo', train, dict(ENV_OVERRIDES), preset=args.preset),
+                              evaluation_data(test))
+    try:
+        spec, lines = market_lines(env.dataset)
+        frames = dict(env.dataset.frames)
+        names = [lines[name] for name in spec.params['names']]
+        closes = np.column_stack([frames[line]['close'].to_numpy(dtype=np.float64) for line in names])
+        cost = env_cost_per_side(env, float(np.median([frame['close'].median() for frame in frames.values()])))
+        times = frames[names[0]].index
+        if market == 'pair':
+            oracle = PairOracle(spec, commission=cost, horizon=lookahead_bars(env))
+            variants = {name: pair_sides(oracle, names, closes, *variant) for name, variant in PAIR_VARIANTS.items()}
+        else:
+            oracle = BasketOracle(spec, commission=cost, horizon=lookahead_bars(env))
+            variants = {name: basket_sides(oracle, names, closes, *variant)
+                        for name, variant in BASKET_VARIANTS.items()}
+        return {name: float(np.mean(episode_returns(env, MultiAssetOracleAgent(times, sides, env.portfolio_actions),
+                                                    args.episodes)))
+                for name, sides in variants.items()}
+    finally:
+        env.close()
+
+
+def main(argv=None):
+    args = parse_args(argv)
+    start = time.time()
+    results = {}
+    with tempfile.TemporaryDirectory(prefix='oracle_variants_') as work_dir:
+        for market in args.markets:
+            by_seed = {seed: play_variants(market, seed, args, work_dir) for seed in range(args.seeds)}
+            results[market] = {name: {'by_seed': [by_seed[seed][name] for seed in range(args.seeds)],
+                                      'mean': float(np.mean([by_seed[seed][name] for seed in range(args.seeds)]))}
+                               for name in by_seed[0]}
+            for name, result in results[market].items():
+                print('{}: {}: {:+.2f} % per episode ({})'.format(market, name, result['mean'], ', '.join(
+                    '{:+.2f}'.format(value) for value in result['by_seed'])), flush=True)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, 'w') as f:
+        json.dump({'benchmark': 'oracle_variants', 'settings': dict(vars(args), lookahead_decisions=LOOKAHEAD_DECISIONS,
+                                                                    env_overrides=ENV_OVERRIDES),
+                   'results': results, 'wall_seconds': time.time() - start}, f, indent=1)
+    print('written: {} ({:.0f} s)'.format(args.out, time.time() - start))
+
+
+if __name__ == '__main__':
+    main()
