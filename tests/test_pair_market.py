@@ -11,7 +11,7 @@ from btgym_aac.data.markets import (BasketOracle, MarketSpec, PairOracle, make_b
                                     read_market_spec, write_market_csv)
 from btgym_aac.data.markets.pair import spread_reversion
 from btgym_aac.evaluation import evaluate
-from btgym_aac.evaluation.oracle_agent import BASKET_ASSETS_HELD, FLAT, MultiAssetOracleAgent, wanted_sides
+from btgym_aac.evaluation.oracle_agent import BASKET_ASSETS_HELD, FLAT, order_towards, wanted_sides
 
 pytestmark = pytest.mark.xdist_group('evaluation_multi_asset')  # the untrained runs are made in that group too
 
@@ -157,7 +157,7 @@ def test_the_baskets_oracle_holds_the_assets_of_the_largest_expected_moves(baske
 @pytest.mark.parametrize('wanted, held, order', [(FLAT, 1, 'close'), (FLAT, -1, 'close'), (FLAT, 0, 'hold'),
                                                  (0, 1, 'hold'), (1, -1, 'close'), (1, 1, 'buy'), (-1, 0, 'sell')])
 def test_the_oracles_order_moves_the_position_towards_the_side_wanted(wanted, held, order):
-    assert MultiAssetOracleAgent.order(wanted, held) == order
+    assert order_towards(wanted, held) == order
 
 
 def test_evaluate_plays_the_baskets_oracle(tmp_path):

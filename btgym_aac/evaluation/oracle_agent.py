@@ -84,6 +84,26 @@ def order_actions(action_names):
     return {name: names.index(name) for name in ORDER_ACTIONS}
 
 
+def order_towards(wanted, held):
+    """The order an oracle sends to take a position of side `held` towards the side `wanted`.
+
+    Args:
+        wanted: +1 or -1 (one more order that way, after closing a position held against it), 0 (keep the
+            position) or `FLAT` (close what is held).
+        held: the side of the position held (-1, 0, +1).
+
+    Returns:
+        one of `ORDER_ACTIONS`.
+    """
+    if wanted == FLAT:
+        return 'close' if held else 'hold'
+    if wanted == 0:
+        return 'hold'
+    if held == -wanted:
+        return 'close'
+    return 'buy' if wanted > 0 else 'sell'
+
+
 class _BarClock(BaselineAgent):
     """Reads the env's current bar time and the sides of its positions from the step infos."""
 
@@ -150,11 +170,8 @@ class OracleAgent(_BarClock):
         too weak to trade on (the expected move does not beat the round trip cost), 'close' when it points against
         the position held, else one more order its way."""
         expected = self.expected_now()
-        if abs(expected) <= 2.0 * self.oracle.commission:
-            return self.actions['hold']
-        if self.side == -np.sign(expected):
-            return self.actions['close']
-        return self.actions['buy'] if expected > 0 else self.actions['sell']
+        wanted = int(np.sign(expected)) if abs(expected) > 2.0 * self.oracle.commission else 0
+        return self.actions[order_towards(wanted, self.side)]
 
 
 def market_lines(dataset):
@@ -245,19 +262,8 @@ class MultiAssetOracleAgent(_BarClock):
     def act(self, observation):
         """Per asset: hold, close, or one more order towards the side wanted at the current bar."""
         now = self.now()
-        return {line: self.actions[self.order(int(sides[now]), self.sides.get(line, 0))]
+        return {line: self.actions[order_towards(int(sides[now]), self.sides.get(line, 0))]
                 for line, sides in self.wanted.items()}
-
-    @staticmethod
-    def order(wanted, held):
-        """The action name taking a position of side `held` towards the side `wanted`."""
-        if wanted == FLAT:
-            return 'close' if held else 'hold'
-        if wanted == 0:
-            return 'hold'
-        if held == -wanted:
-            return 'close'
-        return 'buy' if wanted > 0 else 'sell'
 
 
 class FavouredAssetOracleAgent(_BarClock):
