@@ -28,7 +28,15 @@ def parse_args(argv=None):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--results', required=True, help='a known_edge.py result (known_edge.json)')
     parser.add_argument('--out', required=True, help='folder of the rescored known_edge.json and plots')
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    try:
+        with open(args.results) as f:
+            args.results_data = json.load(f)
+    except (OSError, ValueError) as error:
+        parser.error('--results {}: {}'.format(args.results, error))
+    if not isinstance(args.results_data, dict) or args.results_data.get('benchmark') != 'known_edge':
+        parser.error('--results {}: not a known_edge.py result (known_edge.json)'.format(args.results))
+    return args
 
 
 def settings_args(settings, work_dir):
@@ -101,8 +109,7 @@ def rescore(results, work_dir):
 def main(argv=None):
     args = parse_args(argv)
     start = time.time()
-    with open(args.results) as f:
-        results = json.load(f)
+    results = args.results_data
     with tempfile.TemporaryDirectory(prefix='known_edge_rescore_') as work_dir:
         runs, means = rescore(results, work_dir)
     settings = results['settings']

@@ -301,3 +301,16 @@ def test_rescoring_plays_the_current_oracle_on_the_runs_test_episodes_and_recomp
         'pair edge seed 0': {'before': 9.0, 'after': pytest.approx(np.mean(oracle))}}
     assert written['summary'][0]['fraction_of_oracle']['fraction'] == pytest.approx(3.0 / np.mean(oracle))
     assert (tmp_path / 'rescored' / 'known_edge_steps.png').stat().st_size > 0
+
+
+@pytest.mark.parametrize('content, message', [(None, 'No such file'), ('{"runs": [', 'Expecting'),
+                                              ('{"benchmark": "learning"}', 'not a known_edge.py result')])
+def test_rescoring_refuses_a_file_that_is_not_a_known_edge_result(tmp_path, capsys, content, message):
+    rescore = benchmark_module('known_edge_rescore')
+    results = tmp_path / 'known_edge.json'
+    if content is not None:
+        results.write_text(content)
+    with pytest.raises(SystemExit) as exit_info:
+        rescore.parse_args(['--results', str(results), '--out', str(tmp_path / 'out')])
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err and not (tmp_path / 'out').exists()
