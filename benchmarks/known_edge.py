@@ -29,8 +29,9 @@ package, `outside_markets.py`; these four are not in the defaults), every traine
 - every stage records the env steps, the training CPU seconds so far (ours: every task process of the cluster,
   as `train_throughput.py` reads them from /proc, at the moment the stage's checkpoint was written; SB3: this
   process's and its children's during model building and `learn`), the wall seconds, and every agent's
-  per-episode returns (%); on mean reversion, whose oracle knows the true mean, also those of the rule within a
-  policy's reach (the oracle with the mean of the episode's bars so far, `known_edge_runs.reachable_rule_returns`).
+  per-episode returns (%); on mean reversion and the pair (discrete orders), whose oracles know a level no episode
+  shows, also those of the rule within a policy's reach (the oracle taking the level from the episode's bars so
+  far, `known_edge_runs.reachable_rule_returns`).
 
 The summary, per market and trainer, time to skill first: the env steps and CPU seconds of the first stage at 50 % and
 at 80 % of the oracle or more (None if none); the fraction of the oracle (the policy's mean return per episode over the

@@ -6,7 +6,8 @@ before measure against the old one. This script takes a `known_edge.json`, write
 a temporary folder), plays the current oracle on the env of the run's settings, on the episodes the run was
 evaluated on (episode i seeded EVAL_SEED + i, as `evaluate` plays them), and writes a `known_edge.json` with the
 same runs and the policies' returns as recorded, the oracle's returns replaced and every fraction of the oracle
-recomputed, to `--out`, with its plots. The settings name the results rescored and the oracle's mean return per
+recomputed, to `--out`, with its plots. A run of a market with a rule within a policy's reach that was recorded
+without one gets the rule's returns on the same episodes (`known_edge_runs.with_reachable_rule`). The settings name the results rescored and the oracle's mean return per
 episode before and after, per market and seed (`rescored`).
 
 Usage:
@@ -19,7 +20,8 @@ import tempfile
 import time
 
 import numpy as np
-from known_edge_runs import EVAL_SEED, SB3_TRAINER, evaluation_data, market_oracle, recorded_run_env
+from known_edge_runs import (EVAL_SEED, SB3_TRAINER, evaluation_data, market_oracle, recorded_run_env,
+                             with_reachable_rule)
 from known_edge_summary import summarize, table_lines, write_result
 
 
@@ -87,8 +89,9 @@ def rescored_stage(stage, oracle):
 
 
 def rescore(results, work_dir):
-    """(runs rescored, {'market seed N': {'before': mean %, 'after': mean %}}) of a result's runs; the oracle is
-    played once per market, seed, edge and env (SB3's env preset may differ from this package's)."""
+    """(runs rescored, {'market seed N': {'before': mean %, 'after': mean %}}) of a result's runs, each with the rule
+    within reach where its market has one; the oracle is played once per market, seed, edge and env (SB3's env preset
+    may differ from this package's)."""
     args = settings_args(results['settings'], work_dir)
     played, means, runs = {}, {}, []
     for run in results['runs']:
@@ -102,7 +105,8 @@ def rescore(results, work_dir):
         means['{} {} seed {}'.format(run['market'], 'edge' if run['edge'] else 'twin', run['seed'])] = {
             'before': float(np.mean(run['stages'][0]['returns_pct']['oracle'])),
             'after': float(np.mean(played[key]))}
-        runs.append(dict(run, stages=[rescored_stage(stage, played[key]) for stage in run['stages']]))
+        rescored = dict(run, stages=[rescored_stage(stage, played[key]) for stage in run['stages']])
+        runs.append(with_reachable_rule(rescored, work_dir, args))
     return runs, means
 
 

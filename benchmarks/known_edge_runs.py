@@ -211,35 +211,40 @@ def sampled_returns(env, agent, episodes):
 
 
 def reachable_rule_returns(run_configs, test_data, episodes):
-    """The per-episode returns (%) of the rule within a policy's reach on a market whose oracle knows more than an
-    episode shows: on mean reversion the oracle with the mean log close of the episode's bars so far in place of
-    the true mean (`policy_against_oracle.EstimatedMeanOracle`; docs/learning.md, "What mean reversion's oracle
-    knows"), played on the evaluation's episodes (`episode_returns`) of the env of `run_configs` (a dict with its
-    'env_config') on `test_data`. None on every other market: their oracles know what the training file shows.
+    """The per-episode returns (%) of the rule within a policy's reach on a market whose oracle knows a level that an
+    episode does not show, played on the evaluation's episodes (`episode_returns`) of the env of `run_configs` (a
+    dict with its 'env_config') on `test_data`: on mean reversion the oracle with the mean log close of the
+    episode's bars so far in place of the true mean (`policy_against_oracle.EstimatedMeanOracle`; docs/learning.md,
+    "What mean reversion's oracle knows"), on a pair traded by discrete orders the oracle with the spread less its
+    mean over the episode's bars so far in place of the spread less its known mean (`oracle_variants.
+    EpisodeSpreadOracle`; docs/multi-asset.md, "What the pair's oracle knows"). None on every other market: their
+    oracles know what the training file shows.
 
     Args:
         run_configs: the run's configs, or a dict of its 'env_config' alone.
-        test_data: a test file, or a dict asset -> file (several assets: None).
+        test_data: a test file, or a dict asset -> file.
         episodes: episodes to play.
 
     Returns:
         list of floats, or None.
     """
+    from oracle_variants import episode_spread_oracle
     from policy_against_oracle import EstimatedMeanOracle
 
     from btgym_aac.data.markets import MeanReversionOracle
     from btgym_aac.evaluation.episodes import make_evaluation_env
     from btgym_aac.evaluation.oracle_agent import oracle_agent
 
-    if isinstance(test_data, dict):
-        return None
     env = make_evaluation_env(run_configs, evaluation_data(test_data))
     try:
-        oracle = oracle_agent(env)
-        if oracle is None or not isinstance(oracle.oracle, MeanReversionOracle):
-            return None
-        rule = EstimatedMeanOracle(oracle.oracle, env.dataset.data, env.portfolio_actions, env)
-        return episode_returns(env, rule, episodes)
+        if isinstance(test_data, dict):
+            rule = episode_spread_oracle(env)
+        else:
+            oracle = oracle_agent(env)
+            rule = None
+            if oracle is not None and isinstance(oracle.oracle, MeanReversionOracle):
+                rule = EstimatedMeanOracle(oracle.oracle, env.dataset.data, env.portfolio_actions, env)
+        return None if rule is None else episode_returns(env, rule, episodes)
     finally:
         env.close()
 

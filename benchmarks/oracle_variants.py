@@ -7,7 +7,8 @@ run of PPO under `--preset` is evaluated on (`reference_configs`, the benchmark'
 the same `--episodes` episodes (episode i seeded EVAL_SEED + i) through `MultiAssetOracleAgent`. Pair variants: the
 assets traded (both legs hedged, or Y alone) and the threshold the spread's expected change must beat, in round trips
 of one leg; basket variants: how many assets of the largest expected returns are held (the others closed) and the
-threshold in round trips.
+threshold in round trips. One more pair variant takes the spread's level from the bars instead of knowing it
+(`EpisodeSpreadOracle`: the rule within a policy's reach, `known_edge_runs.reachable_rule_returns`).
 
 Usage:
     python benchmarks/oracle_variants.py --seeds 3 --episodes 100 --out benchmarks/results/oracle_variants.json
@@ -21,15 +22,17 @@ import time
 import numpy as np
 from known_edge_runs import ENV_OVERRIDES, episode_returns, evaluation_data, reference_configs, write_markets
 
-from btgym_aac.data.markets import BasketOracle, PairOracle
-from btgym_aac.evaluation.oracle_agent import (FLAT, LOOKAHEAD_DECISIONS, MultiAssetOracleAgent, env_cost_per_side,
-                                               largest_moves_sides, lookahead_bars, market_lines)
+from btgym_aac.data.markets import BasketOracle, PairOracle, pair
+from btgym_aac.evaluation.oracle_agent import (FLAT, LOOKAHEAD_DECISIONS, MultiAssetOracleAgent, largest_moves_sides,
+                                               lookahead_bars, multi_asset_market, order_towards)
 
 PAIR_VARIANTS = {'hedged, both legs\' round trip (before 2026-12-07)': ('hedged', 2.0),
                  'Y alone, both legs\' round trip': ('y', 2.0),
                  'Y alone, its round trip (current)': ('y', 1.0),
                  'Y alone, half its round trip': ('y', 0.5)}
 """Name -> (legs traded, threshold in round trips of one leg)."""
+EPISODE_SPREAD_VARIANT = 'Y alone, its round trip, the level from the episode\'s bars'
+"""The name of `EpisodeSpreadOracle`'s row."""
 BASKET_VARIANTS = {'every asset (before 2026-12-07)': (4, 1.0), 'the best one': (1, 1.0),
                    'the best two (current)': (2, 1.0), 'the best three': (3, 1.0),
                    'the best two, twice the round trip': (2, 2.0)}
@@ -67,6 +70,66 @@ def basket_sides(oracle, names, closes, held, round_trips):
     return {line: sides[:, column] for column, line in enumerate(names)}
 
 
+class EpisodeSpreadOracle(MultiAssetOracleAgent):
+    """The pair's oracle (Y alone on the spread's expected change where it beats Y's round trip, X flat) with the
+    spread's level taken from the bars: the spread less its mean over the episode's bars so far (warm-up included)
+    in place of the spread less its known mean, zero. A policy sees the closes only as deviations from their moving
+    averages, the same whatever the level, so the level is what the oracle knows beyond the episode
+    (docs/multi-asset.md, "What the pair's oracle knows").
+
+    Args:
+        oracle: the pair's `PairOracle` (its costs and horizon).
+        times: the bars' times.
+        closes: (bars, 2) closes of X and Y.
+        lines: the data lines of X and Y.
+        action_names: the env's discrete action names per asset.
+        env: the env played (its `episode_window`).
+    """
+
+    def __init__(self, oracle, times, closes, lines, action_names, env):
+        super().__init__(times, {}, action_names)
+        self.oracle, self.env, self.lines = oracle, env, tuple(lines)
+        self.spreads = oracle.spreads(closes[:, 0], closes[:, 1])
+
+    def expected_now(self):
+        """The spread's expected change over the oracle's horizon, from its level less the episode's mean so far."""
+        now = self.now()
+        first = self.times.searchsorted(self.env.episode_window[0])
+        return -(self.spreads[now] - self.spreads[first:now + 1].mean()) * self.oracle.pull
+
+    def act(self, observation):
+        """Y: hold, close, or one more order towards the side of the expected change; X: close what is held."""
+        expected = self.expected_now()
+        side = int(np.sign(expected)) if abs(expected) > self.oracle.leg_round_trip else 0
+        line_x, line_y = self.lines
+        return {line_y: self.actions[order_towards(side, self.sides.get(line_y, 0))],
+                line_x: self.actions[order_towards(FLAT, self.sides.get(line_x, 0))]}
+
+
+def market_setting(env):
+    """(spec, bar times, (bars, assets) closes in the market's order of its assets, their data lines, the cost per
+    side) of a multi-asset evaluation env on a market of several assets (`oracle_agent.multi_asset_market`), or None
+    where its bars are of none."""
+    market = multi_asset_market(env)
+    if market is None:
+        return None
+    spec, lines, frames, times, cost = market
+    names = [lines[name] for name in spec.params['names']]
+    closes = np.column_stack([frames[line]['close'].to_numpy(dtype=np.float64) for line in names])
+    return spec, times, closes, names, cost
+
+
+def episode_spread_oracle(env):
+    """`EpisodeSpreadOracle` for a MultiDiscreteEnv on a pair, with the env's costs and horizon; None on any other
+    env."""
+    setting = market_setting(env) if env.action_space.is_discrete else None
+    if setting is None or setting[0].kind != pair.KIND:
+        return None
+    spec, times, closes, names, cost = setting
+    oracle = PairOracle(spec, commission=cost, horizon=lookahead_bars(env))
+    return EpisodeSpreadOracle(oracle, times, closes, names, env.portfolio_actions, env)
+
+
 def play_variants(market, seed, args, work_dir):
     """{variant name: mean return per episode (%)} of `market`'s variants on seed `seed`'s test episodes."""
     train, test = write_markets(market, True, seed, os.path.join(work_dir, '{}_{}'.format(market, seed)),
@@ -76,12 +139,7 @@ def play_variants(market, seed, args, work_dir):
     env = make_evaluation_env(reference_configs('ppo', train, dict(ENV_OVERRIDES), preset=args.preset),
                               evaluation_data(test))
     try:
-        spec, lines = market_lines(env.dataset)
-        frames = dict(env.dataset.frames)
-        names = [lines[name] for name in spec.params['names']]
-        closes = np.column_stack([frames[line]['close'].to_numpy(dtype=np.float64) for line in names])
-        cost = env_cost_per_side(env, float(np.median([frame['close'].median() for frame in frames.values()])))
-        times = frames[names[0]].index
+        spec, times, closes, names, cost = market_setting(env)
         if market == 'pair':
             oracle = PairOracle(spec, commission=cost, horizon=lookahead_bars(env))
             variants = {name: pair_sides(oracle, names, closes, *variant) for name, variant in PAIR_VARIANTS.items()}
@@ -89,9 +147,10 @@ def play_variants(market, seed, args, work_dir):
             oracle = BasketOracle(spec, commission=cost, horizon=lookahead_bars(env))
             variants = {name: basket_sides(oracle, names, closes, *variant)
                         for name, variant in BASKET_VARIANTS.items()}
-        return {name: float(np.mean(episode_returns(env, MultiAssetOracleAgent(times, sides, env.portfolio_actions),
-                                                    args.episodes)))
-                for name, sides in variants.items()}
+        agents = {name: MultiAssetOracleAgent(times, sides, env.portfolio_actions) for name, sides in variants.items()}
+        if market == 'pair':
+            agents[EPISODE_SPREAD_VARIANT] = episode_spread_oracle(env)
+        return {name: float(np.mean(episode_returns(env, agent, args.episodes))) for name, agent in agents.items()}
     finally:
         env.close()
 

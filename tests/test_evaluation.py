@@ -561,11 +561,11 @@ def test_estimated_mean_oracle_takes_the_mean_from_the_episode_or_the_last_bars(
         assert signal == pytest.approx((log_closes[start:now + 1].mean() - log_closes[now]) * pull, rel=1e-9)
 
 
-def test_the_rule_within_reach_plays_the_windows_evaluate_plays_on_mean_reversion_alone(run, tmp_path, monkeypatch):
+def test_the_rule_within_reach_plays_the_windows_evaluate_plays_on_mean_reversion(run, tmp_path, monkeypatch):
     """known_edge_runs' `reachable_rule_returns`: on a mean-reversion file, the oracle taking its mean from the
     episode's bars (policy_against_oracle's `EstimatedMeanOracle`, as that script plays it) on the episodes
-    `evaluate` plays (the same helper replays the report's oracle returns); None on a regime-switching file, whose
-    oracle needs no rule, and on files of several assets."""
+    `evaluate` plays (the same helper replays the report's oracle returns); None on a regime-switching file and on
+    a basket's files, whose oracles need no rule (the pair's rule: test_known_edge_summary's rescoring test)."""
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     runs, script = benchmark_module('known_edge_runs'), benchmark_module('policy_against_oracle')
     path = write_market_csv(make_mean_reversion_data(num_bars=6000, start='2018-03-01', seed=4),
@@ -586,7 +586,9 @@ def test_the_rule_within_reach_plays_the_windows_evaluate_plays_on_mean_reversio
     regime = write_market_csv(make_regime_switching_data(num_bars=6000, start='2018-03-01', seed=4),
                               str(tmp_path / 'DAT_ASCII_REGIME_M1.csv'))
     assert runs.reachable_rule_returns(run_config, regime, 2) is None
-    assert runs.reachable_rule_returns(run_config, {'X': path, 'Y': path}, 2) is None
+    train, test = runs.write_markets('basket', True, 0, str(tmp_path / 'basket'), 3000, 3000)
+    basket_configs = runs.reference_configs('ppo', train, dict(runs.ENV_OVERRIDES), preset='tuned')
+    assert runs.reachable_rule_returns(basket_configs, test, 2) is None
 
 
 class PositionSizes:

@@ -259,7 +259,9 @@ def test_the_benchmark_trains_several_assets_as_train_assets_does_and_records_it
 def test_rescoring_plays_the_current_oracle_on_the_runs_test_episodes_and_recomputes_every_fraction(
         tmp_path, monkeypatch):
     """`known_edge_rescore.py` on a result of the pair: the oracle's returns are those the current oracle makes on
-    the run's test file and episodes in the env of the run's preset; the policies' returns stay as recorded."""
+    the run's test file and episodes in the env of the run's preset; the policies' returns stay as recorded; the
+    rule within reach (`oracle_variants.EpisodeSpreadOracle`) is added, played on the same episodes, its signal the
+    spread's pull times the spread less its mean over the episode's bars so far."""
     import numpy as np
 
     from btgym_aac.evaluation.episodes import make_evaluation_env
@@ -267,7 +269,7 @@ def test_rescoring_plays_the_current_oracle_on_the_runs_test_episodes_and_recomp
 
     monkeypatch.syspath_prepend(str(BENCHMARKS))
     known_edge, runs = benchmark_module('known_edge'), benchmark_module('known_edge_runs')
-    rescore = benchmark_module('known_edge_rescore')
+    rescore, variants = benchmark_module('known_edge_rescore'), benchmark_module('oracle_variants')
     monkeypatch.setattr(sys, 'argv', ['known_edge.py', '--markets', 'pair', '--trainers', 'ppo', '--preset', 'tuned',
                                       '--train-bars', '3000', '--test-bars', '3000', '--budgets', '10000'])
     settings = known_edge.settings(known_edge.parse_args())
@@ -289,17 +291,38 @@ def test_rescoring_plays_the_current_oracle_on_the_runs_test_episodes_and_recomp
     env = make_evaluation_env(configs, test)
     try:
         oracle = runs.episode_returns(env, oracle_agent(env), 2)
+        rule_agent = variants.episode_spread_oracle(env)
+        decisions = []
+        act = rule_agent.act
+        rule_agent.act = lambda observation: decisions.append(
+            (rule_agent.times.searchsorted(env.episode_window[0]), rule_agent.now(), rule_agent.expected_now(),
+             dict(rule_agent.sides), act(observation))) or decisions[-1][4]
+        rule = runs.episode_returns(env, rule_agent, 2)
+        closes = {line: frame['close'].to_numpy() for line, frame in env.dataset.frames.items()}
+        actions = list(env.portfolio_actions)
     finally:
         env.close()
+    spread = np.log(closes['Y']) - np.log(closes['X'])  # the pair's beta is 1: its base cancels
+    pull = rule_agent.oracle.pull
+    assert len(decisions) > 10
+    for first, now, expected, held, action in decisions:
+        assert expected == pytest.approx(-(spread[now] - spread[first:now + 1].mean()) * pull, rel=1e-9)
+        side = np.sign(expected) if abs(expected) > rule_agent.oracle.leg_round_trip else 0
+        wanted_y = {0: 'hold', 1: 'close' if held.get('Y', 0) < 0 else 'buy',
+                    -1: 'close' if held.get('Y', 0) > 0 else 'sell'}[side]
+        assert actions[action['Y']] == wanted_y
+        assert actions[action['X']] == ('close' if held.get('X', 0) else 'hold')
     written = json.loads((tmp_path / 'rescored' / 'known_edge.json').read_text())
     assert np.mean(oracle) > 0
     for before, after in zip(recorded['stages'], written['runs'][0]['stages']):
-        assert after['returns_pct'] == dict(before['returns_pct'], oracle=oracle)
+        assert after['returns_pct'] == dict(before['returns_pct'], oracle=oracle, reachable_rule=rule)
         assert after['fraction_of_oracle'] == pytest.approx(np.mean(before['returns_pct']['policy']) / np.mean(oracle))
         assert after['sampled_fraction_of_oracle'] == pytest.approx(0.6 / np.mean(oracle))
     assert written['settings']['rescored']['oracle_return_pct'] == {
         'pair edge seed 0': {'before': 9.0, 'after': pytest.approx(np.mean(oracle))}}
     assert written['summary'][0]['fraction_of_oracle']['fraction'] == pytest.approx(3.0 / np.mean(oracle))
+    assert written['summary'][0]['reachable_rule']['of_the_oracle']['fraction'] == pytest.approx(
+        np.mean(rule) / np.mean(oracle))
     assert (tmp_path / 'rescored' / 'known_edge_steps.png').stat().st_size > 0
 
 

@@ -334,14 +334,24 @@ def rule_oracle_agent(env, make_rule):
     return OracleAgent(make_rule(cost, lookahead_bars(env)), env.dataset.data, env.portfolio_actions)
 
 
-def _multi_asset_oracle_agent(env, lookahead):
+def multi_asset_market(env):
+    """What an oracle of a multi-asset env reads of its market: (spec, {asset name in the market: data line},
+    {data line: its bars}, the bars' times, the cost per fill as `env_cost_per_side` gives it at the median close of
+    the lines), or None where the env's lines are not every asset of one market of several assets (`market_lines`)."""
     market = market_lines(env.dataset)
     if market is None:
         return None
     spec, lines = market
     frames = dict(env.dataset.frames)
-    times = next(iter(frames.values())).index
     cost = env_cost_per_side(env, float(np.median([frame['close'].median() for frame in frames.values()])))
+    return spec, lines, frames, next(iter(frames.values())).index, cost
+
+
+def _multi_asset_oracle_agent(env, lookahead):
+    market = multi_asset_market(env)
+    if market is None:
+        return None
+    spec, lines, frames, times, cost = market
     sides, favoured = wanted_sides(spec, lines, frames, cost, lookahead)
     if env.action_space.is_discrete:
         return MultiAssetOracleAgent(times, sides, env.portfolio_actions)
