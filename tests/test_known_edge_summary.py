@@ -238,7 +238,7 @@ def test_the_benchmark_trains_several_assets_as_train_assets_does_and_records_it
         return known_edge.settings(known_edge.parse_args())
 
     longer = {'trainer_config': {'kwargs': {'rollout_length': 64}}}
-    ppo = {'trainer_config': {'kwargs': dict(rollout_length=64, num_epochs=10, num_minibatches=8,
+    ppo = {'trainer_config': {'kwargs': dict(rollout_length=64, num_epochs=4, num_minibatches=8,
                                              behaviour_logits=True, opt_learn_rate=3e-4, model_beta=0.0,
                                              model_gae_lambda=0.95, clip_epsilon=0.2)}}
     assert written_settings('--markets', 'mr', 'pair', '--trainers', 'a3c', 'ppo', 'unreal', 'sb3_ppo', '--preset',

@@ -155,7 +155,7 @@ def test_a_layer_for_several_assets_overrides_its_presets_settings_and_never_res
 
 @pytest.mark.parametrize('algo, per_trainer', [
     ('a3c', {'rollout_length': 64}), ('unreal', {'rollout_length': 64}),
-    ('ppo', {'rollout_length': 64, 'num_epochs': 10, 'num_minibatches': 8, 'behaviour_logits': True,
+    ('ppo', {'rollout_length': 64, 'num_epochs': 4, 'num_minibatches': 8, 'behaviour_logits': True,
              'opt_learn_rate': 3e-4, 'model_beta': 0.0, 'model_gae_lambda': 0.95, 'clip_epsilon': 0.2})])
 def test_the_tuned_preset_on_several_assets_gives_longer_rollouts_and_ppo_sb3s_updates(algo, per_trainer):
     single, multi = (default_configs(algo, import_classes=False, multi_asset=flag) for flag in (False, True))
@@ -218,7 +218,7 @@ def test_a_run_on_several_assets_under_tuned_trains_ppo_unless_it_names_its_trai
                 trainer_config['kwargs'])
 
     algo, class_name, kwargs = trainer('--assets', *files)
-    assert (algo, class_name) == ('ppo', 'PPO') and kwargs['num_epochs'] == 10
+    assert (algo, class_name) == ('ppo', 'PPO') and kwargs['num_epochs'] == 4
     assert trainer('--assets', *files, '--preset', 'reference')[:2] == ('a3c', 'A3C')
     algo, class_name, kwargs = trainer('--assets', *files, '--algo', 'a3c')
     assert (algo, class_name) == ('a3c', 'A3C') and 'num_epochs' not in kwargs and kwargs['num_minibatches'] == 4
