@@ -312,6 +312,7 @@ def test_rescoring_plays_the_current_oracle_on_the_runs_test_episodes_and_recomp
                     -1: 'close' if held.get('Y', 0) > 0 else 'sell'}[side]
         assert actions[action['Y']] == wanted_y
         assert actions[action['X']] == ('close' if held.get('X', 0) else 'hold')
+    assert {'buy', 'sell'} <= {actions[action['Y']] for *_, action in decisions}  # it trades both ways
     written = json.loads((tmp_path / 'rescored' / 'known_edge.json').read_text())
     assert np.mean(oracle) > 0
     for before, after in zip(recorded['stages'], written['runs'][0]['stages']):
