@@ -2,13 +2,13 @@
 evaluating the policies again.
 
 After an oracle changes (docs/multi-asset.md, "Oracles that use the margin"), the fractions of the oracle recorded
-before measure against the old one. This script takes a `known_edge.json`, writes every run's market files again (in
-a temporary folder), plays the current oracle on the env of the run's settings, on the episodes the run was
-evaluated on (episode i seeded EVAL_SEED + i, as `evaluate` plays them), and writes a `known_edge.json` with the
-same runs and the policies' returns as recorded, the oracle's returns replaced and every fraction of the oracle
-recomputed, to `--out`, with its plots. A run of a market with a rule within a policy's reach that was recorded
-without one gets the rule's returns on the same episodes (`known_edge_runs.with_reachable_rule`). The settings name the results rescored and the oracle's mean return per
-episode before and after, per market and seed (`rescored`).
+before measure against the old one. This script takes a `known_edge.json`, writes every run's market files again (in a
+temporary folder), plays the current oracle on the env of the run's settings, on the episodes the run was evaluated on
+(episode i seeded EVAL_SEED + i, as `evaluate` plays them), and writes a `known_edge.json` with the same runs and the
+policies' returns as recorded, the oracle's returns replaced and every fraction of the oracle recomputed, to `--out`,
+with its plots. A run of a market with a rule within a policy's reach that was recorded without one gets the rule's
+returns on the same episodes (`known_edge_runs.with_reachable_rule`). The settings name the results rescored and the
+oracle's mean return per episode before and after, per market and seed (`rescored`).
 
 Usage:
     python benchmarks/known_edge_rescore.py --results DIR/known_edge.json --out DIR/rescored

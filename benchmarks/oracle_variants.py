@@ -24,7 +24,7 @@ from known_edge_runs import ENV_OVERRIDES, episode_returns, evaluation_data, ref
 
 from btgym_aac.data.markets import BasketOracle, PairOracle, pair
 from btgym_aac.evaluation.oracle_agent import (FLAT, LOOKAHEAD_DECISIONS, MultiAssetOracleAgent, largest_moves_sides,
-                                               lookahead_bars, multi_asset_market, order_towards)
+                                               lookahead_bars, market_closes, multi_asset_market)
 
 PAIR_VARIANTS = {'hedged, both legs\' round trip (before 2026-12-07)': ('hedged', 2.0),
                  'Y alone, both legs\' round trip': ('y', 2.0),
@@ -87,7 +87,7 @@ class EpisodeSpreadOracle(MultiAssetOracleAgent):
     """
 
     def __init__(self, oracle, times, closes, lines, action_names, env):
-        super().__init__(times, {}, action_names)
+        super().__init__(times, {}, action_names)  # the sides wanted are taken at each decision (`wanted_now`)
         self.oracle, self.env, self.lines = oracle, env, tuple(lines)
         self.spreads = oracle.spreads(closes[:, 0], closes[:, 1])
 
@@ -97,13 +97,11 @@ class EpisodeSpreadOracle(MultiAssetOracleAgent):
         first = self.times.searchsorted(self.env.episode_window[0])
         return -(self.spreads[now] - self.spreads[first:now + 1].mean()) * self.oracle.pull
 
-    def act(self, observation):
-        """Y: hold, close, or one more order towards the side of the expected change; X: close what is held."""
+    def wanted_now(self):
+        """Y: the side of the expected change where it beats Y's round trip, else 0 (keep); X: `FLAT`."""
         expected = self.expected_now()
-        side = int(np.sign(expected)) if abs(expected) > self.oracle.leg_round_trip else 0
         line_x, line_y = self.lines
-        return {line_y: self.actions[order_towards(side, self.sides.get(line_y, 0))],
-                line_x: self.actions[order_towards(FLAT, self.sides.get(line_x, 0))]}
+        return {line_y: int(np.sign(expected)) if abs(expected) > self.oracle.leg_round_trip else 0, line_x: FLAT}
 
 
 def market_setting(env):
@@ -114,8 +112,7 @@ def market_setting(env):
     if market is None:
         return None
     spec, lines, frames, times, cost = market
-    names = [lines[name] for name in spec.params['names']]
-    closes = np.column_stack([frames[line]['close'].to_numpy(dtype=np.float64) for line in names])
+    names, closes = market_closes(spec, lines, frames)
     return spec, times, closes, names, cost
 
 

@@ -150,13 +150,13 @@ docs/multi-asset.md, "Four epochs for PPO on several assets")."""
 
 
 def _tuned_multi_asset_layer(algo):
-    """`tuned`'s settings for envs of several assets: for every trainer rollouts of 64 env steps (512 frames per
-    worker and train step, a third of the updates per env step), and for PPO Stable-Baselines3's updates with 4
-    epochs (`MULTI_ASSET_PPO_UPDATES`). A3C's rollouts: on the cointegrated pair about twice the fraction of the oracle that
-    rollouts of 20 take, on the basket level or a little ahead, where on one asset they cost a little early
-    learning; UNREAL's a little ahead on the pair and level on the basket (docs/multi-asset.md, "Longer rollouts, the
-    default on several assets"); PPO's with SB3's updates ahead of A3C's on the pair, near SB3's PPO
-    (docs/multi-asset.md, "PPO with Stable-Baselines3's updates", "Four epochs for PPO on several assets")."""
+    """`tuned`'s settings for envs of several assets: for every trainer rollouts of 64 env steps (512 frames per worker
+    and train step, a third of the updates per env step), and for PPO Stable-Baselines3's updates with 4 epochs
+    (`MULTI_ASSET_PPO_UPDATES`). A3C's rollouts: on the cointegrated pair about twice the fraction of the oracle that
+    rollouts of 20 take, on the basket level or a little ahead, where on one asset they cost a little early learning;
+    UNREAL's a little ahead on the pair and level on the basket (docs/multi-asset.md, "Longer rollouts, the default on
+    several assets"); PPO's with SB3's updates ahead of A3C's on the pair, near SB3's PPO (docs/multi-asset.md, "PPO
+    with Stable-Baselines3's updates", "Four epochs for PPO on several assets")."""
     kwargs = dict(rollout_length=64, **(MULTI_ASSET_PPO_UPDATES if algo == 'ppo' else {}))
     return {'trainer_config': {'kwargs': kwargs}}
 
@@ -210,10 +210,10 @@ DEFAULT_ALGO = 'a3c'
 (`MULTI_ASSET_ALGOS`)."""
 
 MULTI_ASSET_ALGOS = {'tuned': 'ppo'}
-"""Preset name -> the trainer of its runs on several assets that name none: under `tuned` PPO with
-Stable-Baselines3's updates (`MULTI_ASSET_PPO_UPDATES`): with the joint head ahead of A3C on the cointegrated pair (0.36 of
-its oracle against 0.26 by 100,000 env steps) and level with it on the basket (0.58 against 0.56; docs/multi-asset.md,
-"PPO, the default trainer on several assets", "Oracles that use the margin")."""
+"""Preset name -> the trainer of its runs on several assets that name none: under `tuned` PPO with Stable-Baselines3's
+updates (`MULTI_ASSET_PPO_UPDATES`): with the joint head ahead of A3C on the cointegrated pair (0.36 of its oracle
+against 0.26 by 100,000 env steps) and level with it on the basket (0.58 against 0.56; docs/multi-asset.md, "PPO, the
+default trainer on several assets", "Oracles that use the margin")."""
 
 
 def default_algo(preset=DEFAULT_PRESET, multi_asset=False):

@@ -188,6 +188,17 @@ def market_lines(dataset):
     return (first, lines) if set(lines) == set(first.params['names']) else None
 
 
+def market_closes(spec, lines, frames):
+    """(the data lines of the market's assets in its order, (bars, assets) float array of their closes).
+
+    Args:
+        spec, lines: as `market_lines` gives them.
+        frames: {data line: its bars}, aligned.
+    """
+    names = [lines[name] for name in spec.params['names']]
+    return names, np.column_stack([frames[line]['close'].to_numpy(dtype=np.float64) for line in names])
+
+
 def wanted_sides(spec, lines, frames, commission, horizon):
     """What the oracle of a market of several assets wants at every bar of `frames` (each from the bars up to it).
 
@@ -209,8 +220,7 @@ def wanted_sides(spec, lines, frames, commission, horizon):
         (the position is kept), `FLAT` where the asset should be flat}, object array of the data line a long-only
         portfolio would hold, None where none).
     """
-    names = [lines[name] for name in spec.params['names']]
-    closes = np.column_stack([frames[line]['close'].to_numpy(dtype=np.float64) for line in names])
+    names, closes = market_closes(spec, lines, frames)
     if spec.kind == pair.KIND:
         oracle = PairOracle(spec, commission=commission, horizon=horizon)
         expected = oracle.expected_changes(closes[:, 0], closes[:, 1])
@@ -259,11 +269,15 @@ class MultiAssetOracleAgent(_BarClock):
         self.actions = order_actions(action_names)
         self.wanted = sides
 
+    def wanted_now(self):
+        """{data line: the side wanted at the current bar}."""
+        now = self.now()
+        return {line: int(sides[now]) for line, sides in self.wanted.items()}
+
     def act(self, observation):
         """Per asset: hold, close, or one more order towards the side wanted at the current bar."""
-        now = self.now()
-        return {line: self.actions[order_towards(int(sides[now]), self.sides.get(line, 0))]
-                for line, sides in self.wanted.items()}
+        return {line: self.actions[order_towards(side, self.sides.get(line, 0))]
+                for line, side in self.wanted_now().items()}
 
 
 class FavouredAssetOracleAgent(_BarClock):
