@@ -63,7 +63,8 @@ them): whether settings chosen on the default markets hold on others.
 
 Usage:
     python benchmarks/known_edge.py [--markets mr regime intraday] [--trainers a3c ppo unreal sb3_ppo]
-                                    [--seeds 5] [--steps 100000] [--stages 20] [--workers 2] [--eval-episodes 50]
+                                    [--seeds 5] [--first-seed 0] [--steps 100000] [--stages 20] [--workers 2]
+                                    [--eval-episodes 50]
                                     [--budgets 40000 100000] [--preset reference] [--config FILE]
                                     [--envs-per-worker K]
                                     [--no-twins] [--sb3-torch-threads 1] [--sb3-env-preset reference]
@@ -96,7 +97,9 @@ def parse_args():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument('--markets', nargs='+', choices=sorted(MARKETS), default=['mr', 'regime', 'intraday'])
     parser.add_argument('--trainers', nargs='+', choices=TRAINERS, default=list(TRAINERS))
-    parser.add_argument('--seeds', type=int, default=5, help='number of seeds (0 .. N-1)')
+    parser.add_argument('--seeds', type=int, default=5, help='number of seeds (--first-seed .. --first-seed + N - 1)')
+    parser.add_argument('--first-seed', type=int, default=0,
+                        help='the first run seed: another command, or a later one, can make further seeds')
     parser.add_argument('--steps', type=int, default=100000, help='env steps of training')
     parser.add_argument('--stages', type=int, default=20, help='equal stages, each followed by an evaluation')
     parser.add_argument('--budgets', type=int, nargs='*', default=[40000, 100000],
@@ -144,6 +147,8 @@ def parse_args():
                  'envs_per_worker'):
         if getattr(args, name) is not None and getattr(args, name) < 1:
             parser.error('--{} must be >= 1, got {}'.format(name.replace('_', '-'), getattr(args, name)))
+    if args.first_seed < 0:
+        parser.error('--first-seed must be >= 0, got {}'.format(args.first_seed))
     if not args.spread >= 0:
         parser.error('--spread must be a number >= 0, got {}'.format(args.spread))
     if args.sb3_torch_threads < 0:
@@ -183,9 +188,14 @@ def import_sb3_first(trainers, torch_threads):
         torch.set_num_threads(torch_threads)
 
 
+def run_seeds(args):
+    """The run seeds of the command: `--seeds` of them from `--first-seed` on."""
+    return list(range(args.first_seed, args.first_seed + args.seeds))
+
+
 def settings(args):
     """The settings written to the JSON."""
-    written = {'markets': args.markets, 'trainers': args.trainers, 'seeds': list(range(args.seeds)),
+    written = {'markets': args.markets, 'trainers': args.trainers, 'seeds': run_seeds(args),
                'preset': args.preset, 'budgets': args.budgets, 'portfolio': args.portfolio,
                'twins': args.twins, 'steps': args.steps, 'stages': args.stages, 'workers': args.workers,
                'eval_episodes': args.eval_episodes, 'eval_seed': EVAL_SEED, 'train_bars': args.train_bars,
@@ -280,7 +290,7 @@ def run_all(args, work_dir, start):
     start -= earlier_seconds
     runs = [with_reachable_rule(run, work_dir, args) for run in runs]
     done = {run_key(run) for run in runs}
-    for seed in range(args.seeds):
+    for seed in run_seeds(args):
         for market in args.markets:
             for trainer in args.trainers:
                 for edge in (True, False) if args.twins else (True,):

@@ -237,6 +237,7 @@ def test_the_benchmark_trains_several_assets_as_train_assets_does_and_records_it
         monkeypatch.setattr(sys, 'argv', ['known_edge.py', *flags])
         return known_edge.settings(known_edge.parse_args())
 
+    assert written_settings('--seeds', '2', '--first-seed', '3')['seeds'] == [3, 4]
     longer = {'trainer_config': {'kwargs': {'rollout_length': 64}}}
     ppo = {'trainer_config': {'kwargs': dict(rollout_length=64, num_epochs=4, num_minibatches=8,
                                              behaviour_logits=True, opt_learn_rate=3e-4, model_beta=0.0,
