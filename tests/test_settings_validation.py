@@ -125,6 +125,9 @@ def env():
     (PPO, dict(num_minibatches=4), 'num_minibatches 4 needs time_flat=True'),
     (Unreal, dict(num_minibatches=2, time_flat=True, use_value_replay=True),
      'num_minibatches 2 splits the on-policy batch only; it cannot be combined with replay'),
+    (PPO, dict(target_kl=0), 'target_kl must be a finite number > 0, got 0'),
+    (A3C, dict(target_kl=0.01), 'target_kl 0.01 needs an old policy to measure the drift from: a trainer with a '
+                                'target policy (PPO) or behaviour_logits=True'),
     (Unreal, dict(use_value_replay=True, gamma_pc=1.5), 'gamma_pc must be a finite number in [0, 1], got 1.5'),
     (Unreal, dict(use_value_replay=True, vr_lambda=-1.0),
      'vr_lambda must be a finite number >= 0 or a [low, high] pair of them for a log-uniform draw, got -1.0'),
@@ -137,6 +140,7 @@ def env():
 ], ids=['model-summary-freq', 'episode-summary-freq', 'env-render-freq', 'rollout-length', 'rollout-length-float',
         'learn-rate', 'learn-rate-pair', 'beta-str', 'end-learn-rate', 'decay-steps', 'gamma', 'gae-lambda',
         'ppo-epochs', 'ppo-pi-prime-period', 'minibatches', 'minibatches-not-time-flat', 'minibatches-replay',
+        'target-kl', 'target-kl-without-old-policy',
         'gamma-pc', 'vr-lambda', 'memory-size', 'memory-shorter-than-replay',
         'rp-sequence-size'])
 def test_bad_trainer_setting_is_named_at_construction(env, trainer, kwargs, message):

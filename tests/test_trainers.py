@@ -344,6 +344,63 @@ def test_ppo_minibatches_make_an_update_each_and_advance_the_step_by_the_whole_b
         session.close()
 
 
+def mean_divergence(old_logits, logits, mask):
+    """numpy: the mean over the rows with mask 1 of KL(softmax(old_logits) || softmax(logits))."""
+    def log_softmax(x):
+        shifted = x - x.max(axis=1, keepdims=True)
+        return shifted - np.log(np.exp(shifted).sum(axis=1, keepdims=True))
+    old, new = log_softmax(np.asarray(old_logits, np.float64)), log_softmax(np.asarray(logits, np.float64))
+    rows = (np.exp(old) * (old - new)).sum(axis=1)
+    return float((rows * mask).sum() / max(mask.sum(), 1.0))
+
+
+@pytest.mark.parametrize('target_kl', [1e-9, 1e9])
+def test_ppo_updates_end_after_the_first_minibatch_that_drifted_past_the_target_kl(tmp_path, target_kl):
+    """PPO with `target_kl`, two epochs of three minibatches (time_flat, 8 frames): every update but the last fetches
+    its minibatch's mean KL(pi_old || pi) before it (numpy on the fed acting logits and the local policy's); the
+    updates stop after the first past 1.5 x target_kl and the step ends with no more update, the global step still
+    advanced by all 8 frames, the model summary counting the updates; with a target no drift reaches, all six
+    run. (Noise-free heads: a noisy layer's logits differ from run to run.)"""
+    session = Session(PPO, trading_env(), Aac1dPolicy, dict(lstm_layers=(16,), linear_layer_ref=linear, **SMALL_CONV),
+                      tmp_path,
+                      rollout_length=8, time_flat=True, num_epochs=2, num_minibatches=3, behaviour_logits=True,
+                      target_kl=target_kl)
+    trainer = session.trainer
+    try:
+        runs, drifts, expected_drifts = [], [], []
+        run = trainer.learner._callables.run
+        targets = trainer.targets.on_policy
+
+        def recording_run(sess, name, fetches, feed, **kwargs):
+            if name == 'update_epoch':
+                logits = sess.run(trainer.local_network.on_logits, feed)
+                expected_drifts.append(mean_divergence(feed[targets.behaviour_logits], logits, feed[targets.mask]))
+            fetched = run(sess, name, fetches, feed, **kwargs)
+            runs.append(name)
+            if name == 'update_epoch':
+                drifts.append(float(fetched[1]))
+            return fetched
+
+        trainer.learner._callables.run = recording_run
+        with session.graph.as_default():
+            beta1_power = trainer.optimizer._get_beta_accumulators()[0]
+        frames, real, advance, moved = session.train_step()
+        assert moved and frames == real == advance == 8
+        np.testing.assert_allclose(drifts, expected_drifts, rtol=1e-4, atol=1e-7)
+        if target_kl < 1:
+            assert drifts[-1] > 1.5 * target_kl and all(drift <= 1.5 * target_kl for drift in drifts[:-1])
+            updates = len(drifts)
+            assert updates < 6 and runs == ['update_epoch'] * updates + ['end_early_with_summary']
+        else:
+            updates = 6
+            assert runs == ['update_epoch'] * 5 + ['update_with_summary']
+        assert trainer.learner.updates_in_step == updates
+        assert session.sess.run(beta1_power) == pytest.approx(0.9 ** (1 + updates), rel=1e-6)
+        assert tagged(scalar_events(str(tmp_path)), 'model/updates_in_step') == [(8, updates)]
+    finally:
+        session.close()
+
+
 def test_test_rollouts_train_nothing(tmp_path):
     dataset = BTgymDataset(dataframe=make_sine_data(num_bars=8000), episode_duration=SHORT_EPISODE,
                            target_period={'days': 2, 'hours': 0, 'minutes': 0})

@@ -33,7 +33,8 @@ from btgym_aac.algorithms.summaries import RunnerSummaryWriter, make_episode_sum
 from btgym_aac.algorithms.devices import global_device, make_step_counters, on_device, worker_device
 from btgym_aac.algorithms.learner import (Learner, TrainOps, decayed_learn_rate, make_train_ops, rollout_is_train,
                                           step_feed)
-from btgym_aac.algorithms.objective import LossBuilders, base_loss, make_train_targets, pixel_control_q_target
+from btgym_aac.algorithms.objective import (LossBuilders, base_loss, make_train_targets, on_policy_divergence,
+                                            pixel_control_q_target)
 from btgym_aac.algorithms.acting.construction import RunnerSetup, make_runners
 from btgym_aac.legacy.trainer_arguments import IGNORED_ORIGINAL_ARGUMENTS, check_removed_hooks, original_attributes
 from btgym_aac.class_refs import resolved
@@ -253,7 +254,8 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
     def _make_train_op(self, pi, pi_prime, pi_global):
         """Adam on the global variables and the sync ops (see `learner.make_train_ops`), kept as `self.train_ops`;
         the trainer's learner runs them. A global policy keeping observation statistics gets their update from the
-        on-policy frames of every train step (`policy.normalization`).
+        on-policy frames of every train step (`policy.normalization`); with `target_kl` the learner reads the drift
+        from the old policy (`objective.on_policy_divergence`).
 
         Returns:
             train op.
@@ -262,8 +264,10 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
         frames = tf.placeholder_with_default(tf.reduce_sum(mask), [], name='train_frames')
         normalizer = getattr(pi_global, 'observation_normalizer', None)
         statistics_update = normalizer.update(pi.on_state_in, mask) if normalizer is not None else None
+        policy_kl = on_policy_divergence(self.config, self.targets, pi, pi_prime) \
+            if self.config.target_kl is not None else None
         self.train_ops = make_train_ops(self.loss, pi, pi_prime, pi_global, self.global_step, frames, self.config,
-                                        statistics_update)
+                                        statistics_update, policy_kl)
         return self.train_ops.train_op
 
     def _combine_summaries(self, policy, model_summaries):
@@ -276,6 +280,7 @@ class BaseAAC(original_attributes(ORIGINAL_SETTING_ATTRIBUTES, ORIGINAL_OP_ATTRI
                     tf.summary.scalar('learn_rate', self.learn_rate_decayed),
                     tf.summary.scalar('total_loss', self.loss),
                     tf.summary.scalar('var_global_norm', tf.global_norm(policy.var_list)),
+                    tf.summary.scalar('updates_in_step', self.train_ops.updates_in_step),
                 ]
         model_summary = tf.summary.merge(model_summaries, name='model_summary') if model_summaries else None
         render_modes = list(getattr(self.env_list[0], 'render_modes', [])) + list(self.config.aux_render_modes)

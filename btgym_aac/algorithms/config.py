@@ -101,6 +101,10 @@ class AacConfig:
     behaviour_logits: bool = False
     """PPO's probability ratio against the logits the acting policy gave (stored with every frame) instead of the
     target policy pi'; no pi' is built."""
+    target_kl: Optional[float] = None
+    """PPO: a train step's updates stop after the first whose minibatch had drifted more than 1.5 x this from the old
+    policy, as the mean `KL(pi_old || pi)` over its frames before that update (summed over per-asset heads); None:
+    every epoch runs. Needs an old policy (pi' or `behaviour_logits`)."""
     pi_prime_update_period: int = 1
     """Train steps between copies of the local policy to the target policy pi'."""
     batch_acting: bool = True
@@ -130,6 +134,8 @@ class AacConfig:
             object.__setattr__(self, name, check_whole_number(name, getattr(self, name)))
         object.__setattr__(self, 'episode_train_test_cycle', check_train_test_cycle(self.episode_train_test_cycle))
         object.__setattr__(self, 'aux_render_modes', tuple(self.aux_render_modes or ()))
+        if self.target_kl is not None:
+            check_target_kl(self.target_kl, self._use_target_policy or self.behaviour_logits)
         if self.num_minibatches > 1:
             check_minibatches(self.num_minibatches, self.time_flat, self.use_memory)
         if self.use_memory:
@@ -219,6 +225,15 @@ def check_replay(memory_size, rollout_length, rp_sequence_size, reward_predictio
         if rollout_length < rp_sequence_size:
             raise ValueError('replay_rollout_length {} is shorter than rp_sequence_size {}: the memory cannot '
                              'return reward-prediction samples that long'.format(rollout_length, rp_sequence_size))
+
+
+def check_target_kl(target_kl, has_old_policy):
+    """Raises ValueError when `target_kl` is not a number > 0, or the trainer has no old policy to measure the
+    drift from (`has_old_policy` False: no pi' and no `behaviour_logits`)."""
+    check_number('target_kl', target_kl, low_open=True)
+    if not has_old_policy:
+        raise ValueError('target_kl {} needs an old policy to measure the drift from: a trainer with a target policy '
+                         "(PPO) or behaviour_logits=True".format(target_kl))
 
 
 def check_minibatches(num_minibatches, time_flat, use_memory):

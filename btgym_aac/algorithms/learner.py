@@ -41,11 +41,15 @@ GRADIENT_CLIP_NORM = 40.0
 TrainOps = collections.namedtuple('TrainOps', [
     'train_op', 'inc_step', 'sync', 'sync_pi', 'sync_pi_after_train', 'sync_pi_prime', 'train_finite', 'grads',
     'grads_global_norm', 'finite_checked', 'train_learn_rate', 'optimizer', 'frames', 'last_train_op',
-    'sync_pi_after_last'])
+    'sync_pi_after_last', 'policy_kl', 'advance_step', 'statistics_update', 'updates_in_step'])
 """Ops of a train step (see `make_train_ops`); `finite_checked` lists (description, tensor) pairs to search for
 the first non-finite value when `train_finite` is False; `frames` is the tensor of env frames the global step
 advances by (fed by a minibatch update); `last_train_op` is the step's last update (`train_op` with the update of
-the observation statistics, where the policy keeps them) and `sync_pi_after_last` the sync after it."""
+the observation statistics, where the policy keeps them) and `sync_pi_after_last` the sync after it; `policy_kl` is
+the fed frames' mean KL divergence of the policy from the old one (None unless `target_kl` asks for it), and
+`advance_step` advances the global step by `frames` with no update, for a step whose updates ended early (with
+`statistics_update`, None where the policy keeps no observation statistics); `updates_in_step` is a placeholder
+(default 0) the learner feeds a step's count of updates with when it fetches the model summary."""
 
 
 def copy_op(pairs):
@@ -67,7 +71,8 @@ def decayed_learn_rate(global_step, start, end, decay_steps):
                                      np.float64(end), power=1.0, cycle=False)
 
 
-def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config, statistics_update=None):
+def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config, statistics_update=None,
+                   policy_kl=None):
     """Adam on the global variables with the local gradients clipped at global norm 40, and the sync ops.
 
     `sync` copies every global variable to the local policy (`sync_pi` and the others); `sync_pi` skips the
@@ -89,6 +94,8 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config, s
             minibatch of a step can advance the global step by the frames of the whole batch).
         config: the trainer's resolved `AacConfig` (its learn rate settings and `opt_epsilon`).
         statistics_update: op updating the global policy's observation statistics, or None.
+        policy_kl: scalar tensor, the fed frames' mean KL divergence of `pi` from the old policy (`target_kl`), or
+            None.
 
     Returns:
         TrainOps.
@@ -116,6 +123,7 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config, s
         optimizer = tf.train.AdamOptimizer(tf.cast(train_learn_rate, tf.float32), epsilon=config.opt_epsilon)
         train_op = optimizer.apply_gradients(list(zip(moved[:-1], [glob for _, glob in pushed])))
         inc_step = global_step.assign_add(tf.cast(moved_frames, tf.int32))
+        advance_step = global_step.assign_add(tf.cast(frames, tf.int32))
     with tf.control_dependencies([train_op]):
         sync_pi_after_train = copy_op(changing)
     last_train_op, sync_pi_after_last = train_op, sync_pi_after_train
@@ -134,7 +142,9 @@ def make_train_ops(loss, pi, pi_prime, pi_global, global_step, frames, config, s
         train_finite=train_finite, grads=grads,
         grads_global_norm=tf.global_norm([grad for grad in grads if grad is not None]),
         finite_checked=finite_checked, train_learn_rate=train_learn_rate, optimizer=optimizer, frames=frames,
-        last_train_op=last_train_op, sync_pi_after_last=sync_pi_after_last)
+        last_train_op=last_train_op, sync_pi_after_last=sync_pi_after_last, policy_kl=policy_kl,
+        advance_step=advance_step, statistics_update=statistics_update,
+        updates_in_step=tf.placeholder_with_default(0.0, [], name='updates_in_step'))
 
 
 # ------------------------------------------------------------------------------------------- feeding
@@ -360,8 +370,13 @@ SessionCall = collections.namedtuple('SessionCall', ['name', 'fetches', 'targets
 """One kind of session run of the train step: what it fetches and which ops it runs besides."""
 
 SessionCalls = collections.namedtuple('SessionCalls', [
-    'copy_to_target', 'sync', 'update_epoch', 'update', 'update_then_sync', 'update_with_summary'])
+    'copy_to_target', 'sync', 'update_epoch', 'update', 'update_then_sync', 'update_with_summary', 'end_early',
+    'end_early_with_summary'])
 """The train step's session runs (see `session_calls`)."""
+
+KL_STOP_FACTOR = 1.5
+"""A step's updates end once an update's minibatch had drifted more than this times `target_kl` (Stable-Baselines3's
+factor)."""
 
 
 def session_calls(ops, summary_op):
@@ -369,20 +384,29 @@ def session_calls(ops, summary_op):
 
     `copy_to_target`: the local policy to the target policy pi' (None without one); `sync`: the global weights
     to the local policy; `update_epoch`: an update that does not advance the global step, then the sync (every
-    epoch but the last); `update`: the update, fetching the new global step and whether it was finite;
-    `update_then_sync`: the same, then the sync in the same run; `update_with_summary`: `update` fetching the
-    model summary too (None without a summary op). The last three are a step's last update (`last_train_op`).
+    epoch but the last), fetching whether it was finite and, where `ops.policy_kl` is set, the drift before it;
+    `update`: the update, fetching the new global step and whether it was finite; `update_then_sync`: the same, then
+    the sync in the same run; `update_with_summary`: `update` fetching the model summary too (None without a summary
+    op). The last three are a step's last update (`last_train_op`). `end_early` ends a step whose updates stopped
+    early: it advances the global step (fetched) with no update and updates the observation statistics;
+    `end_early_with_summary` fetches the model summary too (None without one).
     """
     step = [ops.inc_step, ops.train_finite]
+    epoch = [ops.train_finite] + ([ops.policy_kl] if ops.policy_kl is not None else [])
+    statistics = [ops.statistics_update] if ops.statistics_update is not None else []
+    with_summary = summary_op is not None
     return SessionCalls(
         copy_to_target=SessionCall('copy_to_target', None, [ops.sync_pi_prime]) if ops.sync_pi_prime is not None
         else None,
         sync=SessionCall('sync', None, [ops.sync_pi]),
-        update_epoch=SessionCall('update_epoch', [ops.train_finite], [ops.sync_pi_after_train]),
+        update_epoch=SessionCall('update_epoch', epoch, [ops.sync_pi_after_train]),
         update=SessionCall('update', step, [ops.last_train_op]),
         update_then_sync=SessionCall('update_then_sync', step, [ops.last_train_op, ops.sync_pi_after_last]),
         update_with_summary=SessionCall('update_with_summary', step + [summary_op], [ops.last_train_op])
-        if summary_op is not None else None)
+        if with_summary else None,
+        end_early=SessionCall('end_early', [ops.advance_step], statistics),
+        end_early_with_summary=SessionCall('end_early_with_summary', [ops.advance_step, summary_op], statistics)
+        if with_summary else None)
 
 
 class Learner:
@@ -410,6 +434,7 @@ class Learner:
             holds (None before one is known). A sync that is not part of an update takes the step of the update
             before it, a lower bound: other workers may have moved the step meanwhile.
         summaries: the `summaries.RunnerSummaryWriter` the step writes with (None: no summaries).
+        updates_in_step: the updates the latest train step ran (fewer than its feeds where `target_kl` ended them).
     """
 
     def __init__(self, ops, config, targets, pi, pi_prime=None, summary_op=None, extra_feed=None, task=0,
@@ -426,6 +451,7 @@ class Learner:
         self.local_policy_synced = False
         self.synced_global_step = None
         self.summaries = None
+        self.updates_in_step = 0
         self._callables = CallableCache()
 
     def start(self, sess, summaries=None):
@@ -471,10 +497,13 @@ class Learner:
            (`update_feeds`: `num_epochs` passes of `num_minibatches`);
         3. sync the local policy from the global one, unless the previous step ended with that sync (with a target
            policy always, after pi' took the local weights);
-        4. every update but the last, each followed by the sync; then one session run of the last update, which
-           advances the global step and, every `model_summary_freq` steps, fetches the model summary (and then
-           leaves the sync to the next step); without a target policy and summary it ends with the sync;
-        5. write the episode statistics and the model summary.
+        4. every update but the last, each followed by the sync; with `target_kl` they end after the first whose
+           minibatch had drifted past `KL_STOP_FACTOR` x `target_kl` from the old policy, and the step ends without
+           its last update (`end_early`);
+        5. otherwise one session run of the last update, which advances the global step and, every
+           `model_summary_freq` steps, fetches the model summary (and then leaves the sync to the next step);
+           without a target policy and summary it ends with the sync;
+        6. write the episode statistics and the model summary.
 
         Raises:
             NonFiniteTrainingError: an update's loss or gradients were not finite (it changed no weight).
@@ -492,24 +521,60 @@ class Learner:
             if calls.copy_to_target is not None or not self.local_policy_synced:
                 self._run(sess, calls.sync)
                 self._synced_after(self.last_global_step)
-            for feed in feeds[:-1]:
-                self._check_finite(sess, self._run(sess, calls.update_epoch, feed)[0], feed)
-                self._synced_after(self.last_global_step)
-            if calls.update_with_summary is not None and self.steps % config.model_summary_freq == 0:
-                last = calls.update_with_summary
+            ended_early = self._updates_but_last(sess, feeds[:-1])
+            summary_due = calls.update_with_summary is not None and self.steps % config.model_summary_freq == 0
+            if not ended_early:
+                self.updates_in_step += 1  # (the last update, run below)
+            if summary_due:
+                feeds[-1] = {**feeds[-1], self.ops.updates_in_step: self.updates_in_step}
+            if ended_early:
+                fetched = self._run(sess, calls.end_early_with_summary if summary_due else calls.end_early, feeds[-1])
+                self.last_global_step = int(fetched[0])
+                self.local_policy_synced = True  # (the sync after the update that ended them)
+                model_summary = fetched[1] if summary_due else None
             else:
-                last = calls.update if calls.copy_to_target is not None else calls.update_then_sync
-            fetched = self._run(sess, last, feeds[-1])
-            self.local_policy_synced = last is calls.update_then_sync
-            self._check_finite(sess, fetched[1], feeds[-1])
-            self.last_global_step = int(fetched[0])
-            if self.local_policy_synced:
-                self.synced_global_step = self.last_global_step
-            model_summary = fetched[2] if last is calls.update_with_summary else None
+                model_summary = self._last_update(sess, feeds[-1], summary_due)
             self.steps += 1
         if self.summaries is not None:
             self.summaries.write(sess, data, model_summary, step=self.last_global_step)
         return frames
+
+    def _updates_but_last(self, sess, feeds):
+        """Runs the updates of `feeds` (all of a step's but its last), each followed by the sync, until one whose
+        minibatch had drifted past `KL_STOP_FACTOR` x `target_kl` from the old policy before it.
+
+        Returns:
+            True where the updates ended early (the step's last update is not to run).
+        """
+        self.updates_in_step = 0
+        for feed in feeds:
+            fetched = self._run(sess, self.calls.update_epoch, feed)
+            self._check_finite(sess, fetched[0], feed)
+            self._synced_after(self.last_global_step)
+            self.updates_in_step += 1
+            if self.config.target_kl is not None and fetched[1] > KL_STOP_FACTOR * self.config.target_kl:
+                return True
+        return False
+
+    def _last_update(self, sess, feed, summary_due):
+        """Runs a step's last update on `feed` (with the sync, unless there is a target policy or `summary_due`)
+        and advances the global step.
+
+        Returns:
+            the serialized model summary where `summary_due`, else None.
+        """
+        calls = self.calls
+        if summary_due:
+            last = calls.update_with_summary
+        else:
+            last = calls.update if calls.copy_to_target is not None else calls.update_then_sync
+        fetched = self._run(sess, last, feed)
+        self.local_policy_synced = last is calls.update_then_sync
+        self._check_finite(sess, fetched[1], feed)
+        self.last_global_step = int(fetched[0])
+        if self.local_policy_synced:
+            self.synced_global_step = self.last_global_step
+        return fetched[2] if summary_due else None
 
     def _synced_after(self, step):
         """Records a sync run after the update that left the global step at `step` (None: none known yet, the

@@ -9,6 +9,7 @@ with the terms of disabled tasks left out.
 """
 import collections
 
+from btgym_aac.algorithms.nn.losses import batch_mean, policy_divergence
 from btgym_aac.compat import tf
 
 PolicyTargets = collections.namedtuple('PolicyTargets', ['action', 'advantage', 'r', 'mask', 'behaviour_logits'])
@@ -83,6 +84,28 @@ def actor_critic_loss(loss_fn, targets, logits, vf, prime_logits, entropy_beta, 
                    verbose=verbose, mask=targets.mask, **groups)
 
 
+def old_policy_logits(config, targets, pi_prime, prefix='on'):
+    """The old-policy logits of PPO's ratio in the `prefix` ('on' or 'off') pass: with `config.behaviour_logits` the
+    fed logits the acting policy gave, else the target policy `pi_prime`'s (None without one)."""
+    if config.behaviour_logits:
+        return getattr(targets, prefix + '_policy').behaviour_logits
+    return getattr(pi_prime, prefix + '_logits') if pi_prime is not None else None
+
+
+def action_groups_of(pi):
+    """The categoricals side by side in policy `pi`'s logits (1 but for per-asset heads)."""
+    return getattr(pi.ac_space, 'action_groups', 1)
+
+
+def on_policy_divergence(config, targets, pi, pi_prime):
+    """The mean `KL(pi_old || pi)` over the fed on-policy frames (`losses.policy_divergence`; pi_old as in
+    `old_policy_logits`), or None where the trainer has no old policy."""
+    old = old_policy_logits(config, targets, pi_prime)
+    if old is None:
+        return None
+    return batch_mean(policy_divergence(old, pi.on_logits, action_groups_of(pi)), targets.on_policy.mask)
+
+
 def base_loss(config, losses, targets, pc_q_target, pi, pi_prime, clip_epsilon, verbose=True):
     """The on-policy loss plus the enabled off-policy and auxiliary terms, each weighted by its lambda.
 
@@ -101,21 +124,16 @@ def base_loss(config, losses, targets, pc_q_target, pi, pi_prime, clip_epsilon, 
     Returns:
         (loss tensor, list of summaries).
     """
-    def prime(prefix):
-        """Old-policy logits of the `prefix` ('on' or 'off') pass."""
-        if config.behaviour_logits:
-            return getattr(targets, prefix + '_policy').behaviour_logits
-        return getattr(pi_prime, prefix + '_logits') if pi_prime is not None else None
-
-    groups = getattr(pi.ac_space, 'action_groups', 1)
+    groups = action_groups_of(pi)
     loss, summaries = actor_critic_loss(losses.on_policy, targets.on_policy, pi.on_logits, pi.on_vf,
-                                        prime('on'), config.model_beta, clip_epsilon, 'on_policy', verbose,
-                                        groups)
+                                        old_policy_logits(config, targets, pi_prime, 'on'), config.model_beta,
+                                        clip_epsilon, 'on_policy', verbose, groups)
     terms = []
     if config.use_off_policy_aac:
         terms.append((config.off_aac_lambda, actor_critic_loss(
-            losses.off_policy, targets.off_policy, pi.off_logits, pi.off_vf, prime('off'),
-            config.model_beta, clip_epsilon, 'off_policy', False, groups)))
+            losses.off_policy, targets.off_policy, pi.off_logits, pi.off_vf,
+            old_policy_logits(config, targets, pi_prime, 'off'), config.model_beta, clip_epsilon, 'off_policy', False,
+            groups)))
     if config.use_pixel_control:
         pc = targets.pixel_control
         terms.append((config.pc_lambda, losses.pixel_control(

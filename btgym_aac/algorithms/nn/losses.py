@@ -73,6 +73,15 @@ def entropy_of(logits, action_groups=1):
     return tf.reduce_sum(tf.reshape(per_group, [-1, action_groups]), axis=-1)
 
 
+def policy_divergence(old_logits, logits, action_groups=1):
+    """`KL(softmax(old_logits) || softmax(logits))` [B], summed over the `action_groups` categoricals (see
+    `neg_log_prob`)."""
+    if action_groups == 1:
+        return kl_divergence(old_logits, logits)
+    return tf.reduce_sum(kl_divergence(_by_group(old_logits, action_groups), _by_group(logits, action_groups)),
+                         axis=-1)
+
+
 def aac_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_logits, entropy_beta, epsilon=None,
                  name='_aac_', verbose=False, mask=None, action_groups=1):
     """A3C loss (https://arxiv.org/abs/1602.01783): `mean(CE(a, logits)·Adv) + 0.5·mean((R - V)^2) - beta·H`.
@@ -143,8 +152,7 @@ def ppo_loss_def(act_target, adv_target, r_target, pi_logits, pi_vf, pi_prime_lo
         vf_loss = batch_mean(_squared_error(r_target, pi_vf, 'ppo_loss_def'), mask)
         entropy = batch_mean(entropy_of(pi_logits, action_groups), mask)
         loss = clip_loss + vf_loss - entropy * entropy_beta
-        kl = kl_divergence(pi_prime_logits, pi_logits) if action_groups == 1 else tf.reduce_sum(
-            kl_divergence(_by_group(pi_prime_logits, action_groups), _by_group(pi_logits, action_groups)), axis=-1)
+        kl = policy_divergence(pi_prime_logits, pi_logits, action_groups)
 
         summaries = _scalar_summaries(
             [('l_clip_loss', clip_loss), ('value_loss', vf_loss)],
