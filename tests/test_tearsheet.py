@@ -314,15 +314,20 @@ def test_a_fold_written_before_costs_were_recorded_is_named(tmp_path):
 
 
 def test_quantstats_leaves_the_plots_of_the_process_in_their_style(tmp_path):
-    """Importing QuantStats sets seaborn's style for the whole process (other colours, a grid, fonts); the
-    tearsheet's charts have it, the process's other plots (the evaluation's) keep matplotlib's settings."""
+    """Importing QuantStats sets seaborn's style for the whole process (other colours, a grid, fonts) and seaborn's
+    colours for matplotlib's one-letter colour codes; the tearsheet's charts have the style, the process's other
+    plots (the evaluation's, the env's renderings) keep matplotlib's settings and colours."""
     script = '''
 import matplotlib
+from matplotlib.colors import to_rgba
 before = dict(matplotlib.rcParams)
+codes = [to_rgba(code) for code in 'bgrcmyk']
 from btgym_aac.evaluation.tearsheet import _quantstats
 quantstats, style = _quantstats()
-assert 'quantstats' in __import__('sys').modules
+assert 'quantstats' in __import__('sys').modules and 'seaborn' in __import__('sys').modules
 assert dict(matplotlib.rcParams) == before, sorted(key for key in before if matplotlib.rcParams[key] != before[key])
+assert [to_rgba(code) for code in 'bgrcmyk'] == codes == [(0, 0, 1, 1), (0, 0.5, 0, 1), (1, 0, 0, 1), (0, 0.75, 0.75, 1),
+                                                          (0.75, 0, 0.75, 1), (0.75, 0.75, 0, 1), (0, 0, 0, 1)]
 assert style['axes.grid'] is True and style['axes.prop_cycle'] != before['axes.prop_cycle']
 '''
     subprocess.run([sys.executable, '-c', script], check=True, timeout=120)

@@ -141,17 +141,26 @@ def config_settings(configs):
     return flat
 
 
+COLOUR_CODES = 'bgrcmyk'
+"""matplotlib's one-letter colour codes, which seaborn's import redefines."""
+
+
 @functools.cache
 def _quantstats():
     """(QuantStats, the matplotlib settings of its charts). Its import sets seaborn's style for the whole
-    process; here it is imported with matplotlib's settings put back afterwards, and the charts are drawn with
-    those it set (their font made one that matplotlib ships)."""
+    process, and seaborn's colours for matplotlib's one-letter colour codes ('r', 'g', ...); here it is imported
+    with matplotlib's settings and colour codes put back afterwards, and the charts are drawn with the settings it
+    set (their font made one that matplotlib ships)."""
     import matplotlib
+    from matplotlib.colors import colorConverter
 
+    codes = {code: colorConverter.colors[code] for code in COLOUR_CODES}
     with matplotlib.rc_context():
         before = dict(matplotlib.rcParams)
         import quantstats
         style = {key: value for key, value in matplotlib.rcParams.items() if before.get(key) != value}
+    for code, colour in codes.items():  # (item by item: the mapping clears matplotlib's colour cache on each)
+        colorConverter.colors[code] = colour
     style['font.family'] = CHART_FONT
     return quantstats, style
 
