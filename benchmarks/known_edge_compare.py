@@ -18,7 +18,8 @@ Usage:
                                             [--late-from 20000] [--until ENV_STEPS]
                                             [--out benchmarks/results/known_edge_compare]
 
-A variant named `NAME:TRAINER` takes that trainer's runs of its file instead of `--trainer`'s. `--until N` leaves
+A variant named `NAME:TRAINER` takes that trainer's runs of its file instead of `--trainer`'s; `NAME=A.json+B.json`
+pools the runs of several files (seeds added by another command, `known_edge.py --first-seed`). `--until N` leaves
 out every stage after N env steps, so that a run trained to 100,000 compares with runs of 40,000. Without `--markets`
 or `--seeds`, the markets and seeds that every variant has runs of are compared (the table's first line names them).
 """
@@ -50,17 +51,32 @@ def parse_args():
     args.variants = {}
     for entry in args.results:
         name, sign, path = entry.partition('=')
-        if not sign or not name or not os.path.isfile(path):
-            parser.error('--results entry {!r} is not NAME=JSON of an existing file'.format(entry))
+        if not sign or not name or not all(os.path.isfile(part) for part in path.split('+')):
+            parser.error('--results entry {!r} is not NAME=JSON (or NAME=JSON+JSON...) of existing files'.format(
+                entry))
         args.variants[name] = path
     return args
 
 
 def edge_runs(path, trainer):
-    """The edge-market runs of `trainer` in a known_edge.json, and the file's settings."""
-    with open(path) as f:
-        results = json.load(f)
-    return [run for run in results['runs'] if run['trainer'] == trainer and run['edge']], results['settings']
+    """The edge-market runs of `trainer` in a known_edge.json, and the file's settings; `path` may join several
+    files with '+' (seeds made by other commands): their runs pooled, the first file's settings.
+
+    Raises:
+        ValueError: a market's seed has runs of `trainer` in more than one of the files.
+    """
+    runs, settings = [], None
+    for part in path.split('+'):
+        with open(part) as f:
+            results = json.load(f)
+        settings = results['settings'] if settings is None else settings
+        runs += [run for run in results['runs'] if run['trainer'] == trainer and run['edge']]
+    keys = [(run['market'], run['seed']) for run in runs]
+    twice = sorted({key for key in keys if keys.count(key) > 1})
+    if twice:
+        raise ValueError('{}: {} of {} {} runs in more than one file'.format(
+            path, ', '.join('{} seed {}'.format(*key) for key in twice), trainer, 'has' if len(twice) == 1 else 'have'))
+    return runs, settings
 
 
 def variant_runs(runs, markets, seeds, until=None):

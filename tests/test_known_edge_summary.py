@@ -173,6 +173,30 @@ def test_compare_takes_the_markets_and_seeds_every_variant_has_unless_told(tmp_p
         compare.shared_markets_and_seeds([first_runs, other])
 
 
+def test_compare_pools_the_runs_of_files_joined_by_a_plus(tmp_path):
+    compare = benchmark_module('known_edge_compare')
+    files = []
+    for name, seeds in (('first', (0, 1)), ('later', (2,))):
+        files.append(tmp_path / '{}.json'.format(name))
+        files[-1].write_text(json.dumps({'settings': {'trainer_overrides': {'num_epochs': len(name)}},
+                                         'runs': [run(seed, [1.0 + seed] * 4, [0.0] * 4) for seed in seeds]}))
+    joined = '{}+{}'.format(*files)
+    runs, settings = compare.edge_runs(joined, 'a3c')
+    assert sorted(run['seed'] for run in runs) == [0, 1, 2] and settings == {'trainer_overrides': {'num_epochs': 5}}
+    args = argparse.Namespace(variants={'pooled': joined, 'first': str(files[0])}, trainer='a3c', markets=None,
+                              seeds=None, late_from=10000, until=None)
+    compare.compare(args)
+    assert args.seeds == [0, 1]  # (the seeds both variants have)
+    args.seeds = None
+    args.variants = {'pooled': joined}
+    pooled, = compare.compare(args)
+    assert args.seeds == [0, 1, 2]
+    # seeds 0, 1, 2 make 1, 2 and 3 % per episode at every stage against the oracle's 2
+    assert pooled['fraction_of_oracle']['fraction'] == pytest.approx(1.0)
+    with pytest.raises(ValueError, match=r'mr seed 2 of a3c has runs in more than one file'):
+        compare.edge_runs('{}+{}'.format(files[1], files[1]), 'a3c')
+
+
 def test_market_params_reach_the_generator_and_the_recipe_the_oracle_reads(tmp_path):
     from btgym_aac.data.markets import read_market_spec
 
