@@ -144,9 +144,9 @@ lambda 0.95, clip 0.2), the ratio taken against the acting policy's logits."""
 
 MULTI_ASSET_PPO_UPDATES = dict(SB3_PPO_UPDATES, num_epochs=4)
 """PPO's updates under `tuned` on envs of several assets: `SB3_PPO_UPDATES` with 4 epochs instead of 10. With one
-head per asset, at 40,000 env steps 0.70 of the basket's oracle against 0.60 and 0.37 of the pair's against 0.46 (5
-seeds); at 100,000, 0.75 of the basket's against 0.54 and 0.43 of the pair's against 0.51 (3 seeds;
-docs/multi-asset.md, "Four epochs for PPO on several assets")."""
+head per asset, at 40,000 env steps 0.70 of the basket's oracle against 0.60 and 0.37 of the pair's against 0.46; at
+100,000, 0.73 of the basket's against 0.56 and 0.46 of the pair's against 0.49 (5 seeds each; docs/multi-asset.md,
+"Four epochs for PPO on several assets")."""
 
 
 def _tuned_multi_asset_layer(algo):
