@@ -17,6 +17,7 @@ the latest checkpoint and the weights the workers rescued when their sessions fa
 """
 import contextlib
 import multiprocessing
+import multiprocessing.connection
 import os
 import queue
 import signal
@@ -37,6 +38,7 @@ STOP_SIGNAL_REPEAT_SECONDS = 1.0
 """How often a stopped process that still runs gets SIGTERM again (see `terminate_and_wait`)."""
 STALL_STOP_SECONDS = 10
 POLL_SECONDS = 0.5
+"""Longest wait between two looks at the tasks and their reports; a task that ends is looked at once it has."""
 PS_DEATH_WAIT_SECONDS = 3.0
 
 
@@ -164,7 +166,8 @@ class TaskSupervision:
 
     def _supervise(self, context, progress, start):
         """Watches the tasks until every worker has finished: reads their reports, restarts those that died or
-        stalled, and raises RuntimeError where a restart would not help or none is left.
+        stalled, and raises RuntimeError where a restart would not help or none is left. It looks again as soon as
+        a task ends, and at least every `POLL_SECONDS`.
 
         Args:
             context: the multiprocessing context the tasks are started with.
@@ -204,7 +207,8 @@ class TaskSupervision:
                 self._stop_stalled(task)
                 self._restart(context, task, 'reported no progress for {} s'.format(self.stall_seconds), progress)
             self._print_progress(start)  # (the display shows it when due)
-            time.sleep(POLL_SECONDS)
+            multiprocessing.connection.wait([process.sentinel for process in self.processes.values()
+                                             if process.is_alive()], timeout=POLL_SECONDS)
         self._drain(progress, start)
 
     def _lost_to_a_parameter_server(self, context, task):
