@@ -1,5 +1,5 @@
 """Sweeps sharing one study in PostgreSQL: two `btgym-aac sweep` processes split the trials between them, a sweep
-with other settings is refused, and processes opening the study at once on a new database all get it. The server is
+with other settings is refused (`slow`), and processes opening the study at once on a new database all get it. The server is
 a throwaway one (`pg_cluster`); PostgreSQL's binaries are required, not optional."""
 import json
 import os
@@ -99,7 +99,7 @@ def output_of(*logs):
     return '\n'.join('--- {}\n{}'.format(log.name, log.read_text()[-4000:]) for log in logs)
 
 
-@pytest.mark.xdist_group('sweep')
+@pytest.mark.slow
 def test_two_sweeps_share_one_postgres_study_and_a_third_with_other_settings_is_refused(tmp_path, postgres_url,
                                                                                        capsys):
     (tmp_path / 'config.py').write_text(CONFIG_FILE)
