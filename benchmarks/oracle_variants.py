@@ -7,8 +7,9 @@ run of PPO under `--preset` is evaluated on (`reference_configs`, the benchmark'
 the same `--episodes` episodes (episode i seeded EVAL_SEED + i) through `MultiAssetOracleAgent`. Pair variants: the
 assets traded (both legs hedged, or Y alone) and the threshold the spread's expected change must beat, in round trips
 of one leg; basket variants: how many assets of the largest expected returns are held (the others closed) and the
-threshold in round trips. One more pair variant takes the spread's level from the bars instead of knowing it
-(`EpisodeSpreadOracle`: the rule within a policy's reach, `known_edge_runs.reachable_rule_returns`).
+threshold in round trips. More pair variants take the spread's level from the bars instead of knowing it: from the
+episode's bars so far (`EpisodeSpreadOracle`: the rule within a policy's reach, `known_edge_runs.reachable_rule_returns`)
+and from trailing windows of fixed length.
 
 Usage:
     python benchmarks/oracle_variants.py --seeds 3 --episodes 100 --out benchmarks/results/oracle_variants.json
@@ -33,6 +34,10 @@ PAIR_VARIANTS = {'hedged, both legs\' round trip (before 2026-12-07)': ('hedged'
 """Name -> (legs traded, threshold in round trips of one leg)."""
 EPISODE_SPREAD_VARIANT = 'Y alone, its round trip, the level from the episode\'s bars'
 """The name of `EpisodeSpreadOracle`'s row."""
+TRAILING_SPREAD_VARIANT = 'Y alone, its round trip, the level from the last {} bars'
+TRAILING_WINDOWS = (32, 128, 512)
+"""`EpisodeSpreadOracle` with the level from trailing windows: 32 and 128 bars are periods of the moving averages
+`MultiAssetStrategy` shows the closes against."""
 BASKET_VARIANTS = {'every asset (before 2026-12-07)': (4, 1.0), 'the best one': (1, 1.0),
                    'the best two (current)': (2, 1.0), 'the best three': (3, 1.0),
                    'the best two, twice the round trip': (2, 2.0)}
@@ -72,10 +77,10 @@ def basket_sides(oracle, names, closes, held, round_trips):
 
 class EpisodeSpreadOracle(MultiAssetOracleAgent):
     """The pair's oracle (Y alone on the spread's expected change where it beats Y's round trip, X flat) with the
-    spread's level taken from the bars: the spread less its mean over the episode's bars so far (warm-up included)
-    in place of the spread less its known mean, zero. A policy sees the closes only as deviations from their moving
-    averages, the same whatever the level, so the level is what the oracle knows beyond the episode
-    (docs/multi-asset.md, "What the pair's oracle knows").
+    spread's level taken from the bars: the spread less its mean over the episode's bars so far (warm-up included),
+    or over the last `window` bars, in place of the spread less its known mean, zero. A policy sees the closes only as
+    deviations from their moving averages, the same whatever the level, so the level is what the oracle knows beyond
+    the episode (docs/multi-asset.md, "What the pair's oracle knows").
 
     Args:
         oracle: the pair's `PairOracle` (its costs and horizon).
@@ -84,17 +89,22 @@ class EpisodeSpreadOracle(MultiAssetOracleAgent):
         lines: the data lines of X and Y.
         action_names: the env's discrete action names per asset.
         env: the env played (its `episode_window`).
+        window: the number of bars up to now whose mean is the spread's level; None: the episode's so far.
     """
 
-    def __init__(self, oracle, times, closes, lines, action_names, env):
+    def __init__(self, oracle, times, closes, lines, action_names, env, window=None):
         super().__init__(times, {}, action_names)  # the sides wanted are taken at each decision (`wanted_now`)
-        self.oracle, self.env, self.lines = oracle, env, tuple(lines)
+        self.oracle, self.env, self.lines, self.window = oracle, env, tuple(lines), window
         self.spreads = oracle.spreads(closes[:, 0], closes[:, 1])
 
     def expected_now(self):
-        """The spread's expected change over the oracle's horizon, from its level less the episode's mean so far."""
+        """The spread's expected change over the oracle's horizon, from its level less its mean over the episode so
+        far or the last `window` bars."""
         now = self.now()
-        first = self.times.searchsorted(self.env.episode_window[0])
+        if self.window is None:
+            first = self.times.searchsorted(self.env.episode_window[0])
+        else:
+            first = max(0, now + 1 - self.window)
         return -(self.spreads[now] - self.spreads[first:now + 1].mean()) * self.oracle.pull
 
     def wanted_now(self):
@@ -116,15 +126,15 @@ def market_setting(env):
     return spec, times, closes, names, cost
 
 
-def episode_spread_oracle(env):
-    """`EpisodeSpreadOracle` for a MultiDiscreteEnv on a pair, with the env's costs and horizon; None on any other
-    env."""
+def episode_spread_oracle(env, window=None):
+    """`EpisodeSpreadOracle` (its level from the last `window` bars, None: the episode's) for a MultiDiscreteEnv on a
+    pair, with the env's costs and horizon; None on any other env."""
     setting = market_setting(env) if env.action_space.is_discrete else None
     if setting is None or setting[0].kind != pair.KIND:
         return None
     spec, times, closes, names, cost = setting
     oracle = PairOracle(spec, commission=cost, horizon=lookahead_bars(env))
-    return EpisodeSpreadOracle(oracle, times, closes, names, env.portfolio_actions, env)
+    return EpisodeSpreadOracle(oracle, times, closes, names, env.portfolio_actions, env, window=window)
 
 
 def play_variants(market, seed, args, work_dir):
@@ -147,6 +157,8 @@ def play_variants(market, seed, args, work_dir):
         agents = {name: MultiAssetOracleAgent(times, sides, env.portfolio_actions) for name, sides in variants.items()}
         if market == 'pair':
             agents[EPISODE_SPREAD_VARIANT] = episode_spread_oracle(env)
+            agents.update({TRAILING_SPREAD_VARIANT.format(window): episode_spread_oracle(env, window)
+                           for window in TRAILING_WINDOWS})
         return {name: float(np.mean(episode_returns(env, agent, args.episodes))) for name, agent in agents.items()}
     finally:
         env.close()

@@ -363,3 +363,26 @@ def test_rescoring_refuses_a_file_that_is_not_a_known_edge_result(tmp_path, caps
         rescore.parse_args(['--results', str(results), '--out', str(tmp_path / 'out')])
     assert exit_info.value.code == 2
     assert message in capsys.readouterr().err and not (tmp_path / 'out').exists()
+
+
+def test_the_rule_with_a_trailing_window_takes_the_spreads_level_from_its_last_bars(monkeypatch):
+    """`EpisodeSpreadOracle(window=W)`: the expected change is the pull times the spread less its mean over the last
+    W bars up to now (fewer at the start of the file), whatever the episode's first bar."""
+    import numpy as np
+    import pandas as pd
+
+    from btgym_aac.data.markets import MarketSpec, PairOracle, make_pair_market
+
+    monkeypatch.syspath_prepend(str(BENCHMARKS))
+    variants = benchmark_module('oracle_variants')
+    frames = make_pair_market(num_bars=600, seed=5)
+    times = frames['X'].index
+    closes = np.stack([frames['X']['close'].to_numpy(), frames['Y']['close'].to_numpy()], axis=1)
+    oracle = PairOracle(MarketSpec.from_frame(frames['X']), commission=1e-4, horizon=10)
+    spreads = np.log(closes[:, 1]) - np.log(closes[:, 0])  # beta 1: the base cancels
+    for window, now in ((128, 400), (128, 50), (1, 300)):
+        rule = variants.EpisodeSpreadOracle(oracle, times, closes, ('X', 'Y'), ('hold', 'buy', 'sell', 'close'),
+                                            env=None, window=window)
+        rule.time = times[now] + pd.Timedelta(seconds=30)  # between two bars: the one before is current
+        level = spreads[max(0, now + 1 - window):now + 1].mean()
+        assert rule.expected_now() == pytest.approx(-(spreads[now] - level) * oracle.pull, rel=1e-9, abs=1e-15)
