@@ -8,8 +8,8 @@ the same `--episodes` episodes (episode i seeded EVAL_SEED + i) through `MultiAs
 assets traded (both legs hedged, or Y alone) and the threshold the spread's expected change must beat, in round trips
 of one leg; basket variants: how many assets of the largest expected returns are held (the others closed) and the
 threshold in round trips. More pair variants take the spread's level from the bars instead of knowing it: from the
-episode's bars so far (`EpisodeSpreadOracle`: the rule within a policy's reach, `known_edge_runs.reachable_rule_returns`)
-and from trailing windows of fixed length.
+episode's bars so far (`EpisodeSpreadOracle`: the rule within a policy's reach,
+`known_edge_runs.reachable_rule_returns`) and from trailing windows of fixed length.
 
 Usage:
     python benchmarks/oracle_variants.py --seeds 3 --episodes 100 --out benchmarks/results/oracle_variants.json
