@@ -9,7 +9,8 @@ assets traded (both legs hedged, or Y alone) and the threshold the spread's expe
 of one leg; basket variants: how many assets of the largest expected returns are held (the others closed) and the
 threshold in round trips. More pair variants take the spread's level from the bars instead of knowing it: from the
 episode's bars so far (`EpisodeSpreadOracle`: the rule within a policy's reach,
-`known_edge_runs.reachable_rule_returns`) and from trailing windows of fixed length.
+`known_edge_runs.reachable_rule_returns`) and from trailing windows of fixed length; one trades Y on its own
+level, X ignored.
 
 Usage:
     python benchmarks/oracle_variants.py --seeds 3 --episodes 100 --out benchmarks/results/oracle_variants.json
@@ -38,6 +39,9 @@ TRAILING_SPREAD_VARIANT = 'Y alone, its round trip, the level from the last {} b
 TRAILING_WINDOWS = (32, 128, 512)
 """`EpisodeSpreadOracle` with the level from trailing windows: 32 and 128 bars are periods of the moving averages
 `MultiAssetStrategy` shows the closes against."""
+OWN_LEVEL_WINDOW = 128
+OWN_LEVEL_VARIANT = 'Y alone, its round trip, on Y\'s own log close less its mean over the last 128 bars'
+"""`EpisodeSpreadOracle` on Y's own level, X ignored."""
 BASKET_VARIANTS = {'every asset (before 2026-12-07)': (4, 1.0), 'the best one': (1, 1.0),
                    'the best two (current)': (2, 1.0), 'the best three': (3, 1.0),
                    'the best two, twice the round trip': (2, 2.0)}
@@ -90,12 +94,14 @@ class EpisodeSpreadOracle(MultiAssetOracleAgent):
         action_names: the env's discrete action names per asset.
         env: the env played (its `episode_window`).
         window: the number of bars up to now whose mean is the spread's level; None: the episode's so far.
+        own_level: True to take Y's own log close for the spread, X ignored (what a policy that reads Y's
+            deviations from its moving averages alone can trade).
     """
 
-    def __init__(self, oracle, times, closes, lines, action_names, env, window=None):
+    def __init__(self, oracle, times, closes, lines, action_names, env, window=None, own_level=False):
         super().__init__(times, {}, action_names)  # the sides wanted are taken at each decision (`wanted_now`)
         self.oracle, self.env, self.lines, self.window = oracle, env, tuple(lines), window
-        self.spreads = oracle.spreads(closes[:, 0], closes[:, 1])
+        self.spreads = np.log(closes[:, 1]) if own_level else oracle.spreads(closes[:, 0], closes[:, 1])
 
     def expected_now(self):
         """The spread's expected change over the oracle's horizon, from its level less its mean over the episode so
@@ -126,15 +132,16 @@ def market_setting(env):
     return spec, times, closes, names, cost
 
 
-def episode_spread_oracle(env, window=None):
-    """`EpisodeSpreadOracle` (its level from the last `window` bars, None: the episode's) for a MultiDiscreteEnv on a
-    pair, with the env's costs and horizon; None on any other env."""
+def episode_spread_oracle(env, window=None, own_level=False):
+    """`EpisodeSpreadOracle` (its level from the last `window` bars, None: the episode's; with `own_level` of Y's
+    log close alone) for a MultiDiscreteEnv on a pair, with the env's costs and horizon; None on any other env."""
     setting = market_setting(env) if env.action_space.is_discrete else None
     if setting is None or setting[0].kind != pair.KIND:
         return None
     spec, times, closes, names, cost = setting
     oracle = PairOracle(spec, commission=cost, horizon=lookahead_bars(env))
-    return EpisodeSpreadOracle(oracle, times, closes, names, env.portfolio_actions, env, window=window)
+    return EpisodeSpreadOracle(oracle, times, closes, names, env.portfolio_actions, env, window=window,
+                               own_level=own_level)
 
 
 def play_variants(market, seed, args, work_dir):
@@ -159,6 +166,7 @@ def play_variants(market, seed, args, work_dir):
             agents[EPISODE_SPREAD_VARIANT] = episode_spread_oracle(env)
             agents.update({TRAILING_SPREAD_VARIANT.format(window): episode_spread_oracle(env, window)
                            for window in TRAILING_WINDOWS})
+            agents[OWN_LEVEL_VARIANT] = episode_spread_oracle(env, OWN_LEVEL_WINDOW, own_level=True)
         return {name: float(np.mean(episode_returns(env, agent, args.episodes))) for name, agent in agents.items()}
     finally:
         env.close()

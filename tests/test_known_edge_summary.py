@@ -366,8 +366,9 @@ def test_rescoring_refuses_a_file_that_is_not_a_known_edge_result(tmp_path, caps
 
 
 def test_the_rule_with_a_trailing_window_takes_the_spreads_level_from_its_last_bars(monkeypatch):
-    """`EpisodeSpreadOracle(window=W)`: the expected change is the pull times the spread less its mean over the last
-    W bars up to now (fewer at the start of the file), whatever the episode's first bar."""
+    """`EpisodeSpreadOracle(window=W)`: the expected change is the pull times the spread (with `own_level`, Y's log
+    close) less its mean over the last W bars up to now (fewer at the start of the file), whatever the episode's
+    first bar."""
     import numpy as np
     import pandas as pd
 
@@ -379,10 +380,11 @@ def test_the_rule_with_a_trailing_window_takes_the_spreads_level_from_its_last_b
     times = frames['X'].index
     closes = np.stack([frames['X']['close'].to_numpy(), frames['Y']['close'].to_numpy()], axis=1)
     oracle = PairOracle(MarketSpec.from_frame(frames['X']), commission=1e-4, horizon=10)
-    spreads = np.log(closes[:, 1]) - np.log(closes[:, 0])  # beta 1: the base cancels
-    for window, now in ((128, 400), (128, 50), (1, 300)):
+    levels = {False: np.log(closes[:, 1]) - np.log(closes[:, 0]), True: np.log(closes[:, 1])}  # beta 1: no base
+    for window, now, own_level in ((128, 400, False), (128, 50, False), (1, 300, False), (128, 400, True)):
         rule = variants.EpisodeSpreadOracle(oracle, times, closes, ('X', 'Y'), ('hold', 'buy', 'sell', 'close'),
-                                            env=None, window=window)
+                                            env=None, window=window, own_level=own_level)
         rule.time = times[now] + pd.Timedelta(seconds=30)  # between two bars: the one before is current
+        spreads = levels[own_level]
         level = spreads[max(0, now + 1 - window):now + 1].mean()
         assert rule.expected_now() == pytest.approx(-(spreads[now] - level) * oracle.pull, rel=1e-9, abs=1e-15)
