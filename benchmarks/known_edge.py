@@ -85,6 +85,7 @@ from known_edge_runs import (EVAL_SEED, MARKET_ASSETS, MARKETS, OUR_TRAINERS, SB
                              env_overrides, run_one, with_reachable_rule)
 from known_edge_summary import summarize, table_lines, write_result
 
+from btgym_aac.class_refs import class_name
 from btgym_aac.distributed.run_config import MULTI_ASSET_LAYERS, PRESETS, multi_asset_env_settings
 
 TRAINERS = OUR_TRAINERS + (SB3_TRAINER,)
@@ -232,13 +233,14 @@ def multi_asset_layers(args):
 
 
 def multi_asset_envs(args):
-    """Trainer -> the preset's env settings for several assets (`run_config.multi_asset_env_settings`), of the
-    trainers that have some, where a market of several assets is run."""
+    """Trainer -> the preset's env settings for several assets (`run_config.multi_asset_env_settings`; a class as
+    'module.name'), of the trainers that have some, where a market of several assets is run."""
     if not set(args.markets) & set(MARKET_ASSETS):
         return {}
     found = {algo: multi_asset_env_settings(args.preset, algo, args.portfolio) for algo in args.trainers
              if algo in OUR_TRAINERS}
-    return {algo: env_settings for algo, env_settings in found.items() if env_settings}
+    return {algo: {key: '.'.join(class_name(value)) if class_name(value) else value for key, value in env.items()}
+            for algo, env in found.items() if env}
 
 
 def write_results(args, runs, seconds):

@@ -251,6 +251,8 @@ def test_market_params_the_benchmark_cannot_use_are_refused_by_name(market_param
 
 
 def test_the_benchmark_trains_several_assets_as_train_assets_does_and_records_it(monkeypatch):
+    from btgym_aac.strategy import MultiAssetSpreadStrategy, MultiAssetStrategy
+
     known_edge, runs = benchmark_module('known_edge'), benchmark_module('known_edge_runs')
     pair = runs.reference_configs('a3c', {'X': 'x.csv', 'Y': 'y.csv'}, {}, preset='tuned')
     one = runs.reference_configs('a3c', 'train.csv', {}, preset='tuned')
@@ -272,13 +274,16 @@ def test_the_benchmark_trains_several_assets_as_train_assets_does_and_records_it
                   ['--markets', 'pair', '--trainers', 'sb3_ppo', '--preset', 'tuned']):
         assert 'multi_asset_layers' not in written_settings(*flags), flags  # so --resume reads earlier results
     assert written_settings('--markets', 'pair', '--trainers', 'a3c', 'ppo', 'sb3_ppo', '--preset', 'tuned')[
-        'multi_asset_env_settings'] == {'ppo': {'action_encoding': 'per_asset'}}
+        'multi_asset_env_settings'] == {'ppo': {'action_encoding': 'per_asset',
+                                                'strategy': 'btgym_aac.strategy.multi_asset.MultiAssetSpreadStrategy'}}
     for flags in (['--markets', 'pair', '--preset', 'tuned', '--portfolio'], ['--markets', 'mr', '--preset', 'tuned'],
                   ['--markets', 'pair', '--trainers', 'a3c', '--preset', 'tuned']):
         assert 'multi_asset_env_settings' not in written_settings(*flags), flags
     ppo_pair = runs.reference_configs('ppo', {'X': 'x.csv', 'Y': 'y.csv'}, {}, preset='tuned')
     assert ppo_pair['env_config']['kwargs']['action_encoding'] == 'per_asset'
+    assert ppo_pair['env_config']['kwargs']['strategy'] is MultiAssetSpreadStrategy
     assert 'action_encoding' not in pair['env_config']['kwargs']
+    assert pair['env_config']['kwargs']['strategy'] is MultiAssetStrategy
 
 
 def test_rescoring_plays_the_current_oracle_on_the_runs_test_episodes_and_recomputes_every_fraction(

@@ -7,7 +7,7 @@ from btgym_aac.data import BTgymDataset, BTgymMultiData, make_correlated_walks
 from btgym_aac.env import BTgymEnv, MultiDiscreteEnv, PortfolioEnv
 from btgym_aac.env.multi_asset import PORTFOLIO_SKIP_FRAME
 from btgym_aac.spaces import ActionDictSpace
-from btgym_aac.strategy import BTgymBaseStrategy, MultiAssetStrategy
+from btgym_aac.strategy import BTgymBaseStrategy, MultiAssetSpreadStrategy, MultiAssetStrategy
 
 ASSETS = ('A', 'B', 'C')
 EPISODE = {'days': 0, 'hours': 5, 'minutes': 0}
@@ -64,6 +64,42 @@ def test_multi_discrete_episode_of_random_actions_holds_the_ordered_positions():
         assert info['positions'] == {asset: 0 for asset in ASSETS}, 'every position is closed at the end'
     finally:
         env.close()
+
+
+def deviations_at(frame, time, time_dim, periods):
+    """[time_dim, len(periods)]: log close less log SMA(close, p) of `frame` at the `time_dim` bars up to `time`."""
+    closes = frame['close'].to_numpy(dtype=np.float64)
+    now = frame.index.get_loc(time)
+    bars = range(now - time_dim + 1, now + 1)
+    return np.array([[np.log(closes[bar]) - np.log(closes[bar - period + 1:bar + 1].mean()) for period in periods]
+                     for bar in bars])
+
+
+def test_the_spread_strategy_observes_every_pair_of_lines_against_numpy():
+    env = MultiDiscreteEnv(**env_kwargs(strategy=MultiAssetSpreadStrategy))
+    strategy = MultiAssetSpreadStrategy
+    try:
+        assert sorted(env.observation_space['external'].spaces) == ['A', 'A_less_B', 'A_less_C', 'B', 'B_less_C', 'C']
+        env.reset()
+        for _ in range(3):
+            observation, _, _, _, info = env.step(0)
+        deviations = {name: deviations_at(env.dataset.frames[name], info['time'], strategy.time_dim,
+                                          strategy.sma_periods) for name in ASSETS}
+        scale = strategy.params.state_ext_scale
+        for name in ASSETS:
+            np.testing.assert_allclose(observation['external'][name][:, 0], np.tanh(scale * deviations[name]),
+                                       rtol=1e-4, atol=1e-6)
+        for first, second in (('A', 'B'), ('A', 'C'), ('B', 'C')):
+            np.testing.assert_allclose(observation['external']['{}_less_{}'.format(first, second)][:, 0],
+                                       np.tanh(scale * (deviations[first] - deviations[second])), rtol=1e-4,
+                                       atol=1e-6)
+    finally:
+        env.close()
+    plain = MultiDiscreteEnv(**env_kwargs())
+    try:
+        assert sorted(plain.observation_space['external'].spaces) == list(ASSETS)
+    finally:
+        plain.close()
 
 
 def test_multi_asset_observation_has_the_time_of_the_bar():

@@ -5,7 +5,7 @@ import inspect
 import pytest
 
 from btgym_aac.algorithms.config import AacConfig
-from btgym_aac.class_refs import ClassRef
+from btgym_aac.class_refs import ClassRef, class_name
 from btgym_aac.cli import _configs_from_args, build_parser
 from btgym_aac.cli.config_files import algo_of
 from btgym_aac.distributed.run_config import (DEFAULT_ALGO, DEFAULT_PRESET, MULTI_ASSET_ALGOS, MULTI_ASSET_LAYERS,
@@ -254,7 +254,9 @@ def test_ppo_on_several_assets_under_tuned_gets_one_head_per_asset(command, tmp_
 
 
 def test_the_env_settings_for_several_assets_name_the_trainer_by_its_class():
-    assert multi_asset_env_settings('tuned', 'ppo') == {'action_encoding': 'per_asset'}
+    tuned_ppo = multi_asset_env_settings('tuned', 'ppo')
+    assert tuned_ppo == {'action_encoding': 'per_asset', 'strategy': tuned_ppo['strategy']}
+    assert class_name(tuned_ppo['strategy']) == ('btgym_aac.strategy.multi_asset', 'MultiAssetSpreadStrategy')
     assert multi_asset_env_settings('tuned', 'ppo', portfolio=True) == {}
     assert multi_asset_env_settings('tuned', 'a3c') == multi_asset_env_settings('reference', 'ppo') == {}
     assert multi_asset_env_settings('tuned', None) == {}

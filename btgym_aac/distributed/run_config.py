@@ -167,12 +167,17 @@ MULTI_ASSET_LAYERS = {'tuned': _tuned_multi_asset_layer}
 
 
 def _tuned_multi_asset_env(algo):
-    """`tuned`'s env settings on several assets: for PPO one categorical head per asset
+    """`tuned`'s env settings on several assets, for PPO: one categorical head per asset
     (`action_encoding='per_asset'`, Stable-Baselines3's layout of a MultiDiscrete action) where the original has one
     over the joint actions: by 20,000 env steps twice the joint head's fraction of the oracle, 0.32 against 0.16 on
     the pair and 0.56 against 0.27 on the basket (docs/multi-asset.md, "One head per asset for PPO", "Oracles that
-    use the margin")."""
-    return {'action_encoding': 'per_asset'} if algo == 'ppo' else {}
+    use the margin"); and a stream per pair of data lines (`MultiAssetSpreadStrategy`) beside each line's: on the pair
+    0.45 of the oracle at 40,000 env steps against 0.37 and 0.53 against 0.43 at 100,000, the basket level
+    (docs/multi-asset.md, "Why the pair stops near half")."""
+    if algo != 'ppo':
+        return {}
+    return {'action_encoding': 'per_asset',
+            'strategy': ClassRef('btgym_aac.strategy.multi_asset', 'MultiAssetSpreadStrategy')}
 
 
 MULTI_ASSET_ENV_SETTINGS = {'tuned': _tuned_multi_asset_env}
@@ -433,6 +438,7 @@ def multi_asset_env_config(assets=None, portfolio=False, preset=None, algo=None,
     if not portfolio:
         kwargs['order_size'] = REFERENCE_ENV_KWARGS['order_size']
     kwargs.update(multi_asset_env_settings(preset, algo, portfolio))
+    kwargs['strategy'] = _imported(kwargs['strategy'])
     return {'class_ref': PortfolioEnv if portfolio else MultiDiscreteEnv, 'kwargs': kwargs}
 
 
