@@ -173,7 +173,7 @@ def _tuned_multi_asset_env(algo):
     the pair and 0.56 against 0.27 on the basket (docs/multi-asset.md, "One head per asset for PPO", "Oracles that
     use the margin"); and a stream per pair of data lines (`MultiAssetSpreadStrategy`) beside each line's: on the pair
     0.45 of the oracle at 40,000 env steps against 0.37 and 0.53 against 0.43 at 100,000; the basket 0.73 against 0.73
-    and 0.70 against 0.75 (docs/multi-asset.md, "Why the pair stops near half")."""
+    and 0.71 against 0.73 (docs/multi-asset.md, "Why the pair stops near half")."""
     if algo != 'ppo':
         return {}
     return {'action_encoding': 'per_asset',
