@@ -101,7 +101,7 @@ class EpisodeSpreadOracle(MultiAssetOracleAgent):
     def __init__(self, oracle, times, closes, lines, action_names, env, window=None, own_level=False):
         super().__init__(times, {}, action_names)  # the sides wanted are taken at each decision (`wanted_now`)
         self.oracle, self.env, self.lines, self.window = oracle, env, tuple(lines), window
-        self.spreads = np.log(closes[:, 1]) if own_level else oracle.spreads(closes[:, 0], closes[:, 1])
+        self.levels = np.log(closes[:, 1]) if own_level else oracle.spreads(closes[:, 0], closes[:, 1])
 
     def expected_now(self):
         """The spread's expected change over the oracle's horizon, from its level less its mean over the episode so
@@ -111,7 +111,7 @@ class EpisodeSpreadOracle(MultiAssetOracleAgent):
             first = self.times.searchsorted(self.env.episode_window[0])
         else:
             first = max(0, now + 1 - self.window)
-        return -(self.spreads[now] - self.spreads[first:now + 1].mean()) * self.oracle.pull
+        return -(self.levels[now] - self.levels[first:now + 1].mean()) * self.oracle.pull
 
     def wanted_now(self):
         """Y: the side of the expected change where it beats Y's round trip, else 0 (keep); X: `FLAT`."""

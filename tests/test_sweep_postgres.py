@@ -1,6 +1,6 @@
 """Sweeps sharing one study in PostgreSQL: two `btgym-aac sweep` processes split the trials between them, a sweep
-with other settings is refused (`slow`), and processes opening the study at once on a new database all get it. The server is
-a throwaway one (`pg_cluster`); PostgreSQL's binaries are required, not optional."""
+with other settings is refused (`slow`), and processes opening the study at once on a new database all get it. The
+server is a throwaway one (`pg_cluster`); PostgreSQL's binaries are required, not optional."""
 import json
 import os
 import signal

@@ -327,7 +327,8 @@ quantstats, style = _quantstats()
 assert 'quantstats' in __import__('sys').modules and 'seaborn' in __import__('sys').modules
 assert dict(matplotlib.rcParams) == before, sorted(key for key in before if matplotlib.rcParams[key] != before[key])
 assert [to_rgba(code) for code in 'bgrcmyk'] == codes == [
-    (0, 0, 1, 1), (0, 0.5, 0, 1), (1, 0, 0, 1), (0, 0.75, 0.75, 1), (0.75, 0, 0.75, 1), (0.75, 0.75, 0, 1), (0, 0, 0, 1)]
+    (0, 0, 1, 1), (0, 0.5, 0, 1), (1, 0, 0, 1), (0, 0.75, 0.75, 1), (0.75, 0, 0.75, 1), (0.75, 0.75, 0, 1),
+    (0, 0, 0, 1)]
 assert style['axes.grid'] is True and style['axes.prop_cycle'] != before['axes.prop_cycle']
 '''
     subprocess.run([sys.executable, '-c', script], check=True, timeout=120)

@@ -23,11 +23,16 @@ def spread_streams(data_names):
             for index, first in enumerate(names) for second in names[index + 1:]]
 
 
+def external_stream_names(data_names, spreads):
+    """The `external` streams of these data lines: one per line, then with `spreads` one per pair of lines."""
+    return list(data_names) + ([name for name, _, _ in spread_streams(data_names)] if spreads else [])
+
+
 def _state_shape(data_names, asset_names, time_dim, avg_period, num_features, spreads=False):
     num_stats = len(PORTFOLIO_STATS) + len(ASSET_STATS) * len(asset_names)
-    streams = list(data_names) + ([name for name, _, _ in spread_streams(data_names)] if spreads else [])
     return {
-        'external': DictSpace({name: _box((time_dim, 1, num_features)) for name in streams}),
+        'external': DictSpace({name: _box((time_dim, 1, num_features))
+                               for name in external_stream_names(data_names, spreads)}),
         'internal': _box((avg_period, 1, num_stats)),
         'datetime': datetime_space(),
         'metadata': metadata_space(),
@@ -86,7 +91,7 @@ class MultiAssetStrategy(BTgymBaseStrategy):
             ValueError: the `external` streams are not the data lines.
         """
         lines = sorted(data._name for data in self.datas)
-        wanted = sorted(lines + ([name for name, _, _ in spread_streams(lines)] if self.observes_spreads else []))
+        wanted = sorted(external_stream_names(lines, self.observes_spreads))
         streams = sorted(self.p.state_shape['external'].spaces)
         if wanted != streams:
             raise ValueError('{}: the external streams of state_shape {} are not those of the data lines {}: make '
